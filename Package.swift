@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+// Tether: self-hosted companion relay, push relay, signaling server and client SDK.
+// No Swift package dependencies: the build machine can fetch none. C libraries come
+// from Debian and are wrapped as system-library targets below.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Tether",
+    products: [
+        .library(name: "TetherCrypto", targets: ["TetherCrypto"]),
+        .library(name: "TetherWire", targets: ["TetherWire"]),
+        .executable(name: "tether-bench", targets: ["tether-bench"]),
+    ],
+    targets: [
+        // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // Linux calls Glibc does not expose cleanly to Swift (epoll, eventfd, timerfd, accept4, sockopts).
+        .target(name: "CTetherSystem", path: "Sources/CTetherSystem"),
+
+        // MARK: Leaves
+        .target(name: "TetherCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
+
+        // MARK: Programs
+        .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire"],
+                          swiftSettings: strict),
+
+        // MARK: Test support and tests
+        .target(name: "TetherTestSupport", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem"], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)
