@@ -22,13 +22,15 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         // Linux calls Glibc does not expose cleanly to Swift (epoll, eventfd, timerfd, accept4, sockopts).
         .target(name: "CTetherSystem", path: "Sources/CTetherSystem"),
+        // The OpenSSL-in-C reference loop tether-bench measures wrapper overhead against.
+        .target(name: "CTetherBenchFloor", dependencies: ["COpenSSL"], path: "Sources/CTetherBenchFloor"),
 
         // MARK: Leaves
         .target(name: "TetherCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
 
         // MARK: Programs
-        .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire"],
+        .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "CTetherBenchFloor"],
                           swiftSettings: strict),
 
         // MARK: Test support and tests

@@ -67,16 +67,17 @@ public struct AEAD: @unchecked Sendable {
     /// Combined form: ciphertext ‖ 16-byte tag.
     public mutating func seal(_ plaintext: some BytesView, nonce: some BytesView,
                               authenticating aad: some BytesView = [UInt8]()) throws(CryptoError) -> [UInt8] {
-        let count = plaintext.byteCount
-        var output = [UInt8](repeating: 0, count: count + Self.tagByteCount)
         let context = try uniqueContext()
-        let failure: CryptoError? = plaintext.withUnsafeBytes { p in
+        var failure: CryptoError?
+        let output = plaintext.withUnsafeBytes { p in
             nonce.withUnsafeBytes { n in
                 aad.withUnsafeBytes { a in
-                    output.withUnsafeMutableBytes { out in
-                        context.attempt(encrypt: true, input: p, nonce: n, aad: a,
-                                        output: UnsafeMutableRawBufferPointer(rebasing: out[..<count]),
-                                        tag: UnsafeMutableRawBufferPointer(rebasing: out[count...]))
+                    [UInt8](unsafeUninitializedCapacity: p.count + Self.tagByteCount) { buffer, count in
+                        let out = UnsafeMutableRawBufferPointer(buffer)
+                        failure = context.attempt(encrypt: true, input: p, nonce: n, aad: a,
+                                                  output: UnsafeMutableRawBufferPointer(rebasing: out[..<p.count]),
+                                                  tag: UnsafeMutableRawBufferPointer(rebasing: out[p.count...]))
+                        count = failure == nil ? p.count + Self.tagByteCount : 0
                     }
                 }
             }
@@ -122,12 +123,15 @@ public struct AEAD: @unchecked Sendable {
 
     private static func open(_ context: AEADContext, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
                              nonce: some BytesView, aad: some BytesView) -> Result<[UInt8], CryptoError> {
-        var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
-        let failure: CryptoError? = nonce.withUnsafeBytes { n in
+        var failure: CryptoError?
+        let plaintext = nonce.withUnsafeBytes { n in
             aad.withUnsafeBytes { a in
-                plaintext.withUnsafeMutableBytes { out in
-                    context.attempt(encrypt: false, input: ciphertext, nonce: n, aad: a, output: out,
-                                    tag: UnsafeMutableRawBufferPointer(mutating: tag))
+                [UInt8](unsafeUninitializedCapacity: ciphertext.count) { buffer, count in
+                    failure = context.attempt(encrypt: false, input: ciphertext, nonce: n, aad: a,
+                                              output: UnsafeMutableRawBufferPointer(buffer),
+                                              tag: UnsafeMutableRawBufferPointer(mutating: tag))
+                    // On failure the buffer was zeroed; it is discarded either way.
+                    count = failure == nil ? ciphertext.count : 0
                 }
             }
         }

@@ -1,0 +1,27 @@
+# Tether — the two commands a new user needs:
+#   make relay   run the companion relay (embedded SQLite)
+#   make test    install what is missing, build, run every test
+SWIFT ?= swift
+
+.PHONY: deps build test bench relay clean
+
+deps:
+	./scripts/install-deps
+
+build: deps
+	$(SWIFT) build
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --parallel
+
+bench: deps
+	$(SWIFT) build -c release --product tether-bench
+	.build/release/tether-bench
+
+relay: deps
+	@echo "tether relay is not built yet: it lands with the relay issue (see README, Status)." >&2
+	@exit 1
+
+clean:
+	rm -rf .build
