@@ -13,7 +13,8 @@ build: deps
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --parallel
+	$(SWIFT) test --parallel --xunit-output .build/test-results.xml
+	@./scripts/test-summary .build/test-results.xml
 
 bench: deps
 	$(SWIFT) build -c release --product tether-bench

@@ -11,6 +11,7 @@ import TetherCrypto
 struct Options {
     var seconds = 1.0
     var compareWithOpenSSL = true
+    var only: String?
 
     init(_ arguments: [String]) {
         var it = arguments.dropFirst().makeIterator()
@@ -18,8 +19,9 @@ struct Options {
             switch argument {
             case "--seconds": seconds = Double(it.next() ?? "") ?? seconds
             case "--no-openssl": compareWithOpenSSL = false
+            case "--only": only = it.next()
             case "-h", "--help":
-                print("usage: tether-bench [--seconds S] [--no-openssl]")
+                print("usage: tether-bench [--seconds S] [--no-openssl] [--only SUBSTRING]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("tether-bench: unknown argument \(argument)\n".utf8))
@@ -158,7 +160,9 @@ for (algorithm, opensslName, evpName) in [(AEAD.Algorithm.chaCha20Poly1305, "cha
         let bench = AEADBench(algorithm, size: size)
         let plaintext = [UInt8](repeating: 0x5c, count: size)
         let name = "\(evpName) seal \(size) B"
-        floors[name] = tether_bench_aead_floor_ns(evpName, size, 13, seconds)
+        if options.only.map({ name.contains($0) }) ?? true {
+            floors[name] = tether_bench_aead_floor_ns(evpName, size, 13, seconds)
+        }
         // The pointer API: the caller owns the output buffer, as the Noise transport will.
         cases.append(Case(name: name, bytes: size,
                           opensslArguments: ["speed", "-mr", "-elapsed", "-seconds", opensslSeconds, "-aead", "-evp", opensslName, "-bytes", String(size)],
@@ -184,7 +188,7 @@ print(pad("operation", 38) + lpad("tether ns/op", 14) + lpad("MB/s", 10) + lpad(
       + lpad("openssl-speed ns/op", 21) + lpad("ratio", 7) + "  target (vs openssl speed)")
 var opensslCache: [[String]: String] = [:]
 var missed = 0
-for c in cases {
+for c in cases where options.only.map({ c.name.contains($0) }) ?? true {
     let ns = measure(seconds: seconds, c.run)
     var line = pad(c.name, 38) + lpad(String(format: "%.0f", ns), 14)
     line += lpad(c.bytes.map { String(format: "%.0f", Double($0) / ns * 1e3) } ?? "-", 10)
