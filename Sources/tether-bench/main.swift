@@ -59,6 +59,17 @@ struct Case {
     let run: () -> Void
 }
 
+/// ns/op from the ops-per-second field `field` of the `openssl speed -mr` line starting `prefix`.
+func operationsParser(prefix: String, field: Int) -> (String) -> Double? {
+    { output in
+        for line in output.split(separator: "\n") where line.hasPrefix(prefix) {
+            let fields = line.split(separator: ":")
+            if fields.count > field, let ops = Double(fields[field]), ops > 0 { return 1e9 / ops }
+        }
+        return nil
+    }
+}
+
 /// ns/op from a `+F:` line of a single-size cipher or digest run.
 func throughputParser(bytes: Int) -> (String) -> Double? {
     { output in
@@ -101,29 +112,11 @@ let oneKiB = [UInt8](repeating: 0x5c, count: 1024)
 
 var cases: [Case] = [
     Case(name: "X25519 shared secret", bytes: nil, opensslArguments: ["speed", "-mr", "-elapsed", "-seconds", opensslSeconds, "ecdhx25519"],
-         parse: { output in
-             for line in output.split(separator: "\n") where line.hasPrefix("+F5:") {
-                 let f = line.split(separator: ":")
-                 if f.count >= 4, let ops = Double(f[3]), ops > 0 { return 1e9 / ops }
-             }
-             return nil
-         }, target: nil, run: { sink ^= (try! x25519Key.sharedSecret(with: x25519Peer))[0] }),
+         parse: operationsParser(prefix: "+F5:", field: 3), target: nil, run: { sink ^= (try! x25519Key.sharedSecret(with: x25519Peer))[0] }),
     Case(name: "Ed25519 sign (20 B)", bytes: nil, opensslArguments: ["speed", "-mr", "-elapsed", "-seconds", opensslSeconds, "ed25519"],
-         parse: { output in
-             for line in output.split(separator: "\n") where line.hasPrefix("+F6:") {
-                 let f = line.split(separator: ":")
-                 if f.count >= 6, let ops = Double(f[4]), ops > 0 { return 1e9 / ops }
-             }
-             return nil
-         }, target: nil, run: { sink ^= edKey.signature(for: edMessage)[0] }),
+         parse: operationsParser(prefix: "+F6:", field: 4), target: nil, run: { sink ^= edKey.signature(for: edMessage)[0] }),
     Case(name: "Ed25519 verify (20 B)", bytes: nil, opensslArguments: ["speed", "-mr", "-elapsed", "-seconds", opensslSeconds, "ed25519"],
-         parse: { output in
-             for line in output.split(separator: "\n") where line.hasPrefix("+F6:") {
-                 let f = line.split(separator: ":")
-                 if f.count >= 6, let ops = Double(f[5]), ops > 0 { return 1e9 / ops }
-             }
-             return nil
-         }, target: nil, run: { sink ^= edKey.publicKey.isValidSignature(edSignature, for: edMessage) ? 1 : 0 }),
+         parse: operationsParser(prefix: "+F6:", field: 5), target: nil, run: { sink ^= edKey.publicKey.isValidSignature(edSignature, for: edMessage) ? 1 : 0 }),
 ]
 
 /// Buffers that live for the whole run, so a case measures the API and not the harness.

@@ -16,26 +16,16 @@ final class ECDSATests: XCTestCase {
     func testWycheproofDERSignatures() throws {
         let cases = try Wycheproof.cases("ecdsa_secp256r1_sha256_test")
         XCTAssertEqual(cases.count, 484)
-        for c in cases {
-            let valid = try publicKey(c).isValidSignature(derRepresentation: try c.hex("sig"), for: try c.hex("msg"))
-            switch c.result {
-            case "valid": XCTAssertTrue(valid, c.label)
-            case "invalid": XCTAssertFalse(valid, c.label)
-            default: XCTFail("unexpected result \(c.result) in \(c.label)")
-            }
+        try Wycheproof.assertVerdicts(cases) { c in
+            try publicKey(c).isValidSignature(derRepresentation: try c.hex("sig"), for: try c.hex("msg"))
         }
     }
 
     func testWycheproofP1363Signatures() throws {
         let cases = try Wycheproof.cases("ecdsa_secp256r1_sha256_p1363_test")
         XCTAssertEqual(cases.count, 262)
-        for c in cases {
-            let valid = try publicKey(c).isValidSignature(rawRepresentation: try c.hex("sig"), for: try c.hex("msg"))
-            switch c.result {
-            case "valid": XCTAssertTrue(valid, c.label)
-            case "invalid": XCTAssertFalse(valid, c.label)
-            default: XCTFail("unexpected result \(c.result) in \(c.label)")
-            }
+        try Wycheproof.assertVerdicts(cases) { c in
+            try publicKey(c).isValidSignature(rawRepresentation: try c.hex("sig"), for: try c.hex("msg"))
         }
     }
 

@@ -22,20 +22,13 @@ final class MACTests: XCTestCase {
     func testHMACSHA256Wycheproof() throws {
         let cases = try Wycheproof.cases("hmac_sha256_test")
         XCTAssertEqual(cases.count, 174)
-        for c in cases {
+        try Wycheproof.assertVerdicts(cases) { c in
             let tagBytes = (c.group["tagSize"] as? Int ?? 256) / 8
             let key = try c.hex("key"), msg = try c.hex("msg"), tag = try c.hex("tag")
-            let computed = Array(HMAC.authenticationCode(.sha256, key: key, data: msg).prefix(tagBytes))
-            let valid = HMAC.isValidAuthenticationCode(tag, .sha256, key: key, data: msg) && tag.count == tagBytes
-            switch c.result {
-            case "valid":
-                XCTAssertEqual(computed, tag, c.label)
-                XCTAssertTrue(valid, c.label)
-            case "invalid":
-                XCTAssertFalse(valid, c.label)
-            default:
-                XCTFail("unexpected result \(c.result) in \(c.label)")
+            if c.result == "valid" {
+                XCTAssertEqual(Array(HMAC.authenticationCode(.sha256, key: key, data: msg).prefix(tagBytes)), tag, c.label)
             }
+            return HMAC.isValidAuthenticationCode(tag, .sha256, key: key, data: msg) && tag.count == tagBytes
         }
     }
 
