@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "TetherTestSupport", dependencies: ["TetherCrypto"], swiftSettings: strict),
         .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem"], swiftSettings: strict),
+        .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )
