@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "TetherCrypto", targets: ["TetherCrypto"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
+        .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
     ],
     targets: [
@@ -28,15 +29,17 @@ let package = Package(
         // MARK: Leaves
         .target(name: "TetherCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        .target(name: "TetherNoise", dependencies: ["TetherCrypto"], swiftSettings: strict),
 
         // MARK: Programs
-        .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "CTetherBenchFloor"],
+        .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
 
         // MARK: Test support and tests
         .target(name: "TetherTestSupport", dependencies: ["TetherCrypto"], swiftSettings: strict),
         .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -8,13 +8,15 @@ public enum HashFunction: Sendable, Hashable, CaseIterable {
     case sha512
     /// BLAKE2s with a 32-byte output, as Noise's `BLAKE2s` uses it.
     case blake2s
+    /// BLAKE2b with a 64-byte output, as Noise's `BLAKE2b` uses it.
+    case blake2b
 
     /// Output length in bytes.
     public var byteCount: Int {
         switch self {
         case .sha1: 20
         case .sha256, .blake2s: 32
-        case .sha512: 64
+        case .sha512, .blake2b: 64
         }
     }
 
@@ -22,7 +24,7 @@ public enum HashFunction: Sendable, Hashable, CaseIterable {
     public var blockByteCount: Int {
         switch self {
         case .sha1, .sha256, .blake2s: 64
-        case .sha512: 128
+        case .sha512, .blake2b: 128
         }
     }
 
@@ -33,6 +35,7 @@ public enum HashFunction: Sendable, Hashable, CaseIterable {
         case .sha256: "SHA2-256"
         case .sha512: "SHA2-512"
         case .blake2s: "BLAKE2S-256"
+        case .blake2b: "BLAKE2B-512"
         }
     }
 
@@ -42,6 +45,7 @@ public enum HashFunction: Sendable, Hashable, CaseIterable {
         case .sha256: OpenSSL.sha256
         case .sha512: OpenSSL.sha512
         case .blake2s: OpenSSL.blake2s256
+        case .blake2b: OpenSSL.blake2b512
         }
     }
 

@@ -10,6 +10,7 @@ enum OpenSSL {
     nonisolated(unsafe) static let sha256 = fetchDigest("SHA2-256")
     nonisolated(unsafe) static let sha512 = fetchDigest("SHA2-512")
     nonisolated(unsafe) static let blake2s256 = fetchDigest("BLAKE2S-256")
+    nonisolated(unsafe) static let blake2b512 = fetchDigest("BLAKE2B-512")
 
     nonisolated(unsafe) static let chacha20Poly1305 = fetchCipher("ChaCha20-Poly1305")
     nonisolated(unsafe) static let aes256GCM = fetchCipher("AES-256-GCM")
