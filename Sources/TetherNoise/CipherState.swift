@@ -159,3 +159,12 @@ public struct CipherState: Sendable {
         }
     }
 }
+
+extension CipherState {
+    /// A CipherState with a chosen key, for tests that check Rekey and nonce layout against the
+    /// raw AEAD. Reachable only through `@_spi(NoiseTesting) import TetherNoise`.
+    @_spi(NoiseTesting)
+    public init(testingWithKey key: [UInt8], cipher: NoiseProtocol.Cipher) {
+        self.init(cipher: cipher, key: key)
+    }
+}
