@@ -40,6 +40,10 @@ public struct HandshakePattern: Sendable, Hashable {
         return patterns
     }()
 
+    /// Whether each side holds a static key, for callers (and tests) that set up peers.
+    public var initiatorNeedsStaticForTests: Bool { initiatorNeedsStatic }
+    public var responderNeedsStaticForTests: Bool { responderNeedsStatic }
+
     /// True if the initiator must hold a static key (it sends `s` or is pre-known).
     var initiatorNeedsStatic: Bool { initiatorPreMessage.contains(.s) || messages.enumerated().contains { $0.offset % 2 == 0 && $0.element.contains(.s) } }
     /// True if the responder must hold a static key.

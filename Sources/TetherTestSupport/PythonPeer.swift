@@ -1,0 +1,83 @@
+public import Foundation
+
+/// An independent peer written in Python (from `Tests/Peers/`), run with the project's
+/// virtualenv interpreter and spoken to over its stdin/stdout in records: a 4-byte big-endian
+/// length, a 1-byte kind and the body.
+public final class PythonPeer {
+    public enum Failure: Error, CustomStringConvertible {
+        case interpreterMissing(String)
+        case closed(String)
+        public var description: String {
+            switch self {
+            case let .interpreterMissing(path): "no Python interpreter at \(path) (run scripts/install-deps)"
+            case let .closed(stderr): "peer closed its output; stderr: \(stderr)"
+            }
+        }
+    }
+
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private let errors = Pipe()
+    private let watchdog: DispatchWorkItem
+
+    /// Starts `Tests/Peers/<script>` with `arguments`; the peer is killed after `timeout` seconds.
+    public init(script: String, arguments: [String], timeout: TimeInterval = 30) throws {
+        let root = Vectors.packageRoot()
+        let venv = ProcessInfo.processInfo.environment["TETHER_VENV"].map { URL(fileURLWithPath: $0) } ?? root.appendingPathComponent(".venv")
+        let python = venv.appendingPathComponent("bin/python")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else { throw Failure.interpreterMissing(python.path) }
+        process.executableURL = python
+        process.arguments = [root.appendingPathComponent("Tests/Peers/\(script)").path] + arguments
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        // A peer that died must surface as a thrown write error, not kill the test run.
+        signal(SIGPIPE, SIG_IGN)
+        let process = self.process
+        watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        try process.run()
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+    }
+
+    deinit {
+        watchdog.cancel()
+        if process.isRunning { process.terminate() }
+    }
+
+    public func send(kind: UInt8, _ body: [UInt8]) throws {
+        let length = UInt32(body.count + 1)
+        let header: [UInt8] = [UInt8(length >> 24), UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff), kind]
+        try input.fileHandleForWriting.write(contentsOf: Data(header + body))
+    }
+
+    /// The next record, or a thrown `closed` if the peer ended.
+    public func receive() throws -> (kind: UInt8, body: [UInt8]) {
+        let header = try readExactly(5)
+        let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+        return (header[4], try readExactly(length - 1))
+    }
+
+    private func readExactly(_ count: Int) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        while bytes.count < count {
+            let chunk = output.fileHandleForReading.readData(ofLength: count - bytes.count)
+            if chunk.isEmpty { throw Failure.closed(stderrText()) }
+            bytes += chunk
+        }
+        return bytes
+    }
+
+    /// Closes the peer's stdin and waits for it to exit; returns its exit status.
+    public func finish() -> Int32 {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        watchdog.cancel()
+        return process.terminationStatus
+    }
+
+    public func stderrText() -> String {
+        if process.isRunning { return "" }
+        return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+}
