@@ -7,6 +7,7 @@
 import CTetherBenchFloor
 import Foundation
 import TetherCrypto
+import TetherNoise
 
 struct Options {
     var seconds = 1.0
@@ -207,4 +208,55 @@ for c in cases where options.only.map({ c.name.contains($0) }) ?? true {
     print(line)
 }
 if sink == 0xff { print("") }   // keep results observable
+
+// MARK: - Noise (issue 3): handshakes per second and transport throughput against raw AEAD.
+
+@MainActor func noiseSection() throws {
+    print("")
+    print(pad("Noise", 38) + lpad("ns/op", 14) + lpad("MB/s", 10) + lpad("raw AEAD ns/op", 16) + lpad("ratio", 7) + "  target")
+    let responderStatic = X25519.PrivateKey(), initiatorStatic = X25519.PrivateKey()
+    let prologue = Array("iterm2-companion/v1/pid:0123456789abcdef".utf8)
+    let handshakeNs = measure(seconds: seconds) {
+        var phone = try! HandshakeState(.companionXK, role: .initiator, prologue: prologue, staticKey: initiatorStatic,
+                                        remoteStaticKey: responderStatic.publicKey)
+        var mac = try! HandshakeState(.companionXK, role: .responder, prologue: prologue, staticKey: responderStatic)
+        _ = try! mac.readMessage(try! phone.writeMessage())
+        _ = try! phone.readMessage(try! mac.writeMessage())
+        _ = try! mac.readMessage(try! phone.writeMessage())
+        sink ^= try! phone.transportChannel().handshakeHash[0]
+    }
+    print(pad("XK handshake, both sides", 38) + lpad(String(format: "%.0f", handshakeNs), 14)
+          + lpad("-", 10) + "   (\(String(format: "%.0f", 1e9 / handshakeNs)) handshakes/s)")
+
+    var phone = try HandshakeState(.companionXK, role: .initiator, prologue: prologue, staticKey: initiatorStatic,
+                                   remoteStaticKey: responderStatic.publicKey)
+    var mac = try HandshakeState(.companionXK, role: .responder, prologue: prologue, staticKey: responderStatic)
+    _ = try mac.readMessage(try phone.writeMessage())
+    _ = try phone.readMessage(try mac.writeMessage())
+    _ = try mac.readMessage(try phone.writeMessage())
+    let sender = NoiseFrameSender(try phone.transportChannel().sending!)
+    for size in [64, 1024, 16384, 65536] {
+        let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        frame.initializeMemory(as: UInt8.self, repeating: 0x42)
+        let frameView = UnsafeRawBufferPointer(frame)
+        let noiseNs = measure(seconds: seconds) {
+            try! sender.send(frameView) { sink ^= $0[0] }
+        }
+        let raw = AEADBench(.chaCha20Poly1305, size: size)
+        let rawNs = measure(seconds: seconds) { raw.seal() }
+        let ratio = noiseNs / rawNs
+        var line = pad("transport frame \(size) B", 38) + lpad(String(format: "%.0f", noiseNs), 14)
+        line += lpad(String(format: "%.0f", Double(size) / noiseNs * 1e3), 10) + lpad(String(format: "%.0f", rawNs), 16) + lpad(String(format: "%.2f", ratio), 7)
+        if size == 16384 {
+            let ok = ratio <= 1.15
+            if !ok { missed += 1 }
+            line += "  ≤ 1.15 \(ok ? "ok" : "MISSED")"
+        }
+        print(line)
+    }
+}
+
+if options.only.map({ "Noise".contains($0) || $0 == "noise" }) ?? true {
+    try noiseSection()
+}
 if missed > 0 { print("tether-bench: \(missed) target(s) missed") }
