@@ -90,21 +90,9 @@ public struct CipherState: Sendable {
 
     /// Array form of `encrypt`.
     public mutating func encrypt(_ plaintext: [UInt8], ad: [UInt8] = []) throws(NoiseError) -> [UInt8] {
-        let count = plaintext.count + (hasKey ? Self.tagByteCount : 0)
-        var failure: NoiseError?
-        let out = [UInt8](unsafeUninitializedCapacity: count) { buffer, written in
-            failure = plaintext.withUnsafeBytes { p in
-                ad.withUnsafeBytes { a -> NoiseError? in
-                    do throws(NoiseError) {
-                        try encrypt(p, ad: a, into: UnsafeMutableRawBufferPointer(buffer))
-                        return nil
-                    } catch { return error }
-                }
-            }
-            written = failure == nil ? count : 0
+        try transform(plaintext, ad: ad, outputCount: plaintext.count + (hasKey ? Self.tagByteCount : 0)) {
+            (state: inout CipherState, input, ad, output) throws(NoiseError) in try state.encrypt(input, ad: ad, into: output)
         }
-        if let failure { throw failure }
-        return out
     }
 
     /// Array form of `decrypt`.
@@ -114,21 +102,28 @@ public struct CipherState: Sendable {
             isPoisoned = true
             throw .authenticationFailure
         }
-        let count = ciphertext.count - (hasKey ? Self.tagByteCount : 0)
+        return try transform(ciphertext, ad: ad, outputCount: ciphertext.count - (hasKey ? Self.tagByteCount : 0)) {
+            (state: inout CipherState, input, ad, output) throws(NoiseError) in try state.decrypt(input, ad: ad, into: output)
+        }
+    }
+
+    /// Runs a pointer-level operation into a fresh array of `outputCount` bytes.
+    private mutating func transform(_ input: [UInt8], ad: [UInt8], outputCount: Int,
+                                    _ operation: (inout CipherState, UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) throws(NoiseError) -> Void) throws(NoiseError) -> [UInt8] {
         var failure: NoiseError?
-        let out = [UInt8](unsafeUninitializedCapacity: count) { buffer, written in
-            failure = ciphertext.withUnsafeBytes { c in
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, written in
+            failure = input.withUnsafeBytes { i in
                 ad.withUnsafeBytes { a -> NoiseError? in
                     do throws(NoiseError) {
-                        try decrypt(c, ad: a, into: UnsafeMutableRawBufferPointer(buffer))
+                        try operation(&self, i, a, UnsafeMutableRawBufferPointer(buffer))
                         return nil
                     } catch { return error }
                 }
             }
-            written = failure == nil ? count : 0
+            written = failure == nil ? outputCount : 0
         }
         if let failure { throw failure }
-        return out
+        return output
     }
 
     /// Rekey (§4.2, §11.3): k = the first 32 bytes of ENCRYPT(k, 2^64 − 1, empty, 32 zero bytes).

@@ -24,8 +24,7 @@ public final class PythonPeer {
     /// Starts `Tests/Peers/<script>` with `arguments`; the peer is killed after `timeout` seconds.
     public init(script: String, arguments: [String], timeout: TimeInterval = 30) throws {
         let root = Vectors.packageRoot()
-        let venv = ProcessInfo.processInfo.environment["TETHER_VENV"].map { URL(fileURLWithPath: $0) } ?? root.appendingPathComponent(".venv")
-        let python = venv.appendingPathComponent("bin/python")
+        let python = PythonPackageVectors.virtualenv.appendingPathComponent("bin/python")
         guard FileManager.default.isExecutableFile(atPath: python.path) else { throw Failure.interpreterMissing(python.path) }
         process.executableURL = python
         process.arguments = [root.appendingPathComponent("Tests/Peers/\(script)").path] + arguments

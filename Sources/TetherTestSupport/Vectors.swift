@@ -139,10 +139,15 @@ extension Dictionary where Key == String, Value == Any {
 /// Vector sets that ship inside PyPI packages, installed into the project's virtualenv
 /// (`.venv`, created by `scripts/install-deps`).
 public enum PythonPackageVectors {
-    /// `site-packages/<package>` inside `$TETHER_VENV` or `<package root>/.venv`.
-    public static func directory(_ package: String) throws -> URL {
-        let venv = ProcessInfo.processInfo.environment["TETHER_VENV"].map { URL(fileURLWithPath: $0) }
+    /// The project's virtualenv: `$TETHER_VENV` or `<package root>/.venv`.
+    public static var virtualenv: URL {
+        ProcessInfo.processInfo.environment["TETHER_VENV"].map { URL(fileURLWithPath: $0) }
             ?? Vectors.packageRoot().appendingPathComponent(".venv")
+    }
+
+    /// `site-packages/<package>` inside the virtualenv.
+    public static func directory(_ package: String) throws -> URL {
+        let venv = virtualenv
         let lib = venv.appendingPathComponent("lib")
         let pythons = (try? FileManager.default.contentsOfDirectory(atPath: lib.path))?.filter { $0.hasPrefix("python") } ?? []
         for python in pythons {
