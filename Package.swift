@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "TetherCrypto", targets: ["TetherCrypto"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
+        .library(name: "TetherNet", targets: ["TetherNet"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
     ],
     targets: [
@@ -30,6 +31,7 @@ let package = Package(
         .target(name: "TetherCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
         .target(name: "TetherNoise", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        .target(name: "TetherNet", dependencies: ["TetherCrypto", "TetherWire", "CTetherSystem", "COpenSSL"], swiftSettings: strict),
 
         // MARK: Programs
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
@@ -40,6 +42,7 @@ let package = Package(
         .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

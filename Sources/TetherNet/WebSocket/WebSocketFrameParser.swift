@@ -1,0 +1,121 @@
+/// Parses WebSocket frames from a byte stream (RFC 6455 §5.2), with no I/O.
+///
+/// Enforced here, per frame: the mask rule of the role (a server requires masked frames, a
+/// client refuses them), reserved bits clear (no extension is ever negotiated), known opcodes,
+/// control frames unfragmented and ≤ 125 bytes, the minimal length encoding's top bit clear, and
+/// the per-frame payload cap (→ 1009) — checked from the header, before the payload is buffered.
+public struct WebSocketFrameParser: Sendable {
+    public enum Role: Sendable {
+        /// Receives client frames: they must be masked.
+        case server
+        /// Receives server frames: they must not be masked.
+        case client
+    }
+
+    public let role: Role
+    /// Largest payload accepted in one frame.
+    public var maxFramePayload: Int
+    private var buffer: [UInt8] = []
+    private var index = 0
+    private var failure: WebSocketProtocolError?
+
+    public init(role: Role, maxFramePayload: Int) {
+        self.role = role
+        self.maxFramePayload = maxFramePayload
+    }
+
+    public var bufferedByteCount: Int { buffer.count - index }
+
+    public mutating func feed(_ bytes: some Collection<UInt8>) {
+        if index == buffer.count {
+            // Drained: drop the storage, so an idle connection holds no buffer.
+            buffer = []
+            index = 0
+        } else if index > 64 * 1024, index > buffer.count / 2 {
+            buffer.removeSubrange(..<index)
+            index = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete frame, or nil if more bytes are needed.
+    public mutating func nextFrame() throws(WebSocketProtocolError) -> WebSocketFrame? {
+        if let failure { throw failure }
+        do throws(WebSocketProtocolError) {
+            return try parse()
+        } catch {
+            failure = error
+            buffer = []
+            index = 0
+            throw error
+        }
+    }
+
+    private mutating func parse() throws(WebSocketProtocolError) -> WebSocketFrame? {
+        let available = bufferedByteCount
+        guard available >= 2 else { return nil }
+        let b0 = buffer[index], b1 = buffer[index + 1]
+        guard b0 & 0x70 == 0 else { throw .protocolError("reserved bits set") }
+        guard let opcode = WebSocketOpcode(rawValue: b0 & 0x0F) else { throw .protocolError("reserved opcode") }
+        let fin = b0 & 0x80 != 0
+        let masked = b1 & 0x80 != 0
+        switch role {
+        case .server: guard masked else { throw .protocolError("unmasked client frame") }
+        case .client: guard !masked else { throw .protocolError("masked server frame") }
+        }
+        var length = Int(b1 & 0x7F)
+        var headerLength = 2
+        if opcode.isControl {
+            guard fin else { throw .protocolError("fragmented control frame") }
+            guard length <= 125 else { throw .protocolError("control frame too long") }
+        }
+        if length == 126 {
+            guard available >= 4 else { return nil }
+            length = Int(buffer[index + 2]) << 8 | Int(buffer[index + 3])
+            headerLength = 4
+        } else if length == 127 {
+            guard available >= 10 else { return nil }
+            guard buffer[index + 2] & 0x80 == 0 else { throw .protocolError("64-bit length with the top bit set") }
+            var value: UInt64 = 0
+            for i in 2..<10 { value = value << 8 | UInt64(buffer[index + i]) }
+            guard value <= UInt64(Int.max) else { throw .tooBig }
+            length = Int(value)
+            headerLength = 10
+        }
+        guard length <= maxFramePayload else { throw .tooBig }
+        let maskOffset = headerLength
+        if masked { headerLength += 4 }
+        guard available >= headerLength + length else { return nil }
+        let start = index + headerLength
+        var payload = Array(buffer[start..<(start + length)])
+        if masked {
+            let key = (buffer[index + maskOffset], buffer[index + maskOffset + 1], buffer[index + maskOffset + 2], buffer[index + maskOffset + 3])
+            WebSocketMask.apply(key, to: &payload)
+        }
+        index = start + length
+        return WebSocketFrame(fin: fin, opcode: opcode, payload: payload)
+    }
+}
+
+/// XOR masking (RFC 6455 §5.3); applying it twice restores the payload.
+public enum WebSocketMask {
+    public static func apply(_ key: (UInt8, UInt8, UInt8, UInt8), to payload: inout [UInt8]) {
+        let word = UInt32(key.0) | UInt32(key.1) << 8 | UInt32(key.2) << 16 | UInt32(key.3) << 24
+        payload.withUnsafeMutableBytes { bytes in
+            let count = bytes.count
+            var i = 0
+            // Eight bytes at a time, then the tail.
+            let wide = UInt64(word) | UInt64(word) << 32
+            while i + 8 <= count {
+                let v = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                bytes.storeBytes(of: v ^ wide, toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            let keyBytes = [key.0, key.1, key.2, key.3]
+            while i < count {
+                bytes[i] ^= keyBytes[i & 3]
+                i += 1
+            }
+        }
+    }
+}
