@@ -54,12 +54,13 @@ public enum WebSocketCloseCode {
     public static let mandatoryExtension: UInt16 = 1010
     public static let internalError: UInt16 = 1011
 
-    /// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1011 and the
-    /// application ranges 3000–4999 (the set Autobahn's 7.7/7.9 cases expect). 1004–1006 and
-    /// 1015 are never sent; the other 1xxx and 2xxx codes are unassigned.
+    /// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1014 (IANA-registered;
+    /// the reference relay's `ws` accepts them too) and the application range 3000–4999.
+    /// 1004–1006 and 1015 are never sent on the wire; other 1xxx and 2xxx codes are unassigned.
+    /// This matches every case of Autobahn 7.7 (valid) and 7.9 (invalid).
     public static func isValidOnWire(_ code: UInt16) -> Bool {
         switch code {
-        case 1000...1003, 1007...1011, 3000...4999: true
+        case 1000...1003, 1007...1014, 3000...4999: true
         default: false
         }
     }
