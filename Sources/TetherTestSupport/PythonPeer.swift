@@ -80,3 +80,40 @@ public final class PythonPeer {
         return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 }
+
+extension PythonPeer {
+    /// Runs `Tests/Peers/<script>` to completion and returns its exit status and output.
+    public static func run(script: String, arguments: [String], timeout: TimeInterval = 30) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runProcess(PythonPackageVectors.virtualenv.appendingPathComponent("bin/python").path,
+                       [Vectors.packageRoot().appendingPathComponent("Tests/Peers/\(script)").path] + arguments, timeout: timeout)
+    }
+}
+
+/// Runs a program to completion (killed after `timeout` seconds).
+public func runProcess(_ path: String, _ arguments: [String], timeout: TimeInterval = 30) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    let errorData = LockedData()
+    let group = DispatchGroup()
+    DispatchQueue.global().async(group: group) { errorData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    watchdog.cancel()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errorData.get(), as: UTF8.self))
+}
+
+private final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ value: Data) { lock.withLock { data = value } }
+    func get() -> Data { lock.withLock { data } }
+}

@@ -18,6 +18,30 @@ public enum WebSocketFrameEncoder {
         return header
     }
 
+    /// Runs `body` with an unmasked frame header built on the stack (no allocation).
+    @inline(__always)
+    public static func withHeader<R>(fin: Bool = true, opcode: WebSocketOpcode, length: Int,
+                                     _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        var bytes: (UInt64, UInt16) = (0, 0)
+        return withUnsafeMutableBytes(of: &bytes) { raw in
+            raw[0] = (fin ? 0x80 : 0) | opcode.rawValue
+            var count = 2
+            if length < 126 {
+                raw[1] = UInt8(length)
+            } else if length <= 0xFFFF {
+                raw[1] = 126
+                raw[2] = UInt8(length >> 8)
+                raw[3] = UInt8(length & 0xFF)
+                count = 4
+            } else {
+                raw[1] = 127
+                for i in 0..<8 { raw[2 + i] = UInt8(truncatingIfNeeded: UInt64(length) >> UInt64(56 - 8 * i)) }
+                count = 10
+            }
+            return body(UnsafeRawBufferPointer(rebasing: raw[..<count]))
+        }
+    }
+
     /// A whole frame. With a masking key the payload is masked.
     public static func encode(_ frame: WebSocketFrame, maskingKey: (UInt8, UInt8, UInt8, UInt8)? = nil) -> [UInt8] {
         var payload = frame.payload

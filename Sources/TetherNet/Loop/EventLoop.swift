@@ -1,0 +1,203 @@
+import CTetherSystem
+import Glibc
+
+/// Something registered with a loop for readiness events. Called only on the loop's thread.
+public protocol EventLoopHandler: AnyObject {
+    func readable()
+    func writable()
+    /// EPOLLHUP or EPOLLERR with nothing left to read.
+    func hangup()
+}
+
+/// One epoll set driven by one thread.
+///
+/// Everything except `execute`, `schedule(after:)` from another thread, and `shutdown` must be
+/// called on the loop's own thread; handlers and connections are confined to their loop. A
+/// connection moves between loops only through an explicit handoff (`TCPConnection.handoff`).
+public final class EventLoop: @unchecked Sendable {
+    public let index: Int
+    public let clock: any NetClock
+    private let epoll: Int32
+    private let wakeFD: Int32
+    private var handlers: [UInt64: any EventLoopHandler] = [:]
+    private var nextToken: UInt64 = 1
+    private var timers = TimerQueue<TimerTask>()
+    private let pendingLock = NetLock()
+    private var pending: [@Sendable () -> Void] = []
+    private var stopping = false
+    private var thread: pthread_t?
+    private var threadID: pthread_t?
+    /// One read buffer per loop, lent to whichever connection is readable: an idle connection
+    /// owns no read buffer at all.
+    let readBuffer: UnsafeMutableRawBufferPointer
+
+    /// A timer's work; it runs on the loop that scheduled it.
+    public struct TimerTask: @unchecked Sendable {
+        let body: () -> Void
+    }
+
+    public typealias TimerID = TimerQueue<TimerTask>.ID
+
+    public static let readBufferSize = 64 * 1024
+    static let wakeToken: UInt64 = 0
+
+    public init(index: Int = 0, clock: any NetClock = MonotonicClock()) throws {
+        self.index = index
+        self.clock = clock
+        epoll = tether_epoll_create()
+        wakeFD = tether_eventfd_create()
+        guard epoll >= 0, wakeFD >= 0 else { throw NetError.system("epoll/eventfd", errno) }
+        guard tether_epoll_add(epoll, wakeFD, UInt32(TETHER_EPOLLIN), Self.wakeToken) == 0 else { throw NetError.system("epoll_ctl", errno) }
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+    }
+
+    deinit {
+        close(epoll)
+        close(wakeFD)
+        readBuffer.deallocate()
+    }
+
+    // MARK: Threads
+
+    /// Starts the loop on a new thread.
+    public func start() {
+        let unmanaged = Unmanaged.passRetained(self)
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        var handle = pthread_t()
+        pthread_create(&handle, &attributes, { context in
+            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, unmanaged.toOpaque())
+        pthread_attr_destroy(&attributes)
+        thread = handle
+    }
+
+    /// True on the loop's own thread.
+    public var inEventLoop: Bool {
+        guard let threadID else { return false }
+        return pthread_equal(threadID, pthread_self()) != 0
+    }
+
+    /// Runs `task` on the loop thread (soon, in submission order). Safe from any thread.
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        pendingLock.withLock { pending.append(task) }
+        _ = tether_eventfd_signal(wakeFD)
+    }
+
+    /// Asks the loop to stop after its current iteration; joins the thread if one was started.
+    public func shutdown() {
+        execute { [self] in stopping = true }
+        if let thread, !inEventLoop {
+            pthread_join(thread, nil)
+            self.thread = nil
+        }
+    }
+
+    /// The loop body: runs until `shutdown`.
+    public func run() {
+        threadID = pthread_self()
+        var events = [tether_epoll_event](repeating: tether_epoll_event(), count: 256)
+        while !stopping {
+            let timeout = waitTimeout()
+            let count = events.withUnsafeMutableBufferPointer { tether_epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
+            if count < 0, errno != EINTR { fatalError("epoll_wait failed: \(errno)") }
+            for i in 0..<max(0, Int(count)) {
+                let event = events[i]
+                if event.data == Self.wakeToken {
+                    var value: UInt64 = 0
+                    _ = tether_eventfd_drain(wakeFD, &value)
+                    continue
+                }
+                dispatch(event)
+            }
+            runPending()
+            runTimers()
+        }
+        runPending()
+    }
+
+    private func waitTimeout() -> Int32 {
+        if pendingLock.withLock({ !pending.isEmpty }) { return 0 }
+        guard let deadline = timers.nextDeadline() else { return -1 }
+        let now = clock.now()
+        guard deadline > now else { return 0 }
+        // Round up so a timer never fires early; cap to keep the arithmetic in range.
+        return Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+    }
+
+    private func dispatch(_ event: tether_epoll_event) {
+        guard let handler = handlers[event.data] else { return }
+        let flags = event.events
+        if flags & UInt32(TETHER_EPOLLIN) != 0 { handler.readable() }
+        // The read may have closed and deregistered the handler.
+        guard handlers[event.data] != nil else { return }
+        if flags & UInt32(TETHER_EPOLLOUT) != 0 { handler.writable() }
+        guard handlers[event.data] != nil else { return }
+        if flags & UInt32(TETHER_EPOLLHUP | TETHER_EPOLLERR) != 0, flags & UInt32(TETHER_EPOLLIN) == 0 { handler.hangup() }
+    }
+
+    private func runPending() {
+        let tasks = pendingLock.withLock { () -> [@Sendable () -> Void] in
+            defer { pending = [] }
+            return pending
+        }
+        for task in tasks { task() }
+    }
+
+    /// Fires every due timer (also callable by tests driving a `ManualClock`).
+    public func runTimers() {
+        for task in timers.popExpired(now: clock.now()) { task.body() }
+    }
+
+    // MARK: Registration (loop thread only)
+
+    /// Registers `fd` for `events`; returns the token that identifies it.
+    func register(fd: Int32, events: UInt32, handler: any EventLoopHandler) throws -> UInt64 {
+        let token = nextToken
+        nextToken += 1
+        guard tether_epoll_add(epoll, fd, events, token) == 0 else { throw NetError.system("epoll_ctl(ADD)", errno) }
+        handlers[token] = handler
+        return token
+    }
+
+    func modify(fd: Int32, token: UInt64, events: UInt32) {
+        _ = tether_epoll_modify(epoll, fd, events, token)
+    }
+
+    func deregister(fd: Int32, token: UInt64) {
+        _ = tether_epoll_remove(epoll, fd)
+        handlers[token] = nil
+    }
+
+    /// Registered handlers (for tests and metrics).
+    public var registeredCount: Int { handlers.count }
+
+    // MARK: Timers (loop thread only)
+
+    /// Runs `body` once `delay` nanoseconds from now, on this loop.
+    @discardableResult
+    public func schedule(after delay: UInt64, _ body: @escaping () -> Void) -> TimerID {
+        timers.schedule(at: clock.now() + delay, TimerTask(body: body))
+    }
+
+    public func cancel(_ timer: TimerID) { timers.cancel(timer) }
+}
+
+/// Failures of the network layer.
+public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
+    case system(String, Int32)
+    case invalidAddress(String)
+    case closed
+    case timedOut
+
+    public var description: String {
+        switch self {
+        case let .system(call, code): "\(call) failed: errno \(code)"
+        case let .invalidAddress(text): "invalid address \(text)"
+        case .closed: "connection closed"
+        case .timedOut: "timed out"
+        }
+    }
+}

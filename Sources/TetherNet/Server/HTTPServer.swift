@@ -1,0 +1,194 @@
+/// A request as the server hands it to its delegate: head, complete body, and where it came from.
+public struct HTTPServerRequest: Sendable {
+    public let head: HTTPRequestHead
+    public let body: [UInt8]
+    public let peer: SocketAddress?
+    /// The loop the connection lives on (handlers run here).
+    public let loopIndex: Int
+}
+
+/// How the server answers a WebSocket upgrade request.
+public enum WebSocketUpgradeDecision {
+    /// Refuse before the 101 with any status and body; the connection is then closed.
+    case refuse(HTTPResponse)
+    /// Send the 101 and hand the TCP connection (and any bytes after the handshake) to `open`.
+    case accept((TCPConnection, [UInt8]) -> Void)
+}
+
+/// The application behind an `HTTPServer`. Called on the connection's loop thread.
+public protocol HTTPServerDelegate: AnyObject, Sendable {
+    /// The body cap for this request's route (413 beyond); called once the head is known.
+    func bodyLimit(for head: HTTPRequestHead) -> Int
+    /// The response to a complete request.
+    func respond(to request: HTTPServerRequest) -> HTTPResponse
+    /// Called for a request carrying `Upgrade: websocket`. `handshake` is the RFC 6455 check of the
+    /// request; the delegate may refuse even a valid one (Origin, room, limits).
+    func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision
+}
+
+public extension HTTPServerDelegate {
+    func bodyLimit(for head: HTTPRequestHead) -> Int { 64 * 1024 }
+    func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
+        .refuse(.text(400, "upgrade not supported"))
+    }
+}
+
+/// An HTTP/1.1 server on a loop group: one `SO_REUSEPORT` listener per loop, keep-alive and
+/// pipelining (answers in request order), a request timeout for slow senders, an idle timeout
+/// for kept-alive connections, and WebSocket upgrades handed to the delegate.
+public final class HTTPServer: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port: UInt16 = 0
+        public var limits = HTTPRequestParser.Limits()
+        /// From a request's first byte to its complete body (slowloris defence): 408 after this.
+        public var requestTimeout: UInt64 = .seconds(30)
+        /// A kept-alive connection with no request in progress is closed after this.
+        public var idleTimeout: UInt64 = .seconds(60)
+        public init() {}
+    }
+
+    public let group: EventLoopGroup
+    public let configuration: Configuration
+    public let delegate: any HTTPServerDelegate
+    private var listeners: [UncheckedTransfer<TCPListener>] = []
+    public private(set) var port: UInt16 = 0
+
+    public init(group: EventLoopGroup, configuration: Configuration, delegate: any HTTPServerDelegate) {
+        self.group = group
+        self.configuration = configuration
+        self.delegate = delegate
+    }
+
+    /// Binds and starts accepting on every loop; returns the bound port.
+    @discardableResult
+    public func start() throws -> UInt16 {
+        var port = configuration.port
+        for loop in group.loops {
+            let address = try SocketAddress(host: configuration.host, port: port)
+            let listener = try loop.submitAndWait { [self] in
+                UncheckedTransfer(try TCPListener(loop: loop, address: address, reusePort: true) { [self] fd, peer in
+                    accept(fd: fd, peer: peer, on: loop)
+                })
+            }
+            port = listener.value.address.port
+            listeners.append(listener)
+        }
+        self.port = port
+        return port
+    }
+
+    /// Stops accepting new connections (existing ones finish their exchanges).
+    public func stopAccepting() {
+        for listener in listeners {
+            let l = listener
+            _ = try? l.value.loop.submitAndWait { l.value.close() }
+        }
+        listeners = []
+    }
+
+    private func accept(fd: Int32, peer: SocketAddress?, on loop: EventLoop) {
+        guard let connection = try? TCPConnection(fd: fd, loop: loop, peer: peer) else { return }
+        HTTPServerConnection(connection: connection, server: self).start()
+    }
+}
+
+/// One HTTP connection's state: parser, timers, and the in-order response path.
+final class HTTPServerConnection: TCPConnectionDelegate {
+    private let connection: TCPConnection
+    private let server: HTTPServer
+    private var parser: HTTPRequestParser
+    private var pendingHead: HTTPRequestHead?
+    private var timer: EventLoop.TimerID?
+    private var retainSelf: HTTPServerConnection?
+    private var upgraded = false
+
+    init(connection: TCPConnection, server: HTTPServer) {
+        self.connection = connection
+        self.server = server
+        parser = HTTPRequestParser(limits: server.configuration.limits)
+    }
+
+    func start() {
+        retainSelf = self
+        connection.delegate = self
+        armTimer(server.configuration.idleTimeout, idle: true)
+    }
+
+    private func armTimer(_ delay: UInt64, idle: Bool) {
+        if let timer { connection.loop.cancel(timer) }
+        timer = connection.loop.schedule(after: delay) { [weak self] in
+            guard let self, !self.connection.isClosed, !self.upgraded else { return }
+            if idle {
+                self.connection.close()
+            } else {
+                self.reply(.text(408, "request timeout"), closing: true)
+            }
+        }
+    }
+
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        if parser.isIdle { armTimer(server.configuration.requestTimeout, idle: false) }
+        parser.feed(bytes)
+        drain()
+    }
+
+    private func drain() {
+        do throws(HTTPParseError) {
+            while !connection.isClosed, !upgraded, let event = try parser.next() {
+                switch event {
+                case let .head(head):
+                    pendingHead = head
+                    if head.isWebSocketUpgrade {
+                        upgrade(head)
+                        return
+                    }
+                    parser.bodyLimit = server.delegate.bodyLimit(for: head)
+                case let .body(body):
+                    guard let head = pendingHead else { continue }
+                    pendingHead = nil
+                    let request = HTTPServerRequest(head: head, body: body, peer: connection.peer, loopIndex: connection.loop.index)
+                    let response = server.delegate.respond(to: request)
+                    reply(response, closing: !head.keepAlive, includeBody: head.method != "HEAD")
+                    if parser.isIdle { armTimer(server.configuration.idleTimeout, idle: true) }
+                }
+            }
+        } catch {
+            reply(.text(error.status, error.reason), closing: true)
+        }
+    }
+
+    private func reply(_ response: HTTPResponse, closing: Bool, includeBody: Bool = true) {
+        connection.write(response.serialized(closing: closing, includeBody: includeBody))
+        if closing {
+            if let timer { connection.loop.cancel(timer) }
+            connection.closeAfterFlush()
+        }
+    }
+
+    private func upgrade(_ head: HTTPRequestHead) {
+        let request = HTTPServerRequest(head: head, body: [], peer: connection.peer, loopIndex: connection.loop.index)
+        let handshake = WebSocketHandshake.serverResponse(to: head)
+        switch server.delegate.upgrade(request, handshake: handshake) {
+        case let .refuse(response):
+            reply(response, closing: true)
+        case let .accept(open):
+            guard case let .upgrade(switching) = handshake else {
+                if case let .refuse(response) = handshake { reply(response, closing: true) }
+                return
+            }
+            upgraded = true
+            if let timer { connection.loop.cancel(timer) }
+            connection.write(switching.serialized())
+            let leftover = parser.takeUnparsed()
+            connection.delegate = nil
+            retainSelf = nil
+            open(connection, leftover)
+        }
+    }
+
+    func connectionDidClose(_ connection: TCPConnection, error: NetError?) {
+        if let timer { connection.loop.cancel(timer) }
+        retainSelf = nil
+    }
+}

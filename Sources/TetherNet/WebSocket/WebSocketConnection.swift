@@ -1,0 +1,203 @@
+import TetherCrypto
+
+/// What a WebSocket connection tells its owner. Called on the connection's loop.
+public protocol WebSocketDelegate: AnyObject {
+    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8])
+    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8])
+    /// The connection is gone: the close code the peer sent (or 1006 if none), and its reason.
+    func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String)
+    /// The send queue crossed a water mark (see `isWritable`).
+    func webSocketWritabilityChanged(_ socket: WebSocketConnection)
+}
+
+public extension WebSocketDelegate {
+    func webSocketWritabilityChanged(_ socket: WebSocketConnection) {}
+}
+
+/// A WebSocket over a TCP connection (RFC 6455), server or client side.
+///
+/// Pings are answered automatically; optional keepalive pings detect a dead peer. The close
+/// handshake is complete: a received close is echoed; a protocol violation sends the specified
+/// close code and ends the connection.
+public final class WebSocketConnection: TCPConnectionDelegate {
+    public struct Options: Sendable {
+        /// Largest frame payload accepted (→ 1009).
+        public var maxFramePayload = 1 << 20
+        /// Largest reassembled message (→ 1009).
+        public var maxMessageSize = 1 << 20
+        /// Send a ping this often and drop a peer that has not answered the previous one (nil: off).
+        public var keepaliveInterval: UInt64?
+        /// How long to wait for the peer's close frame after sending ours.
+        public var closeTimeout: UInt64 = .seconds(5)
+        public init() {}
+    }
+
+    public let connection: TCPConnection
+    public let role: WebSocketFrameParser.Role
+    public let options: Options
+    public weak var delegate: (any WebSocketDelegate)?
+    private var parser: WebSocketFrameParser
+    private var assembler: WebSocketMessageAssembler
+    private var sentClose = false
+    private var receivedClose: (UInt16, String)?
+    private var finished = false
+    private var awaitingPong = false
+    private var keepaliveTimer: EventLoop.TimerID?
+    private var closeTimer: EventLoop.TimerID?
+    /// Strong self-reference while open, so a socket lives as long as its TCP connection.
+    private var retainSelf: WebSocketConnection?
+
+    public var isWritable: Bool { connection.isWritable }
+    public var isOpen: Bool { !finished && !sentClose }
+    public var peer: SocketAddress? { connection.peer }
+
+    /// Takes over `connection` after a completed handshake; `leftover` is what arrived after it.
+    public init(connection: TCPConnection, role: WebSocketFrameParser.Role, options: Options = Options(),
+                delegate: (any WebSocketDelegate)?, leftover: [UInt8] = []) {
+        self.connection = connection
+        self.role = role
+        self.options = options
+        self.delegate = delegate
+        parser = WebSocketFrameParser(role: role, maxFramePayload: options.maxFramePayload)
+        assembler = WebSocketMessageAssembler(maxMessageSize: options.maxMessageSize)
+        retainSelf = self
+        connection.delegate = self
+        if let interval = options.keepaliveInterval { scheduleKeepalive(interval) }
+        if !leftover.isEmpty { leftover.withUnsafeBytes { process($0) } }
+    }
+
+    // MARK: Sending
+
+    public func send(text: [UInt8]) { send(.text, text) }
+    public func send(binary: [UInt8]) { send(.binary, binary) }
+    public func ping(_ payload: [UInt8] = []) { send(.ping, Array(payload.prefix(125))) }
+
+    /// Sends one frame. A server's frames go out as a stack-built header and the caller's
+    /// payload array in one `writev` (no copy, no allocation); a client masks a copy with a fresh
+    /// random key.
+    public func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) {
+        guard !finished, !sentClose || opcode == .close else { return }
+        switch role {
+        case .server:
+            WebSocketFrameEncoder.withHeader(fin: fin, opcode: opcode, length: payload.count) { header in
+                connection.write(header: header, payload: payload)
+            }
+        case .client:
+            let key = SecureRandom.bytes(4)
+            connection.write(WebSocketFrameEncoder.encode(WebSocketFrame(fin: fin, opcode: opcode, payload: payload),
+                                                          maskingKey: (key[0], key[1], key[2], key[3])))
+        }
+    }
+
+    /// Starts the close handshake; the connection ends when the peer answers (or after the timeout).
+    public func close(code: UInt16 = WebSocketCloseCode.normal, reason: String = "") {
+        guard !finished, !sentClose else { return }
+        sentClose = true
+        send(.close, WebSocketFrameEncoder.closePayload(code: code, reason: reason))
+        if receivedClose != nil {
+            finishAfterFlush(code: receivedClose!.0, reason: receivedClose!.1)
+        } else {
+            closeTimer = connection.loop.schedule(after: options.closeTimeout) { [weak self] in
+                self?.terminate(code: WebSocketCloseCode.abnormal, reason: "close timeout")
+            }
+        }
+    }
+
+    /// Drops the TCP connection without a close frame (a dead or abusive peer).
+    public func terminate(code: UInt16 = WebSocketCloseCode.abnormal, reason: String = "") {
+        guard !finished else { return }
+        finish(code: code, reason: reason)
+        connection.close()
+    }
+
+    public func pauseReading() { connection.pauseReading() }
+    public func resumeReading() { connection.resumeReading() }
+
+    // MARK: TCPConnectionDelegate
+
+    public func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) { process(bytes) }
+
+    public func connectionDidClose(_ connection: TCPConnection, error: NetError?) {
+        let (code, reason) = receivedClose ?? (WebSocketCloseCode.abnormal, "")
+        finish(code: code, reason: reason)
+    }
+
+    public func connectionWritabilityChanged(_ connection: TCPConnection) {
+        delegate?.webSocketWritabilityChanged(self)
+    }
+
+    // MARK: Receiving
+
+    private func process(_ bytes: UnsafeRawBufferPointer) {
+        guard !finished else { return }
+        parser.feed(bytes)
+        do throws(WebSocketProtocolError) {
+            while !finished, receivedClose == nil, let frame = try parser.nextFrame() {
+                guard let event = try assembler.consume(frame) else { continue }
+                handle(event)
+            }
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func handle(_ event: WebSocketMessageAssembler.Event) {
+        switch event {
+        case let .text(text): delegate?.webSocket(self, didReceiveText: text)
+        case let .binary(data): delegate?.webSocket(self, didReceiveBinary: data)
+        case let .ping(payload): send(.pong, payload)
+        case .pong: awaitingPong = false
+        case let .close(code, reason):
+            receivedClose = (code ?? WebSocketCloseCode.noStatus, reason)
+            if sentClose {
+                finishAfterFlush(code: code ?? WebSocketCloseCode.noStatus, reason: reason)
+            } else {
+                // Echo the peer's code (1000 when it sent none), then end.
+                sentClose = true
+                send(.close, WebSocketFrameEncoder.closePayload(code: code ?? WebSocketCloseCode.normal, reason: ""))
+                finishAfterFlush(code: code ?? WebSocketCloseCode.noStatus, reason: reason)
+            }
+        }
+    }
+
+    /// A protocol violation: send its close code and end.
+    private func fail(_ error: WebSocketProtocolError) {
+        guard !finished else { return }
+        if !sentClose {
+            sentClose = true
+            send(.close, WebSocketFrameEncoder.closePayload(code: error.closeCode, reason: error.reason))
+        }
+        finishAfterFlush(code: error.closeCode, reason: error.reason)
+    }
+
+    private func finishAfterFlush(code: UInt16, reason: String) {
+        finish(code: code, reason: reason)
+        connection.closeAfterFlush()
+    }
+
+    private func finish(code: UInt16, reason: String) {
+        guard !finished else { return }
+        finished = true
+        if let keepaliveTimer { connection.loop.cancel(keepaliveTimer) }
+        if let closeTimer { connection.loop.cancel(closeTimer) }
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.webSocketDidClose(self, code: code, reason: reason)
+        retainSelf = nil
+    }
+
+    // MARK: Keepalive
+
+    private func scheduleKeepalive(_ interval: UInt64) {
+        keepaliveTimer = connection.loop.schedule(after: interval) { [weak self] in
+            guard let self, !self.finished else { return }
+            if self.awaitingPong {
+                self.terminate(code: WebSocketCloseCode.abnormal, reason: "keepalive timeout")
+                return
+            }
+            self.awaitingPong = true
+            self.send(.ping, [])
+            self.scheduleKeepalive(interval)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import TetherNet
+import TetherTestSupport
+import XCTest
+
+final class HTTPServerTests: XCTestCase {
+    private var group: EventLoopGroup!
+    private var server: HTTPServer!
+    private var port: UInt16 = 0
+
+    override func setUpWithError() throws {
+        group = try EventLoopGroup(count: 2)
+        var configuration = HTTPServer.Configuration()
+        configuration.requestTimeout = .milliseconds(500)
+        configuration.idleTimeout = .seconds(2)
+        server = HTTPServer(group: group, configuration: configuration, delegate: EchoApplication())
+        port = try server.start()
+    }
+
+    override func tearDown() {
+        server.stopAccepting()
+        group.shutdown()
+    }
+
+    private func curl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runProcess("/usr/bin/curl", ["-sS", "--max-time", "10"] + arguments)
+    }
+
+    func testCurlPostsAndGetsAnEchoOverKeepAlive() throws {
+        let result = try curl(["-w", "%{http_code}\\n", "--data-binary", "hello curl", "http://127.0.0.1:\(port)/echo",
+                               "--next", "-w", "%{http_code} %{num_connects}\\n", "http://127.0.0.1:\(port)/nothing"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "hello curl200\nno route GET /nothing404 0\n", "second request reused the connection")
+    }
+
+    func testCurlChunkedUploadIsDecoded() throws {
+        let result = try curl(["-H", "Transfer-Encoding: chunked", "--data-binary", "chunked body", "http://127.0.0.1:\(port)/echo"])
+        XCTAssertEqual(result.stdout, "chunked body")
+    }
+
+    func testRouteBodyCapAnswers413() throws {
+        let result = try curl(["-w", "%{http_code}", "-o", "/dev/null", "--data-binary", "more than ten bytes", "http://127.0.0.1:\(port)/small"])
+        XCTAssertEqual(result.stdout, "413")
+    }
+
+    func testPipelinedRequestsAreAnsweredInOrder() throws {
+        let client = try RawClient(port: port)
+        client.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nAPOST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nBGET /headers HTTP/1.1\r\nHost: h\r\nX-Dup: 1\r\nx-dup: 2\r\nConnection: close\r\n\r\n")
+        let text = client.readText()
+        let bodies = text.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.prefix(3) }
+        XCTAssertEqual(bodies.map { String($0.prefix(1)) }, ["A", "B", "1"], text)
+        XCTAssertTrue(text.hasSuffix("1|2"), "duplicates preserved in order")
+    }
+
+    func testMalformedRequestGetsItsStatusAndTheServerKeepsServing() throws {
+        let cases: [(String, String)] = [
+            ("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", "400"),
+            ("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", "400"),
+            ("GET / HTTP/1.1\r\nHost: h\r\nX: " + String(repeating: "a", count: 17_000) + "\r\n\r\n", "431"),
+            ("GET / HTTP/1.1\r\nHost: h\r\n" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "\r\n", "431"),
+            ("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 70000\r\n\r\n", "413"),
+            ("GET / HTTP/9.9\r\nHost: h\r\n\r\n", "505"),
+        ]
+        for (request, status) in cases {
+            let client = try RawClient(port: port)
+            client.send(request)
+            let response = client.readText()
+            XCTAssertTrue(response.hasPrefix("HTTP/1.1 \(status) "), "\(status): \(response.prefix(80))")
+            XCTAssertTrue(response.contains("Connection: close"))
+        }
+        let ok = try curl(["--data-binary", "still here", "http://127.0.0.1:\(port)/echo"])
+        XCTAssertEqual(ok.stdout, "still here")
+    }
+
+    func testSlowSenderGets408() throws {
+        let client = try RawClient(port: port)
+        client.send("GET /echo HTTP/1.1\r\nHost: h\r\n")   // never finishes the head
+        let response = client.readText()
+        XCTAssertTrue(response.hasPrefix("HTTP/1.1 408 "), response)
+    }
+
+    func testIdleKeepAliveConnectionIsClosed() throws {
+        let client = try RawClient(port: port)
+        let started = Date()
+        XCTAssertEqual(client.readAll(), [])
+        XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5)
+    }
+}

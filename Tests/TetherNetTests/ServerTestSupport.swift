@@ -1,0 +1,100 @@
+import Foundation
+import Glibc
+import TetherNet
+
+/// An HTTP + WebSocket echo application for server tests.
+final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
+    var wsOptions = WebSocketConnection.Options()
+    let opened = NSLock()
+    private var sockets: [WebSocketConnection] = []
+
+    func bodyLimit(for head: HTTPRequestHead) -> Int { head.path == "/small" ? 10 : 64 * 1024 }
+
+    func respond(to request: HTTPServerRequest) -> HTTPResponse {
+        switch request.head.path {
+        case "/echo": return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/octet-stream")]), body: request.body)
+        case "/headers":
+            return .text(200, request.head.headers.values("X-Dup").joined(separator: "|"))
+        default: return .text(404, "no route \(request.head.method) \(request.head.path)")
+        }
+    }
+
+    func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
+        if request.head.headers.contains("Origin") { return .refuse(.text(403, "forbidden")) }
+        return .accept { [self] connection, leftover in
+            let socket = WebSocketConnection(connection: connection, role: .server, options: wsOptions, delegate: EchoSocket.shared, leftover: leftover)
+            opened.withLock { sockets.append(socket) }
+        }
+    }
+}
+
+/// Echoes every message back in kind.
+final class EchoSocket: WebSocketDelegate, @unchecked Sendable {
+    static let shared = EchoSocket()
+    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) { socket.send(text: text) }
+    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) { socket.send(binary: data) }
+    func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {}
+}
+
+/// A blocking TCP client for sending exact (including malformed) bytes.
+final class RawClient {
+    let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard ok == 0 else { throw NetError.system("connect", errno) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    /// Reads until the peer closes (or `limit` bytes, or the 5 s timeout).
+    func readAll(limit: Int = 1 << 20) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while out.count < limit {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[..<n]
+        }
+        return out
+    }
+
+    /// Reads at least `count` bytes.
+    func read(atLeast count: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while out.count < count {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[..<n]
+        }
+        return out
+    }
+
+    func readText() -> String { String(decoding: readAll(), as: UTF8.self) }
+
+    /// Upgrades to WebSocket and returns the bytes after the 101 head.
+    func upgrade(extraHeaders: String = "") -> (status: String, rest: [UInt8]) {
+        send("GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\(extraHeaders)\r\n")
+        var got: [UInt8] = []
+        while !got.starts(with: Array("HTTP".utf8)) || !String(decoding: got, as: UTF8.self).contains("\r\n\r\n") {
+            let more = read(atLeast: 1)
+            if more.isEmpty { break }
+            got += more
+        }
+        let text = String(decoding: got, as: UTF8.self)
+        guard let range = text.range(of: "\r\n\r\n") else { return (text, []) }
+        let headLength = text.utf8.distance(from: text.startIndex, to: range.upperBound)
+        return (String(text[..<range.lowerBound]), Array(got[headLength...]))
+    }
+}
