@@ -28,11 +28,30 @@ final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
     }
 }
 
-/// Echoes every message back in kind.
+/// Echoes every message back in kind, and stops reading a peer that does not read its echoes
+/// (the back-pressure a splice applies to its other leg).
 final class EchoSocket: WebSocketDelegate, @unchecked Sendable {
     static let shared = EchoSocket()
-    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) { socket.send(text: text) }
-    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) { socket.send(binary: data) }
+    private let lock = NSLock()
+    private var largestQueue = 0
+
+    /// The most bytes any echo socket ever had queued for sending.
+    var maxQueuedBytes: Int { lock.withLock { largestQueue } }
+
+    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) { echo(socket) { socket.send(text: text) } }
+    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) { echo(socket) { socket.send(binary: data) } }
+
+    private func echo(_ socket: WebSocketConnection, _ send: () -> Void) {
+        send()
+        let queued = socket.connection.queuedBytes
+        lock.withLock { largestQueue = max(largestQueue, queued) }
+        if !socket.isWritable { socket.pauseReading() }
+    }
+
+    func webSocketWritabilityChanged(_ socket: WebSocketConnection) {
+        if socket.isWritable { socket.resumeReading() }
+    }
+
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {}
 }
 

@@ -23,7 +23,8 @@ public struct HTTPResponse: Sendable, Equatable {
     /// The wire bytes. `includeBody` is false for answers to HEAD.
     public func serialized(closing: Bool = false, includeBody: Bool = true) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
-        for field in headers where !HTTPHeaders.same(field.name, "Content-Length") && !HTTPHeaders.same(field.name, "Connection") {
+        // Content-Length is always computed; a closing response says so in its own Connection field.
+        for field in headers where !HTTPHeaders.same(field.name, "Content-Length") && !(closing && HTTPHeaders.same(field.name, "Connection")) {
             head += "\(field.name): \(field.value)\r\n"
         }
         if status >= 200, status != 204, status != 304 { head += "Content-Length: \(body.count)\r\n" }
