@@ -40,6 +40,8 @@ public final class TCPConnection: EventLoopHandler {
     private var headOffset = 0
     public private(set) var queuedBytes = 0
     private var closeWhenFlushed = false
+    /// Bumped by `handoff` on the old loop, so a read loop in progress stops touching the socket.
+    private var handoffEpoch = 0
     private var wantsWrite = false
 
     /// Adopts a connected, non-blocking socket on `loop` (call on that loop's thread).
@@ -67,8 +69,9 @@ public final class TCPConnection: EventLoopHandler {
 
     public func readable() {
         // A few reads per wake-up keep one busy peer from starving the others on this loop.
+        let epoch = handoffEpoch
         for _ in 0..<4 {
-            guard !isClosed, !isReadingPaused else { return }
+            guard !isClosed, !isReadingPaused, handoffEpoch == epoch else { return }
             let buffer = loop.readBuffer
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
@@ -261,6 +264,7 @@ public final class TCPConnection: EventLoopHandler {
     /// target's on the target thread, where `then` runs. Bytes that arrive meanwhile wait in the
     /// kernel. After calling this, touch the connection only from `then` onwards.
     public func handoff(to target: EventLoop, then: @escaping @Sendable (TCPConnection) -> Void) {
+        handoffEpoch += 1
         loop.deregister(fd: fd, token: token)
         let transfer = UncheckedTransfer(self)
         target.execute {

@@ -1,0 +1,129 @@
+import Foundation
+import Glibc
+import TetherNet
+import XCTest
+
+final class TimerQueueTests: XCTestCase {
+    func testPopsDueTimersInDeadlineThenScheduleOrder() {
+        var queue = TimerQueue<String>()
+        queue.schedule(at: 30, "c")
+        queue.schedule(at: 10, "a")
+        queue.schedule(at: 10, "b")
+        let late = queue.schedule(at: 20, "cancelled")
+        queue.cancel(late)
+        XCTAssertEqual(queue.count, 3)
+        XCTAssertEqual(queue.nextDeadline(), 10)
+        XCTAssertEqual(queue.popExpired(now: 9), [])
+        XCTAssertEqual(queue.popExpired(now: 25), ["a", "b"])
+        XCTAssertEqual(queue.nextDeadline(), 30, "the cancelled entry is skipped")
+        XCTAssertEqual(queue.popExpired(now: 100), ["c"])
+        XCTAssertNil(queue.nextDeadline())
+        XCTAssertEqual(queue.count, 0)
+    }
+
+    func testManyRandomTimersComeOutSorted() {
+        var queue = TimerQueue<UInt64>()
+        var deadlines: [UInt64] = (0..<1000).map { _ in UInt64.random(in: 0..<10_000) }
+        for d in deadlines { queue.schedule(at: d, d) }
+        deadlines.sort()
+        XCTAssertEqual(queue.popExpired(now: .max), deadlines)
+    }
+}
+
+final class EventLoopTests: XCTestCase {
+    func testTasksRunOnTheLoopThreadInSubmissionOrder() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let order = Locked<[Int]>([])
+        for i in 0..<100 { loop.execute { order.mutate { $0.append(i) } } }
+        let onLoop = try loop.submitAndWait { loop.inEventLoop }
+        XCTAssertTrue(onLoop)
+        XCTAssertFalse(loop.inEventLoop)
+        XCTAssertEqual(order.value, Array(0..<100))
+    }
+
+    func testTimersFireOnTheRealClockAndCanBeCancelled() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let fired = Locked<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            let cancelled = loop.schedule(after: .milliseconds(10)) { fired.mutate { $0.append("cancelled") } }
+            loop.cancel(cancelled)
+            loop.schedule(after: .milliseconds(30)) { fired.mutate { $0.append("late") }; done.signal() }
+            loop.schedule(after: .milliseconds(5)) { fired.mutate { $0.append("early") } }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 2), .success)
+        XCTAssertEqual(fired.value, ["early", "late"])
+    }
+
+    func testManualClockDrivesTimersWithoutWaiting() throws {
+        let clock = ManualClock()
+        let loop = try EventLoop(clock: clock)
+        var fired: [Int] = []
+        loop.schedule(after: .seconds(30)) { fired.append(30) }
+        loop.schedule(after: .seconds(10)) { fired.append(10) }
+        loop.runTimers()
+        XCTAssertEqual(fired, [])
+        clock.advance(by: .seconds(10))
+        loop.runTimers()
+        XCTAssertEqual(fired, [10])
+        clock.advance(by: .seconds(20))
+        loop.runTimers()
+        XCTAssertEqual(fired, [10, 30])
+    }
+
+    func testHandoffMovesALiveConnectionToAnotherLoop() throws {
+        let group = try EventLoopGroup(count: 2)
+        defer { group.shutdown() }
+        let (first, second) = (group.loops[0], group.loops[1])
+        let seen = Locked<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        final class Recorder: TCPConnectionDelegate, @unchecked Sendable {
+            let seen: Locked<[String]>
+            let done: DispatchSemaphore
+            let target: EventLoop
+            init(_ seen: Locked<[String]>, _ done: DispatchSemaphore, _ target: EventLoop) { self.seen = seen; self.done = done; self.target = target }
+            func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+                let text = String(decoding: bytes, as: UTF8.self)
+                seen.mutate { $0.append("loop\(connection.loop.index):\(text)") }
+                connection.write(Array("ack \(text)".utf8))
+                if text.contains("two") { done.signal() }
+                // The first message decides the connection's home loop, as a room name will.
+                if connection.loop !== target { connection.handoff(to: target) { _ in } }
+            }
+            func connectionDidClose(_ connection: TCPConnection, error: NetError?) {}
+        }
+        let recorder = Recorder(seen, done, second)
+        let listener = try first.submitAndWait {
+            UncheckedBox(try TCPListener(loop: first, address: try SocketAddress(host: "127.0.0.1", port: 0)) { fd, peer in
+                let connection = try! TCPConnection(fd: fd, loop: first, peer: peer)
+                connection.delegate = recorder
+            })
+        }
+        _ = listener
+        let client = try RawClient(port: listener.value.address.port)
+        client.send("one")
+        XCTAssertEqual(String(decoding: client.read(atLeast: 7), as: UTF8.self), "ack one")
+        // The first read handed the connection off; everything after is served by the second loop.
+        client.send("two")
+        XCTAssertEqual(done.wait(timeout: .now() + 2), .success)
+        XCTAssertEqual(String(decoding: client.read(atLeast: 7), as: UTF8.self), "ack two")
+        XCTAssertEqual(seen.value, ["loop0:one", "loop1:two"])
+    }
+}
+
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: Value
+    init(_ value: Value) { storage = value }
+    var value: Value { lock.withLock { storage } }
+    func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&storage) } }
+}
+
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
