@@ -1,0 +1,84 @@
+/// A small HTTP/1.1 client for the SDK and tests: one request per connection
+/// (`Connection: close`), a deadline for the whole exchange, and redirects never followed —
+/// a 3xx is returned to the caller as the final response.
+public enum HTTPClient {
+    public struct Response: Sendable, Equatable {
+        public let status: Int
+        public let headers: HTTPHeaders
+        public let body: [UInt8]
+    }
+
+    public static func request(_ method: String, _ url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil,
+                               on loop: EventLoop, timeout: UInt64 = .seconds(15),
+                               completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
+        let target: ClientURL
+        do { target = try ClientURL(url) } catch { return completion(.failure(error)) }
+        guard !target.secure else { return completion(.failure(.invalidAddress("https needs TLS: \(url)"))) }
+        var text = "\(method) \(target.target) HTTP/1.1\r\nHost: \(target.hostHeader)\r\nConnection: close\r\n"
+        for field in headers { text += "\(field.name): \(field.value)\r\n" }
+        if let body { text += "Content-Length: \(body.count)\r\n" }
+        text += "\r\n"
+        let bytes = Array(text.utf8) + (body ?? [])
+        TCPConnector.connect(host: target.host, port: target.port, on: loop, timeout: timeout) { result in
+            switch result {
+            case let .failure(error): completion(.failure(error))
+            case let .success(connection):
+                let exchange = Exchange(connection: connection, expectsBody: method != "HEAD", completion: completion)
+                exchange.timer = loop.schedule(after: timeout) { exchange.finish(.failure(.timedOut)) }
+                connection.delegate = exchange
+                connection.write(bytes)
+            }
+        }
+    }
+
+    /// JSON POST convenience: sets `Content-Type: application/json`.
+    public static func postJSON(_ url: String, body: [UInt8], headers: HTTPHeaders = HTTPHeaders(), on loop: EventLoop,
+                                timeout: UInt64 = .seconds(15), completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
+        var all = headers
+        all.set("Content-Type", "application/json")
+        request("POST", url, headers: all, body: body, on: loop, timeout: timeout, completion: completion)
+    }
+
+    private final class Exchange: TCPConnectionDelegate {
+        let connection: TCPConnection
+        var parser = HTTPResponseParser()
+        var completion: (@Sendable (Result<Response, NetError>) -> Void)?
+        var timer: EventLoop.TimerID?
+        var retainSelf: Exchange?
+
+        init(connection: TCPConnection, expectsBody: Bool, completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
+            self.connection = connection
+            self.completion = completion
+            parser.expectsBody = expectsBody
+            retainSelf = self
+        }
+
+        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+            parser.feed(bytes)
+            progress(closed: false)
+        }
+
+        func connectionDidClose(_ connection: TCPConnection, error: NetError?) {
+            progress(closed: true)
+            finish(.failure(error ?? .closed))
+        }
+
+        private func progress(closed: Bool) {
+            do throws(HTTPParseError) {
+                guard let head = try parser.parseHead(), let body = try parser.body(closed: closed) else { return }
+                finish(.success(Response(status: head.status, headers: head.headers, body: body)))
+            } catch {
+                finish(.failure(.invalidAddress("malformed response: \(error)")))
+            }
+        }
+
+        func finish(_ result: Result<Response, NetError>) {
+            guard let completion else { return }
+            self.completion = nil
+            if let timer { connection.loop.cancel(timer) }
+            connection.close()
+            retainSelf = nil
+            completion(result)
+        }
+    }
+}

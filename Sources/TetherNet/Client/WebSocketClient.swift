@@ -1,0 +1,84 @@
+/// Opens a client WebSocket: TCP connect, the RFC 6455 handshake (validated strictly), then a
+/// `WebSocketConnection` in the client role. No `Origin` header is ever sent.
+public enum WebSocketClient {
+    public enum Failure: Error, Equatable, Sendable {
+        case network(NetError)
+        /// The server answered the upgrade with something other than a valid 101.
+        case refused(status: Int, body: [UInt8])
+    }
+
+    public static func connect(_ url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketConnection.Options = .init(),
+                               delegate: any WebSocketDelegate & Sendable, on loop: EventLoop, timeout: UInt64 = .seconds(30),
+                               completion: @escaping @Sendable (Result<WebSocketConnection, Failure>) -> Void) {
+        let target: ClientURL
+        do { target = try ClientURL(url) } catch { return completion(.failure(.network(error))) }
+        guard !target.secure else { return completion(.failure(.network(.invalidAddress("wss needs TLS: \(url)")))) }
+        let (request, key) = WebSocketHandshake.clientRequest(host: target.hostHeader, path: target.target, extraHeaders: headers)
+        TCPConnector.connect(host: target.host, port: target.port, on: loop, timeout: timeout) { result in
+            switch result {
+            case let .failure(error): completion(.failure(.network(error)))
+            case let .success(connection):
+                let handshake = Handshake(connection: connection, key: key, options: options, delegate: delegate, completion: completion)
+                handshake.timer = loop.schedule(after: timeout) { handshake.finish(.failure(.network(.timedOut))) }
+                connection.delegate = handshake
+                connection.write(request)
+            }
+        }
+    }
+
+    private final class Handshake: TCPConnectionDelegate {
+        let connection: TCPConnection
+        let key: String
+        let options: WebSocketConnection.Options
+        let delegate: any WebSocketDelegate
+        var parser = HTTPResponseParser()
+        var completion: (@Sendable (Result<WebSocketConnection, Failure>) -> Void)?
+        var timer: EventLoop.TimerID?
+        var retainSelf: Handshake?
+
+        init(connection: TCPConnection, key: String, options: WebSocketConnection.Options, delegate: any WebSocketDelegate,
+             completion: @escaping @Sendable (Result<WebSocketConnection, Failure>) -> Void) {
+            self.connection = connection
+            self.key = key
+            self.options = options
+            self.delegate = delegate
+            self.completion = completion
+            retainSelf = self
+        }
+
+        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+            parser.feed(bytes)
+            do throws(HTTPParseError) {
+                guard let head = try parser.parseHead() else { return }
+                guard WebSocketHandshake.validateServerResponse(status: head.status, headers: head.headers, key: key) else {
+                    // Give a refusal's body a moment to arrive in this read; what came is reported.
+                    finish(.failure(.refused(status: head.status, body: parser.takeRemaining())))
+                    return
+                }
+                guard let completion else { return }
+                self.completion = nil
+                if let timer { connection.loop.cancel(timer) }
+                retainSelf = nil
+                let socket = WebSocketConnection(connection: connection, role: .client, options: options, delegate: nil,
+                                                 leftover: [])
+                completion(.success(socket))
+                socket.delegate = delegate
+                let leftover = parser.takeRemaining()
+                if !leftover.isEmpty { leftover.withUnsafeBytes { socket.connection(connection, didRead: $0) } }
+            } catch {
+                finish(.failure(.refused(status: 0, body: [])))
+            }
+        }
+
+        func connectionDidClose(_ connection: TCPConnection, error: NetError?) { finish(.failure(.network(error ?? .closed))) }
+
+        func finish(_ result: Result<WebSocketConnection, Failure>) {
+            guard let completion else { return }
+            self.completion = nil
+            if let timer { connection.loop.cancel(timer) }
+            connection.close()
+            retainSelf = nil
+            completion(result)
+        }
+    }
+}
