@@ -81,20 +81,20 @@ final class EventLoopTests: XCTestCase {
         let (first, second) = (group.loops[0], group.loops[1])
         let seen = Locked<[String]>([])
         let done = DispatchSemaphore(value: 0)
-        final class Recorder: TCPConnectionDelegate, @unchecked Sendable {
+        final class Recorder: TransportDelegate, @unchecked Sendable {
             let seen: Locked<[String]>
             let done: DispatchSemaphore
             let target: EventLoop
             init(_ seen: Locked<[String]>, _ done: DispatchSemaphore, _ target: EventLoop) { self.seen = seen; self.done = done; self.target = target }
-            func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+            func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
                 let text = String(decoding: bytes, as: UTF8.self)
                 seen.mutate { $0.append("loop\(connection.loop.index):\(text)") }
                 connection.write(Array("ack \(text)".utf8))
                 if text.contains("two") { done.signal() }
                 // The first message decides the connection's home loop, as a room name will.
-                if connection.loop !== target { connection.handoff(to: target) { _ in } }
+                if connection.loop !== target, let tcp = connection as? TCPConnection { tcp.handoff(to: target) { _ in } }
             }
-            func connectionDidClose(_ connection: TCPConnection, error: NetError?) {}
+            func transportDidClose(_ connection: any Transport, error: NetError?) {}
         }
         let recorder = Recorder(seen, done, second)
         let listener = try first.submitAndWait {

@@ -39,7 +39,7 @@ public enum HTTPClient {
         request("POST", url, headers: all, body: body, on: loop, timeout: timeout, completion: completion)
     }
 
-    private final class Exchange: TCPConnectionDelegate {
+    private final class Exchange: TransportDelegate {
         let connection: TCPConnection
         var parser = HTTPResponseParser()
         var completion: (@Sendable (Result<Response, NetError>) -> Void)?
@@ -53,12 +53,12 @@ public enum HTTPClient {
             retainSelf = self
         }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
             parser.feed(bytes)
             progress(closed: false)
         }
 
-        func connectionDidClose(_ connection: TCPConnection, error: NetError?) {
+        func transportDidClose(_ connection: any Transport, error: NetError?) {
             progress(closed: true)
             finish(.failure(error ?? .closed))
         }

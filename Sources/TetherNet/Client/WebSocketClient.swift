@@ -26,7 +26,7 @@ public enum WebSocketClient {
         }
     }
 
-    private final class Handshake: TCPConnectionDelegate {
+    private final class Handshake: TransportDelegate {
         let connection: TCPConnection
         let key: String
         let options: WebSocketConnection.Options
@@ -46,7 +46,7 @@ public enum WebSocketClient {
             retainSelf = self
         }
 
-        func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+        func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
             parser.feed(bytes)
             do throws(HTTPParseError) {
                 guard let head = try parser.parseHead() else { return }
@@ -64,13 +64,13 @@ public enum WebSocketClient {
                 completion(.success(socket))
                 socket.delegate = delegate
                 let leftover = parser.takeRemaining()
-                if !leftover.isEmpty { leftover.withUnsafeBytes { socket.connection(connection, didRead: $0) } }
+                if !leftover.isEmpty { leftover.withUnsafeBytes { socket.transport(connection, didRead: $0) } }
             } catch {
                 finish(.failure(.refused(status: 0, body: [])))
             }
         }
 
-        func connectionDidClose(_ connection: TCPConnection, error: NetError?) { finish(.failure(.network(error ?? .closed))) }
+        func transportDidClose(_ connection: any Transport, error: NetError?) { finish(.failure(.network(error ?? .closed))) }
 
         func finish(_ result: Result<WebSocketConnection, Failure>) {
             guard let completion else { return }

@@ -1,20 +1,6 @@
 import CTetherSystem
 import Glibc
 
-/// What a connection tells the layer above. Called on the connection's loop.
-public protocol TCPConnectionDelegate: AnyObject {
-    /// Bytes arrived. The buffer is the loop's shared read buffer: consume or copy it now.
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer)
-    /// The connection closed (by either side); called exactly once.
-    func connectionDidClose(_ connection: TCPConnection, error: NetError?)
-    /// `isWritable` changed: the write queue crossed a water mark.
-    func connectionWritabilityChanged(_ connection: TCPConnection)
-}
-
-public extension TCPConnectionDelegate {
-    func connectionWritabilityChanged(_ connection: TCPConnection) {}
-}
-
 /// A non-blocking TCP connection confined to one event loop.
 ///
 /// Reads go through the loop's shared buffer, so an idle connection holds no read buffer.
@@ -22,10 +8,10 @@ public extension TCPConnectionDelegate {
 /// arrays, no copy) and flushed with `writev`. When the queue passes `highWaterMark`,
 /// `isWritable` turns false until it drains below `lowWaterMark` — the back-pressure signal a
 /// splice uses to pause the other leg.
-public final class TCPConnection: EventLoopHandler {
+public final class TCPConnection: EventLoopHandler, Transport {
     public private(set) var loop: EventLoop
     public let peer: SocketAddress?
-    public var delegate: (any TCPConnectionDelegate)?
+    public var delegate: (any TransportDelegate)?
     public var highWaterMark = 256 * 1024
     public var lowWaterMark = 64 * 1024
 
@@ -75,7 +61,7 @@ public final class TCPConnection: EventLoopHandler {
             let buffer = loop.readBuffer
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
-                delegate?.connection(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                delegate?.transport(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<n]))
                 if n < buffer.count { return }
             } else if n == 0 {
                 close(error: nil)
@@ -166,7 +152,7 @@ public final class TCPConnection: EventLoopHandler {
         }
         if isWritable, queuedBytes > highWaterMark {
             isWritable = false
-            delegate?.connectionWritabilityChanged(self)
+            delegate?.transportWritabilityChanged(self)
         }
     }
 
@@ -229,7 +215,7 @@ public final class TCPConnection: EventLoopHandler {
         }
         if !isWritable, queuedBytes < lowWaterMark {
             isWritable = true
-            delegate?.connectionWritabilityChanged(self)
+            delegate?.transportWritabilityChanged(self)
         }
     }
 
@@ -255,7 +241,7 @@ public final class TCPConnection: EventLoopHandler {
         queuedBytes = 0
         let delegate = self.delegate
         self.delegate = nil
-        delegate?.connectionDidClose(self, error: error)
+        delegate?.transportDidClose(self, error: error)
     }
 
     // MARK: Handoff
@@ -275,7 +261,7 @@ public final class TCPConnection: EventLoopHandler {
             } catch {
                 connection.isClosed = true
                 Glibc.close(connection.fd)
-                connection.delegate?.connectionDidClose(connection, error: error as? NetError)
+                connection.delegate?.transportDidClose(connection, error: error as? NetError)
                 return
             }
             then(connection)

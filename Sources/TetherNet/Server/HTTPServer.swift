@@ -12,7 +12,7 @@ public enum WebSocketUpgradeDecision {
     /// Refuse before the 101 with any status and body; the connection is then closed.
     case refuse(HTTPResponse)
     /// Send the 101 and hand the TCP connection (and any bytes after the handshake) to `open`.
-    case accept((TCPConnection, [UInt8]) -> Void)
+    case accept((any Transport, [UInt8]) -> Void)
 }
 
 /// The application behind an `HTTPServer`. Called on the connection's loop thread.
@@ -94,8 +94,8 @@ public final class HTTPServer: @unchecked Sendable {
 }
 
 /// One HTTP connection's state: parser, timers, and the in-order response path.
-final class HTTPServerConnection: TCPConnectionDelegate {
-    private let connection: TCPConnection
+final class HTTPServerConnection: TransportDelegate {
+    private let connection: any Transport
     private let server: HTTPServer
     private var parser: HTTPRequestParser
     private var pendingHead: HTTPRequestHead?
@@ -103,7 +103,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
     private var retainSelf: HTTPServerConnection?
     private var upgraded = false
 
-    init(connection: TCPConnection, server: HTTPServer) {
+    init(connection: any Transport, server: HTTPServer) {
         self.connection = connection
         self.server = server
         parser = HTTPRequestParser(limits: server.configuration.limits)
@@ -127,7 +127,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
     }
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
         if parser.isIdle { armTimer(server.configuration.requestTimeout, idle: false) }
         parser.feed(bytes)
         drain()
@@ -187,7 +187,7 @@ final class HTTPServerConnection: TCPConnectionDelegate {
         }
     }
 
-    func connectionDidClose(_ connection: TCPConnection, error: NetError?) {
+    func transportDidClose(_ connection: any Transport, error: NetError?) {
         if let timer { connection.loop.cancel(timer) }
         retainSelf = nil
     }

@@ -19,7 +19,7 @@ public extension WebSocketDelegate {
 /// Pings are answered automatically; optional keepalive pings detect a dead peer. The close
 /// handshake is complete: a received close is echoed; a protocol violation sends the specified
 /// close code and ends the connection.
-public final class WebSocketConnection: TCPConnectionDelegate {
+public final class WebSocketConnection: TransportDelegate {
     public struct Options: Sendable {
         /// Largest frame payload accepted (→ 1009).
         public var maxFramePayload = 1 << 20
@@ -32,7 +32,7 @@ public final class WebSocketConnection: TCPConnectionDelegate {
         public init() {}
     }
 
-    public let connection: TCPConnection
+    public let connection: any Transport
     public let role: WebSocketFrameParser.Role
     public let options: Options
     public weak var delegate: (any WebSocketDelegate)?
@@ -52,7 +52,7 @@ public final class WebSocketConnection: TCPConnectionDelegate {
     public var peer: SocketAddress? { connection.peer }
 
     /// Takes over `connection` after a completed handshake; `leftover` is what arrived after it.
-    public init(connection: TCPConnection, role: WebSocketFrameParser.Role, options: Options = Options(),
+    public init(connection: any Transport, role: WebSocketFrameParser.Role, options: Options = Options(),
                 delegate: (any WebSocketDelegate)?, leftover: [UInt8] = []) {
         self.connection = connection
         self.role = role
@@ -113,16 +113,16 @@ public final class WebSocketConnection: TCPConnectionDelegate {
     public func pauseReading() { connection.pauseReading() }
     public func resumeReading() { connection.resumeReading() }
 
-    // MARK: TCPConnectionDelegate
+    // MARK: TransportDelegate
 
-    public func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) { process(bytes) }
+    public func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) { process(bytes) }
 
-    public func connectionDidClose(_ connection: TCPConnection, error: NetError?) {
+    public func transportDidClose(_ connection: any Transport, error: NetError?) {
         let (code, reason) = receivedClose ?? (WebSocketCloseCode.abnormal, "")
         finish(code: code, reason: reason)
     }
 
-    public func connectionWritabilityChanged(_ connection: TCPConnection) {
+    public func transportWritabilityChanged(_ connection: any Transport) {
         delegate?.webSocketWritabilityChanged(self)
     }
 

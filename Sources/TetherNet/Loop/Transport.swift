@@ -1,0 +1,37 @@
+/// A byte stream the protocol layers run on: a plain `TCPConnection` or a `TLSConnection` over
+/// one. HTTP and WebSocket code sees only this, so the same server runs with or without TLS.
+/// Everything is called on the transport's loop.
+public protocol Transport: AnyObject {
+    var loop: EventLoop { get }
+    var peer: SocketAddress? { get }
+    /// False while the send queue is above its high-water mark (back-pressure).
+    var isWritable: Bool { get }
+    var isClosed: Bool { get }
+    /// Bytes accepted by `write` but not yet handed to the kernel.
+    var queuedBytes: Int { get }
+    var delegate: (any TransportDelegate)? { get set }
+
+    func write(_ bytes: [UInt8])
+    /// A small header and a payload back to back (one `writev` on plain TCP).
+    func write(header: UnsafeRawBufferPointer, payload: [UInt8])
+    /// Closes once everything queued is sent.
+    func closeAfterFlush()
+    /// Closes now.
+    func close()
+    func pauseReading()
+    func resumeReading()
+}
+
+/// What a transport tells the layer above it.
+public protocol TransportDelegate: AnyObject {
+    /// Bytes arrived; the buffer is borrowed (the loop's), so consume or copy it now.
+    func transport(_ transport: any Transport, didRead bytes: UnsafeRawBufferPointer)
+    /// The transport closed, by either side; called exactly once.
+    func transportDidClose(_ transport: any Transport, error: NetError?)
+    /// `isWritable` changed.
+    func transportWritabilityChanged(_ transport: any Transport)
+}
+
+public extension TransportDelegate {
+    func transportWritabilityChanged(_ transport: any Transport) {}
+}
