@@ -35,4 +35,26 @@ static inline void tether_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
 static inline int tether_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
 static inline int tether_EVP_PKEY_KEYPAIR(void) { return EVP_PKEY_KEYPAIR; }
 static inline int tether_ERR_GET_REASON(unsigned long e) { return ERR_GET_REASON(e); }
+static inline long tether_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) { return SSL_CTX_set_min_proto_version(ctx, version); }
+static inline long tether_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long tether_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
+static inline const char *tether_SSL_get_servername(const SSL *ssl) { return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name); }
+static inline int tether_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
+static inline long tether_SSL_MODE_RELEASE_BUFFERS(void) { return SSL_MODE_RELEASE_BUFFERS; }
+static inline long tether_SSL_MODE_ENABLE_PARTIAL_WRITE(void) { return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER; }
+
+/// ALPN selection for servers that speak only HTTP/1.1: pick "http/1.1" if offered, else
+/// no ALPN (the client then assumes HTTP/1.1 anyway).
+static inline int tether_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                            const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    static const unsigned char http11[] = "\x08http/1.1";
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, outlen, http11, sizeof(http11) - 1, in, inlen) == OPENSSL_NPN_NEGOTIATED) {
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    return SSL_TLSEXT_ERR_NOACK;
+}
+static inline void tether_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, tether_alpn_select_http11, NULL); }
 #endif

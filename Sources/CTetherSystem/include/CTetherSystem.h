@@ -56,4 +56,10 @@ int tether_set_ipv6_only(int fd, int only);
 int tether_socket_error(int fd);
 /// send() without SIGPIPE.
 ssize_t tether_send(int fd, const void *buf, size_t len);
+
+/// Installs a SIGHUP handler that writes to `eventfd` (async-signal-safe) each time the signal
+/// arrives, so a thread can wait for it with a blocking read. Returns 0 or -1.
+int tether_sighup_to_eventfd(int eventfd);
+/// A blocking (not non-blocking) close-on-exec eventfd.
+int tether_eventfd_create_blocking(void);
 #endif

@@ -9,17 +9,16 @@ public enum HTTPClient {
     }
 
     public static func request(_ method: String, _ url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil,
-                               on loop: EventLoop, timeout: UInt64 = .seconds(15),
+                               tls: TLSClientContext? = nil, on loop: EventLoop, timeout: UInt64 = .seconds(15),
                                completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
         let target: ClientURL
         do { target = try ClientURL(url) } catch { return completion(.failure(error)) }
-        guard !target.secure else { return completion(.failure(.invalidAddress("https needs TLS: \(url)"))) }
         var text = "\(method) \(target.target) HTTP/1.1\r\nHost: \(target.hostHeader)\r\nConnection: close\r\n"
         for field in headers { text += "\(field.name): \(field.value)\r\n" }
         if let body { text += "Content-Length: \(body.count)\r\n" }
         text += "\r\n"
         let bytes = Array(text.utf8) + (body ?? [])
-        TCPConnector.connect(host: target.host, port: target.port, on: loop, timeout: timeout) { result in
+        TCPConnector.connect(target, tls: tls, on: loop, timeout: timeout) { result in
             switch result {
             case let .failure(error): completion(.failure(error))
             case let .success(connection):
@@ -32,21 +31,21 @@ public enum HTTPClient {
     }
 
     /// JSON POST convenience: sets `Content-Type: application/json`.
-    public static func postJSON(_ url: String, body: [UInt8], headers: HTTPHeaders = HTTPHeaders(), on loop: EventLoop,
+    public static func postJSON(_ url: String, body: [UInt8], headers: HTTPHeaders = HTTPHeaders(), tls: TLSClientContext? = nil, on loop: EventLoop,
                                 timeout: UInt64 = .seconds(15), completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
         var all = headers
         all.set("Content-Type", "application/json")
-        request("POST", url, headers: all, body: body, on: loop, timeout: timeout, completion: completion)
+        request("POST", url, headers: all, body: body, tls: tls, on: loop, timeout: timeout, completion: completion)
     }
 
     private final class Exchange: TransportDelegate {
-        let connection: TCPConnection
+        let connection: any Transport
         var parser = HTTPResponseParser()
         var completion: (@Sendable (Result<Response, NetError>) -> Void)?
         var timer: EventLoop.TimerID?
         var retainSelf: Exchange?
 
-        init(connection: TCPConnection, expectsBody: Bool, completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
+        init(connection: any Transport, expectsBody: Bool, completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
             self.connection = connection
             self.completion = completion
             parser.expectsBody = expectsBody
@@ -60,7 +59,7 @@ public enum HTTPClient {
 
         func transportDidClose(_ connection: any Transport, error: NetError?) {
             progress(closed: true)
-            finish(.failure(error ?? .closed))
+            finish(.failure(error ?? (connection is TLSConnection ? .tls("connection closed before a response (certificate rejected?)") : .closed)))
         }
 
         private func progress(closed: Bool) {

@@ -109,3 +109,26 @@ private final class PendingConnect: EventLoopHandler {
         completion(.failure(error))
     }
 }
+
+extension TCPConnector {
+    /// Connects to `url`'s host and port, adding TLS (SNI and hostname verification against
+    /// `tls`, or the system trust store) for https/wss. Completes once the transport is ready
+    /// to carry plaintext (the TLS handshake itself completes lazily, before the first bytes).
+    static func connect(_ url: ClientURL, tls: TLSClientContext?, on loop: EventLoop, timeout: UInt64,
+                        completion: @escaping @Sendable (Result<any Transport, NetError>) -> Void) {
+        connect(host: url.host, port: url.port, on: loop, timeout: timeout) { result in
+            switch result {
+            case let .failure(error): completion(.failure(error))
+            case let .success(tcp):
+                guard url.secure else { return completion(.success(tcp)) }
+                do {
+                    let context = try tls ?? TLSClientContext()
+                    completion(.success(try TLSConnection(client: context, serverName: url.host, over: tcp)))
+                } catch {
+                    tcp.close()
+                    completion(.failure(.tls("\(error)")))
+                }
+            }
+        }
+    }
+}

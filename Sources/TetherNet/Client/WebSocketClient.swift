@@ -8,13 +8,13 @@ public enum WebSocketClient {
     }
 
     public static func connect(_ url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketConnection.Options = .init(),
-                               delegate: any WebSocketDelegate & Sendable, on loop: EventLoop, timeout: UInt64 = .seconds(30),
+                               tls: TLSClientContext? = nil, delegate: any WebSocketDelegate & Sendable, on loop: EventLoop,
+                               timeout: UInt64 = .seconds(30),
                                completion: @escaping @Sendable (Result<WebSocketConnection, Failure>) -> Void) {
         let target: ClientURL
         do { target = try ClientURL(url) } catch { return completion(.failure(.network(error))) }
-        guard !target.secure else { return completion(.failure(.network(.invalidAddress("wss needs TLS: \(url)")))) }
         let (request, key) = WebSocketHandshake.clientRequest(host: target.hostHeader, path: target.target, extraHeaders: headers)
-        TCPConnector.connect(host: target.host, port: target.port, on: loop, timeout: timeout) { result in
+        TCPConnector.connect(target, tls: tls, on: loop, timeout: timeout) { result in
             switch result {
             case let .failure(error): completion(.failure(.network(error)))
             case let .success(connection):
@@ -27,7 +27,7 @@ public enum WebSocketClient {
     }
 
     private final class Handshake: TransportDelegate {
-        let connection: TCPConnection
+        let connection: any Transport
         let key: String
         let options: WebSocketConnection.Options
         let delegate: any WebSocketDelegate
@@ -36,7 +36,7 @@ public enum WebSocketClient {
         var timer: EventLoop.TimerID?
         var retainSelf: Handshake?
 
-        init(connection: TCPConnection, key: String, options: WebSocketConnection.Options, delegate: any WebSocketDelegate,
+        init(connection: any Transport, key: String, options: WebSocketConnection.Options, delegate: any WebSocketDelegate,
              completion: @escaping @Sendable (Result<WebSocketConnection, Failure>) -> Void) {
             self.connection = connection
             self.key = key

@@ -30,6 +30,8 @@ public final class EventLoop: @unchecked Sendable {
     /// One read buffer per loop, lent to whichever connection is readable: an idle connection
     /// owns no read buffer at all.
     let readBuffer: UnsafeMutableRawBufferPointer
+    /// The same for decrypted TLS data, which is read while the ciphertext buffer is in use.
+    let plaintextBuffer: UnsafeMutableRawBufferPointer
 
     /// A timer's work; it runs on the loop that scheduled it.
     public struct TimerTask: @unchecked Sendable {
@@ -49,12 +51,14 @@ public final class EventLoop: @unchecked Sendable {
         guard epoll >= 0, wakeFD >= 0 else { throw NetError.system("epoll/eventfd", errno) }
         guard tether_epoll_add(epoll, wakeFD, UInt32(TETHER_EPOLLIN), Self.wakeToken) == 0 else { throw NetError.system("epoll_ctl", errno) }
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+        plaintextBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
     }
 
     deinit {
         close(epoll)
         close(wakeFD)
         readBuffer.deallocate()
+        plaintextBuffer.deallocate()
     }
 
     // MARK: Threads
@@ -191,6 +195,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidAddress(String)
     case closed
     case timedOut
+    case tls(String)
 
     public var description: String {
         switch self {
@@ -198,6 +203,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalidAddress(text): "invalid address \(text)"
         case .closed: "connection closed"
         case .timedOut: "timed out"
+        case let .tls(reason): "TLS: \(reason)"
         }
     }
 }

@@ -45,6 +45,8 @@ public final class HTTPServer: @unchecked Sendable {
         public var requestTimeout: UInt64 = .seconds(30)
         /// A kept-alive connection with no request in progress is closed after this.
         public var idleTimeout: UInt64 = .seconds(60)
+        /// Serve HTTPS (and WSS) with this context; nil serves plain HTTP.
+        public var tls: TLSServerContext?
         public init() {}
     }
 
@@ -88,8 +90,15 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     private func accept(fd: Int32, peer: SocketAddress?, on loop: EventLoop) {
-        guard let connection = try? TCPConnection(fd: fd, loop: loop, peer: peer) else { return }
-        HTTPServerConnection(connection: connection, server: self).start()
+        guard let tcp = try? TCPConnection(fd: fd, loop: loop, peer: peer) else { return }
+        let transport: any Transport
+        if let tls = configuration.tls {
+            guard let secured = try? TLSConnection(server: tls, over: tcp) else { return tcp.close() }
+            transport = secured
+        } else {
+            transport = tcp
+        }
+        HTTPServerConnection(connection: transport, server: self).start()
     }
 }
 

@@ -1,0 +1,108 @@
+import COpenSSL
+import CTetherSystem
+import Foundation
+import Glibc
+
+/// Why TLS set-up or a TLS connection failed.
+public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
+    case configuration(String)
+    case handshake(String)
+
+    public var description: String {
+        switch self {
+        case let .configuration(what): "TLS configuration: \(what)"
+        case let .handshake(what): "TLS handshake: \(what)"
+        }
+    }
+
+    /// OpenSSL's most recent error as text (and the queue cleared).
+    static func lastError() -> String {
+        let code = ERR_get_error()
+        ERR_clear_error()
+        guard code != 0 else { return "unknown error" }
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        return cText(buffer)
+    }
+}
+
+/// One SSL_CTX. Immutable once built; OpenSSL allows sharing it across threads.
+final class SSLContextBox: @unchecked Sendable {
+    let ctx: OpaquePointer
+    init(_ ctx: OpaquePointer) { self.ctx = ctx }
+    deinit { SSL_CTX_free(ctx) }
+}
+
+/// Server-side TLS: a certificate chain and key from PEM files, TLS 1.2 and 1.3, ALPN
+/// `http/1.1`, buffers released while a connection is idle. `reload()` re-reads the files;
+/// connections that are already open keep the context they started with.
+public final class TLSServerContext: @unchecked Sendable {
+    public let certificateChainPath: String
+    public let privateKeyPath: String
+    private let lock = NetLock()
+    private var current: SSLContextBox
+
+    public init(certificateChainPath: String, privateKeyPath: String) throws(TLSError) {
+        self.certificateChainPath = certificateChainPath
+        self.privateKeyPath = privateKeyPath
+        current = try Self.build(chain: certificateChainPath, key: privateKeyPath)
+    }
+
+    private static func build(chain: String, key: String) throws(TLSError) -> SSLContextBox {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw .configuration("SSL_CTX_new: \(TLSError.lastError())") }
+        let box = SSLContextBox(ctx)
+        guard tether_SSL_CTX_set_min_proto_version(ctx, tether_TLS1_2_VERSION()) == 1 else { throw .configuration("minimum TLS version") }
+        guard SSL_CTX_use_certificate_chain_file(ctx, chain) == 1 else { throw .configuration("certificate chain \(chain): \(TLSError.lastError())") }
+        guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1 else { throw .configuration("private key \(key): \(TLSError.lastError())") }
+        guard SSL_CTX_check_private_key(ctx) == 1 else { throw .configuration("the private key does not match the certificate") }
+        _ = tether_SSL_CTX_set_mode(ctx, tether_SSL_MODE_RELEASE_BUFFERS() | tether_SSL_MODE_ENABLE_PARTIAL_WRITE())
+        tether_SSL_CTX_select_http11(ctx)
+        return box
+    }
+
+    /// Re-reads the certificate chain and key. On failure the old context stays in use.
+    public func reload() throws(TLSError) {
+        let fresh = try Self.build(chain: certificateChainPath, key: privateKeyPath)
+        lock.withLock { current = fresh }
+    }
+
+    /// Reloads whenever the process receives SIGHUP (errors are reported to `onError`).
+    /// The signal handler only writes to an eventfd; a watcher thread does the reload.
+    public func reloadOnSIGHUP(onError: @escaping @Sendable (TLSError) -> Void = { _ in }) {
+        let fd = tether_eventfd_create_blocking()
+        guard fd >= 0, tether_sighup_to_eventfd(fd) == 0 else { return onError(.configuration("cannot watch SIGHUP")) }
+        Thread.detachNewThread { [weak self] in
+            var count: UInt64 = 0
+            while read(fd, &count, MemoryLayout<UInt64>.size) == MemoryLayout<UInt64>.size {
+                guard let self else { return }
+                do throws(TLSError) { try self.reload() } catch { onError(error) }
+            }
+        }
+    }
+
+    var context: SSLContextBox { lock.withLock { current } }
+}
+
+/// Client-side TLS: peers are verified against the system trust store or a given CA file,
+/// with SNI and hostname verification always on. There is deliberately no way to turn
+/// verification off.
+public final class TLSClientContext: @unchecked Sendable {
+    let box: SSLContextBox
+
+    /// - Parameter caFile: a PEM bundle to trust instead of the system store.
+    public init(caFile: String? = nil) throws(TLSError) {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw .configuration("SSL_CTX_new: \(TLSError.lastError())") }
+        box = SSLContextBox(ctx)
+        guard tether_SSL_CTX_set_min_proto_version(ctx, tether_TLS1_2_VERSION()) == 1 else { throw .configuration("minimum TLS version") }
+        if let caFile {
+            guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else { throw .configuration("CA file \(caFile): \(TLSError.lastError())") }
+        } else {
+            guard SSL_CTX_set_default_verify_paths(ctx) == 1 else { throw .configuration("system trust store: \(TLSError.lastError())") }
+        }
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        _ = tether_SSL_CTX_set_mode(ctx, tether_SSL_MODE_RELEASE_BUFFERS() | tether_SSL_MODE_ENABLE_PARTIAL_WRITE())
+        // Offer HTTP/1.1 by ALPN.
+        let protocols: [UInt8] = [8] + Array("http/1.1".utf8)
+        _ = SSL_CTX_set_alpn_protos(ctx, protocols, UInt32(protocols.count))
+    }
+}
