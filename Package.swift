@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .library(name: "TetherNet", targets: ["TetherNet"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
+        .executable(name: "tether-netbench", targets: ["tether-netbench"]),
     ],
     targets: [
         // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
@@ -36,6 +37,8 @@ let package = Package(
         // MARK: Programs
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
+
+        .executableTarget(name: "tether-netbench", dependencies: ["TetherNet", "TetherWire", "TetherCrypto"], swiftSettings: strict),
 
         // MARK: Test support and tests
         .target(name: "TetherTestSupport", dependencies: ["TetherCrypto"], swiftSettings: strict),

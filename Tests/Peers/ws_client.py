@@ -5,6 +5,7 @@ Usage: ws_client.py URL SCENARIO. Prints one JSON object with what happened.
 Scenarios:
   echo   text, binary, a 100,000-byte message, a ping; then a normal close
   many   200 small messages in a row, checking order
+  slow   idles for 1.5 s (the server pings meanwhile), then checks the echo still works
 """
 import asyncio
 import json
@@ -27,6 +28,10 @@ async def main(url, scenario):
             pong = await ws.ping(b"p")
             await asyncio.wait_for(pong, 5)
             result["pong"] = True
+        elif scenario == "slow":
+            await asyncio.sleep(1.5)
+            await ws.send("after idle")
+            result["survived"] = (await ws.recv()) == "after idle"
         elif scenario == "many":
             for i in range(200):
                 await ws.send("m%d" % i)

@@ -194,3 +194,31 @@ final class BackPressureTests: XCTestCase {
         XCTAssertLessThan(EchoSocket.shared.maxQueuedBytes, 256 * 1024 + 2 * 64 * 1024 + 64)
     }
 }
+
+final class KeepaliveTests: XCTestCase {
+    func testServerPingsAndDropsAPeerThatStopsAnswering() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let application = EchoApplication()
+        application.wsOptions.keepaliveInterval = .milliseconds(200)
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: application)
+        let port = try server.start()
+        defer { server.stopAccepting() }
+
+        // A raw client that never answers: it sees a ping, then the connection is dropped
+        // (no close frame: the peer is presumed dead) between one and two intervals later.
+        let silent = try RawClient(port: port)
+        _ = silent.upgrade()
+        let started = Date()
+        let received = silent.readAll()
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertEqual(Array(received.prefix(2)), [0x89, 0x00], "an empty ping first")
+        XCTAssertGreaterThanOrEqual(elapsed, 0.35)
+        XCTAssertLessThan(elapsed, 2.0)
+
+        // The Python client answers pings automatically and stays connected across many intervals.
+        let result = try PythonPeer.run(script: "ws_client.py", arguments: ["ws://127.0.0.1:\(port)/", "slow"])
+        XCTAssertEqual(result.status, 0, String(result.stderr.suffix(600)))
+        XCTAssertTrue(result.stdout.contains("\"survived\": true"), result.stdout)
+    }
+}

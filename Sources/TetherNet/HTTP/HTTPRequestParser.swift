@@ -152,6 +152,11 @@ public struct HTTPRequestParser: Sendable {
         state = .head
         let complete = body
         body = []
+        if index == buffer.count {
+            // Nothing pipelined behind: an idle kept-alive connection holds no buffer.
+            buffer = []
+            index = 0
+        }
         return .body(complete)
     }
 

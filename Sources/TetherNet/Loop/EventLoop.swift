@@ -25,6 +25,8 @@ public final class EventLoop: @unchecked Sendable {
     private let pendingLock = NetLock()
     private var pending: [@Sendable () -> Void] = []
     private var stopping = false
+    /// Connections that queued writes during this iteration; flushed once at its end.
+    private var pendingFlushes: [(TCPConnection, Int)] = []
     private var thread: pthread_t?
     private var threadID: pthread_t?
     /// One read buffer per loop, lent to whichever connection is readable: an idle connection
@@ -118,12 +120,25 @@ public final class EventLoop: @unchecked Sendable {
             }
             runPending()
             runTimers()
+            flushWrites()
         }
         runPending()
+        flushWrites()
+    }
+
+    func scheduleFlush(_ connection: TCPConnection, epoch: Int) { pendingFlushes.append((connection, epoch)) }
+
+    /// Sends what every connection queued in this iteration (one `writev` each).
+    private func flushWrites() {
+        while !pendingFlushes.isEmpty {
+            let batch = pendingFlushes
+            pendingFlushes = []
+            for (connection, epoch) in batch { connection.flushScheduledWrites(epoch: epoch) }
+        }
     }
 
     private func waitTimeout() -> Int32 {
-        if pendingLock.withLock({ !pending.isEmpty }) { return 0 }
+        if !pendingFlushes.isEmpty || pendingLock.withLock({ !pending.isEmpty }) { return 0 }
         guard let deadline = timers.nextDeadline() else { return -1 }
         let now = clock.now()
         guard deadline > now else { return 0 }

@@ -21,7 +21,9 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     let fd: Int32
     private var token: UInt64 = 0
-    private var queue: [[UInt8]] = []
+    private var queue: [Chunk] = []
+    private var headerArena: [UInt8] = []
+    private var flushScheduled = false
     private var queueHead = 0
     private var headOffset = 0
     public private(set) var queuedBytes = 0
@@ -87,68 +89,52 @@ public final class TCPConnection: EventLoopHandler, Transport {
     }
 
     // MARK: Writing
+    //
+    // Writes are not sent at once: they are queued (the caller's arrays, not copies) and the
+    // connection asks its loop for a flush, which happens once per loop iteration after every
+    // event has been handled. All frames produced while handling one read therefore leave in
+    // a single `writev`, as the floor relay does it.
 
-    /// Queues `bytes` for sending (the array is kept, not copied, if it must wait).
+    /// Queues `bytes` for sending.
     public func write(_ bytes: [UInt8]) {
         guard !isClosed, !bytes.isEmpty else { return }
-        if queuedBytes == 0 {
-            let n = bytes.withUnsafeBytes { tether_send(fd, $0.baseAddress, $0.count) }
-            if n == bytes.count { return }
-            if n < 0, errno != EAGAIN, errno != EWOULDBLOCK, errno != EINTR {
-                close(error: .system("send", errno))
-                return
-            }
-            let sent = max(0, n)
-            enqueue(bytes, offset: sent)
-        } else {
-            enqueue(bytes, offset: 0)
-        }
+        enqueue(.array(bytes), count: bytes.count)
     }
 
-    /// Sends several buffers back to back, in order.
+    /// Queues several buffers to go out back to back.
     public func write(_ parts: [[UInt8]]) {
         for part in parts { write(part) }
     }
 
-    /// Sends a small header (from the caller's stack) and a payload with one `writev`. Nothing is
-    /// allocated unless the kernel cannot take it all, in which case the unsent header bytes are
-    /// copied into the queue and the payload array is queued as is.
+    /// Queues a small header (copied into the connection's header arena, which is released
+    /// when the queue drains) and a payload (kept as the caller's array).
     public func write(header: UnsafeRawBufferPointer, payload: [UInt8]) {
         guard !isClosed else { return }
-        guard queuedBytes == 0 else {
-            write(Array(header))
-            write(payload)
-            return
-        }
-        let total = header.count + payload.count
-        let written: Int = payload.withUnsafeBytes { body in
-            withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { vectors in
-                vectors[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count)
-                vectors[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count)
-                return Glibc.writev(fd, vectors.baseAddress, body.count > 0 ? 2 : 1)
+        let start = headerArena.count
+        headerArena.append(contentsOf: header)
+        enqueue(.header(start: start, count: header.count), count: header.count)
+        if !payload.isEmpty { enqueue(.array(payload), count: payload.count) }
+    }
+
+    private enum Chunk {
+        case array([UInt8])
+        case header(start: Int, count: Int)
+
+        var count: Int {
+            switch self {
+            case let .array(bytes): bytes.count
+            case let .header(_, count): count
             }
-        }
-        if written == total { return }
-        if written < 0, errno != EAGAIN, errno != EWOULDBLOCK, errno != EINTR {
-            close(error: .system("writev", errno))
-            return
-        }
-        let sent = max(0, written)
-        if sent < header.count {
-            enqueue(Array(header[sent...]), offset: 0)
-            if !payload.isEmpty { enqueue(payload, offset: 0) }
-        } else if sent - header.count < payload.count {
-            enqueue(payload, offset: sent - header.count)
         }
     }
 
-    private func enqueue(_ bytes: [UInt8], offset: Int) {
-        if queuedBytes == 0 { headOffset = offset }
-        queue.append(bytes)
-        queuedBytes += bytes.count - (queuedBytes == 0 ? offset : 0)
-        if !wantsWrite {
-            wantsWrite = true
-            updateInterest()
+    private func enqueue(_ chunk: Chunk, count: Int) {
+        if queuedBytes == 0 { headOffset = 0 }
+        queue.append(chunk)
+        queuedBytes += count
+        if !flushScheduled {
+            flushScheduled = true
+            loop.scheduleFlush(self, epoch: handoffEpoch)
         }
         if isWritable, queuedBytes > highWaterMark {
             isWritable = false
@@ -158,40 +144,73 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     public func writable() { flush() }
 
+    /// Called by the loop once per iteration for connections that queued writes. A flush
+    /// scheduled before a handoff is ignored by the old loop (the new one owns the queue).
+    func flushScheduledWrites(epoch: Int) {
+        guard epoch == handoffEpoch else { return }
+        flushScheduled = false
+        flush()
+    }
+
     private func flush() {
         while queuedBytes > 0, !isClosed {
             let count = min(queue.count - queueHead, 64)
-            var vectors = [iovec](repeating: iovec(), count: count)
-            let written: Int = withArrayPointers(count: count) { pointers in
-                for i in 0..<count {
-                    let offset = i == 0 ? headOffset : 0
-                    vectors[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: pointers[i].advanced(by: offset)),
-                                       iov_len: queue[queueHead + i].count - offset)
+            let written: Int = headerArena.withUnsafeBytes { arena in
+                withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { vectors in
+                    withChunkPointers(count: count, arena: arena) { pointers in
+                        for i in 0..<count {
+                            let offset = i == 0 ? headOffset : 0
+                            vectors[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: pointers[i] + offset),
+                                               iov_len: queue[queueHead + i].count - offset)
+                        }
+                        return Glibc.writev(fd, vectors.baseAddress, Int32(count))
+                    }
                 }
-                return Glibc.writev(fd, vectors, Int32(count))
             }
             if written < 0 {
-                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { break }
                 close(error: .system("writev", errno))
                 return
             }
             consume(written)
+            if written == 0 { break }
         }
         if queuedBytes == 0 {
-            queue.removeAll(keepingCapacity: false)
+            queue = []
             queueHead = 0
             headOffset = 0
+            headerArena = []
             if wantsWrite {
                 wantsWrite = false
                 updateInterest()
             }
             if closeWhenFlushed { close(error: nil) }
+        } else if !wantsWrite {
+            // The kernel is full: wait for EPOLLOUT.
+            wantsWrite = true
+            updateInterest()
         }
     }
 
-    /// Runs `body` with stable base pointers for the first `count` queued arrays.
-    private func withArrayPointers<R>(count: Int, _ body: ([UnsafeRawPointer]) -> R) -> R {
-        withPointers(queue[queueHead..<(queueHead + count)], body)
+    /// Runs `body` with the base pointer of each of the first `count` queued chunks; array
+    /// storage stays pinned for the whole call through nested `withUnsafeBytes` scopes.
+    private func withChunkPointers<R>(count: Int, arena: UnsafeRawBufferPointer, _ body: (UnsafeBufferPointer<UnsafeRawPointer>) -> R) -> R {
+        withUnsafeTemporaryAllocation(of: UnsafeRawPointer.self, capacity: count) { pointers in
+            func nest(_ i: Int) -> R {
+                if i == count { return body(UnsafeBufferPointer(pointers)) }
+                switch queue[queueHead + i] {
+                case let .array(bytes):
+                    return bytes.withUnsafeBytes { raw in
+                        pointers.initializeElement(at: i, to: raw.baseAddress!)
+                        return nest(i + 1)
+                    }
+                case let .header(start, _):
+                    pointers.initializeElement(at: i, to: arena.baseAddress! + start)
+                    return nest(i + 1)
+                }
+            }
+            return nest(0)
+        }
     }
 
     private func consume(_ written: Int) {
@@ -201,7 +220,7 @@ public final class TCPConnection: EventLoopHandler, Transport {
             let available = queue[queueHead].count - headOffset
             if remaining >= available {
                 remaining -= available
-                queue[queueHead] = []
+                queue[queueHead] = .array([])
                 queueHead += 1
                 headOffset = 0
             } else {
@@ -250,12 +269,16 @@ public final class TCPConnection: EventLoopHandler, Transport {
     /// target's on the target thread, where `then` runs. Bytes that arrive meanwhile wait in the
     /// kernel. After calling this, touch the connection only from `then` onwards.
     public func handoff(to target: EventLoop, then: @escaping @Sendable (TCPConnection) -> Void) {
+        // Send what can be sent here; anything left moves with the connection.
+        flush()
+        guard !isClosed else { return }
         handoffEpoch += 1
         loop.deregister(fd: fd, token: token)
         let transfer = UncheckedTransfer(self)
         target.execute {
             let connection = transfer.value
             connection.loop = target
+            connection.flushScheduled = false
             do {
                 connection.token = try target.register(fd: connection.fd, events: connection.interest, handler: connection)
             } catch {
@@ -267,17 +290,6 @@ public final class TCPConnection: EventLoopHandler, Transport {
             then(connection)
         }
     }
-}
-
-/// Runs `body` with the base pointers of `arrays`, each valid for the whole call: nested
-/// `withUnsafeBytes` scopes, so no pointer outlives its array's access. (The slow, queued path.)
-func withPointers<R>(_ arrays: some Collection<[UInt8]>, _ body: ([UnsafeRawPointer]) -> R) -> R {
-    let list = Array(arrays)
-    func nest(_ i: Int, _ acc: [UnsafeRawPointer]) -> R {
-        if i == list.count { return body(acc) }
-        return list[i].withUnsafeBytes { nest(i + 1, acc + [$0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!]) }
-    }
-    return nest(0, [])
 }
 
 /// Carries a loop-confined object across a handoff, where only one thread touches it at a time.

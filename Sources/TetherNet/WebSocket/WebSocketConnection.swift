@@ -130,15 +130,23 @@ public final class WebSocketConnection: TransportDelegate {
 
     private func process(_ bytes: UnsafeRawBufferPointer) {
         guard !finished else { return }
-        parser.feed(bytes)
+        var failure: WebSocketProtocolError?
         do throws(WebSocketProtocolError) {
-            while !finished, receivedClose == nil, let frame = try parser.nextFrame() {
-                guard let event = try assembler.consume(frame) else { continue }
-                handle(event)
+            // Complete frames are parsed straight out of the loop's read buffer.
+            try parser.consume(bytes) { frame in
+                guard !finished, receivedClose == nil else { return false }
+                do throws(WebSocketProtocolError) {
+                    if let event = try assembler.consume(frame) { handle(event) }
+                } catch {
+                    failure = error
+                    return false
+                }
+                return !finished && receivedClose == nil
             }
         } catch {
-            fail(error)
+            failure = error
         }
+        if let failure { fail(failure) }
     }
 
     private func handle(_ event: WebSocketMessageAssembler.Event) {

@@ -28,7 +28,6 @@ public struct WebSocketFrameParser: Sendable {
 
     public mutating func feed(_ bytes: some Collection<UInt8>) {
         if index == buffer.count {
-            // Drained: drop the storage, so an idle connection holds no buffer.
             buffer = []
             index = 0
         } else if index > 64 * 1024, index > buffer.count / 2 {
@@ -38,23 +37,64 @@ public struct WebSocketFrameParser: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
-    /// The next complete frame, or nil if more bytes are needed.
+    /// The next complete frame from what was fed, or nil if more bytes are needed.
     public mutating func nextFrame() throws(WebSocketProtocolError) -> WebSocketFrame? {
         if let failure { throw failure }
+        let parsed: Result<(WebSocketFrame, Int)?, WebSocketProtocolError> = buffer.withUnsafeBytes { raw in
+            Result { () throws(WebSocketProtocolError) in try parse(UnsafeRawBufferPointer(rebasing: raw[index...])) }
+        }
         do throws(WebSocketProtocolError) {
-            return try parse()
+            guard let (frame, consumed) = try parsed.get() else { return nil }
+            index += consumed
+            if index == buffer.count {
+                // Drained: drop the storage, so an idle connection holds no buffer.
+                buffer = []
+                index = 0
+            }
+            return frame
         } catch {
-            failure = error
-            buffer = []
-            index = 0
+            poison(error)
             throw error
         }
     }
 
-    private mutating func parse() throws(WebSocketProtocolError) -> WebSocketFrame? {
-        let available = bufferedByteCount
+    /// Parses every complete frame in `bytes`, handing each to `body`, without copying them
+    /// first: only a trailing partial frame is kept. Bytes already buffered are used first.
+    /// `body` returns false to stop early; the rest of `bytes` is then kept for later.
+    public mutating func consume(_ bytes: UnsafeRawBufferPointer,
+                                 _ body: (WebSocketFrame) -> Bool) throws(WebSocketProtocolError) {
+        if let failure { throw failure }
+        if bufferedByteCount > 0 {
+            feed(bytes)
+            while let frame = try nextFrame() {
+                if !body(frame) { return }
+            }
+            return
+        }
+        var offset = 0
+        do throws(WebSocketProtocolError) {
+            while offset < bytes.count, let (frame, consumed) = try parse(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
+                offset += consumed
+                if !body(frame) { break }
+            }
+        } catch {
+            poison(error)
+            throw error
+        }
+        if offset < bytes.count { feed(UnsafeRawBufferPointer(rebasing: bytes[offset...])) }
+    }
+
+    private mutating func poison(_ error: WebSocketProtocolError) {
+        failure = error
+        buffer = []
+        index = 0
+    }
+
+    /// One frame from the start of `bytes` and how many bytes it used, or nil if incomplete.
+    private func parse(_ bytes: UnsafeRawBufferPointer) throws(WebSocketProtocolError) -> (WebSocketFrame, Int)? {
+        let available = bytes.count
         guard available >= 2 else { return nil }
-        let b0 = buffer[index], b1 = buffer[index + 1]
+        let b0 = bytes[0], b1 = bytes[1]
         guard b0 & 0x70 == 0 else { throw .protocolError("reserved bits set") }
         guard let opcode = WebSocketOpcode(rawValue: b0 & 0x0F) else { throw .protocolError("reserved opcode") }
         let fin = b0 & 0x80 != 0
@@ -71,13 +111,13 @@ public struct WebSocketFrameParser: Sendable {
         }
         if length == 126 {
             guard available >= 4 else { return nil }
-            length = Int(buffer[index + 2]) << 8 | Int(buffer[index + 3])
+            length = Int(bytes[2]) << 8 | Int(bytes[3])
             headerLength = 4
         } else if length == 127 {
             guard available >= 10 else { return nil }
-            guard buffer[index + 2] & 0x80 == 0 else { throw .protocolError("64-bit length with the top bit set") }
+            guard bytes[2] & 0x80 == 0 else { throw .protocolError("64-bit length with the top bit set") }
             var value: UInt64 = 0
-            for i in 2..<10 { value = value << 8 | UInt64(buffer[index + i]) }
+            for i in 2..<10 { value = value << 8 | UInt64(bytes[i]) }
             guard value <= UInt64(Int.max) else { throw .tooBig }
             length = Int(value)
             headerLength = 10
@@ -86,14 +126,12 @@ public struct WebSocketFrameParser: Sendable {
         let maskOffset = headerLength
         if masked { headerLength += 4 }
         guard available >= headerLength + length else { return nil }
-        let start = index + headerLength
-        var payload = Array(buffer[start..<(start + length)])
+        // The one copy of the payload: straight from the read into the frame's own array.
+        var payload = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[headerLength..<(headerLength + length)]))
         if masked {
-            let key = (buffer[index + maskOffset], buffer[index + maskOffset + 1], buffer[index + maskOffset + 2], buffer[index + maskOffset + 3])
-            WebSocketMask.apply(key, to: &payload)
+            WebSocketMask.apply((bytes[maskOffset], bytes[maskOffset + 1], bytes[maskOffset + 2], bytes[maskOffset + 3]), to: &payload)
         }
-        index = start + length
-        return WebSocketFrame(fin: fin, opcode: opcode, payload: payload)
+        return (WebSocketFrame(fin: fin, opcode: opcode, payload: payload), headerLength + length)
     }
 }
 
