@@ -49,15 +49,16 @@ final class Leg: WebSocketDelegate, @unchecked Sendable {
 
     let roomName: String
     let rooms: Rooms
+    /// The room, held directly: the splice must not look it up per frame.
+    let room: Room
     var socket: WebSocketConnection?
     var state = State.hello
 
     init(roomName: String, rooms: Rooms) {
         self.roomName = roomName
         self.rooms = rooms
+        room = rooms.room(roomName)
     }
-
-    var room: Room { rooms.room(roomName) }
 
     var peer: Leg? {
         guard case let .admitted(role) = state else { return nil }
@@ -106,13 +107,12 @@ final class Leg: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
-        legs.release(self)
         self.socket = nil
         guard case let .admitted(role) = state else { return }
         let room = self.room
         if role == "mac", room.mac === self { room.mac = nil; room.phone?.socket?.close(code: 1001, reason: "peer gone") }
         if role == "phone", room.phone === self { room.phone = nil; room.mac?.socket?.close(code: 1001, reason: "peer gone") }
-        if room.mac == nil, room.phone == nil { rooms.remove(roomName) }
+        if room.mac == nil, room.phone == nil, rooms.room(roomName) === room { rooms.remove(roomName) }
     }
 }
 
@@ -156,9 +156,9 @@ final class Application: HTTPServerDelegate, @unchecked Sendable {
         let options = wsOptions
         return .accept { transport, leftover in
             let start: @Sendable (any Transport) -> Void = { transport in
+                // The socket holds its leg (delegate) and the leg its socket until the close breaks the cycle.
                 let leg = Leg(roomName: room.hex, rooms: rooms)
                 leg.socket = WebSocketConnection(connection: transport, role: .server, options: options, delegate: leg, leftover: leftover)
-                legs.retain(leg)
             }
             if transport.loop === target {
                 start(transport)
@@ -170,15 +170,6 @@ final class Application: HTTPServerDelegate, @unchecked Sendable {
         }
     }
 }
-
-/// Legs are owned by their sockets' delegate slots weakly, so keep them alive here until closed.
-final class LegRegistry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var live: [ObjectIdentifier: Leg] = [:]
-    func retain(_ leg: Leg) { lock.withLock { live[ObjectIdentifier(leg)] = leg } }
-    func release(_ leg: Leg) { lock.withLock { live[ObjectIdentifier(leg)] = nil } }
-}
-let legs = LegRegistry()
 
 let options = Options(CommandLine.arguments)
 signal(SIGPIPE, SIG_IGN)

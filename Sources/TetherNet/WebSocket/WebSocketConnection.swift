@@ -35,7 +35,9 @@ public final class WebSocketConnection: TransportDelegate {
     public let connection: any Transport
     public let role: WebSocketFrameParser.Role
     public let options: Options
-    public weak var delegate: (any WebSocketDelegate)?
+    /// Held strongly until the socket closes (then released), so no weak side table slows the
+    /// reference counting of the splice path.
+    public var delegate: (any WebSocketDelegate)?
     private var parser: WebSocketFrameParser
     private var assembler: WebSocketMessageAssembler
     private var sentClose = false
@@ -97,8 +99,10 @@ public final class WebSocketConnection: TransportDelegate {
         if receivedClose != nil {
             finishAfterFlush(code: receivedClose!.0, reason: receivedClose!.1)
         } else {
-            closeTimer = connection.loop.schedule(after: options.closeTimeout) { [weak self] in
-                self?.terminate(code: WebSocketCloseCode.abnormal, reason: "close timeout")
+            // unowned(unsafe): the socket outlives its timers (finish() cancels them first), and a
+            // weak capture would give every socket a side table.
+            closeTimer = connection.loop.schedule(after: options.closeTimeout) { [unowned(unsafe) self] in
+                self.terminate(code: WebSocketCloseCode.abnormal, reason: "close timeout")
             }
         }
     }
@@ -197,8 +201,8 @@ public final class WebSocketConnection: TransportDelegate {
     // MARK: Keepalive
 
     private func scheduleKeepalive(_ interval: UInt64) {
-        keepaliveTimer = connection.loop.schedule(after: interval) { [weak self] in
-            guard let self, !self.finished else { return }
+        keepaliveTimer = connection.loop.schedule(after: interval) { [unowned(unsafe) self] in
+            guard !self.finished else { return }
             if self.awaitingPong {
                 self.terminate(code: WebSocketCloseCode.abnormal, reason: "keepalive timeout")
                 return

@@ -126,10 +126,18 @@ public struct WebSocketFrameParser: Sendable {
         let maskOffset = headerLength
         if masked { headerLength += 4 }
         guard available >= headerLength + length else { return nil }
-        // The one copy of the payload: straight from the read into the frame's own array.
-        var payload = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[headerLength..<(headerLength + length)]))
+        // The one copy of the payload: straight from the read into the frame's own array,
+        // unmasked on the way.
+        let source = UnsafeRawBufferPointer(rebasing: bytes[headerLength..<(headerLength + length)])
+        let payload: [UInt8]
         if masked {
-            WebSocketMask.apply((bytes[maskOffset], bytes[maskOffset + 1], bytes[maskOffset + 2], bytes[maskOffset + 3]), to: &payload)
+            let key = bytes.loadUnaligned(fromByteOffset: maskOffset, as: UInt32.self)
+            payload = [UInt8](unsafeUninitializedCapacity: length) { out, count in
+                WebSocketMask.copy(source, into: UnsafeMutableRawBufferPointer(out), key: key)
+                count = length
+            }
+        } else {
+            payload = [UInt8](source)
         }
         return (WebSocketFrame(fin: fin, opcode: opcode, payload: payload), headerLength + length)
     }
@@ -137,6 +145,34 @@ public struct WebSocketFrameParser: Sendable {
 
 /// XOR masking (RFC 6455 §5.3); applying it twice restores the payload.
 public enum WebSocketMask {
+    /// Copies `source` into `destination` (same length), XORing with the 4-byte key as it goes
+    /// (the key as it sits in the frame, read as a native UInt32). 32 bytes per step.
+    @inline(__always)
+    public static func copy(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer, key: UInt32) {
+        let count = source.count
+        let wide = UInt64(key) | UInt64(key) << 32
+        guard let from = source.baseAddress, let to = destination.baseAddress else { return }
+        var i = 0
+        while i + 32 <= count {
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ wide, toByteOffset: i, as: UInt64.self)
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self) ^ wide, toByteOffset: i + 8, as: UInt64.self)
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self) ^ wide, toByteOffset: i + 16, as: UInt64.self)
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self) ^ wide, toByteOffset: i + 24, as: UInt64.self)
+            i += 32
+        }
+        while i + 8 <= count {
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ wide, toByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        var keyBytes = key
+        withUnsafeBytes(of: &keyBytes) { k in
+            while i < count {
+                to.storeBytes(of: from.load(fromByteOffset: i, as: UInt8.self) ^ k[i & 3], toByteOffset: i, as: UInt8.self)
+                i += 1
+            }
+        }
+    }
+
     public static func apply(_ key: (UInt8, UInt8, UInt8, UInt8), to payload: inout [UInt8]) {
         let word = UInt32(key.0) | UInt32(key.1) << 8 | UInt32(key.2) << 16 | UInt32(key.3) << 24
         payload.withUnsafeMutableBytes { bytes in
