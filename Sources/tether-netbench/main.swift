@@ -5,6 +5,7 @@
 //
 //   tether-netbench [--host 127.0.0.1] [--port 9202] [--loops N] [--keepalive S]
 //                   [--tls-cert chain.pem --tls-key key.pem]
+//   tether-netbench park ws[s]://127.0.0.1:PORT/ -n N --pid SERVER_PID [--ca ca.pem]
 import Foundation
 import Glibc
 import TetherCrypto
@@ -39,23 +40,23 @@ struct Options {
 
 /// One room: at most one admitted socket per role. Lives on one loop.
 final class Room {
+    let name: String
     var mac: Leg?
     var phone: Leg?
+    init(name: String) { self.name = name }
 }
 
 /// One WebSocket in a room, through admission and then the splice.
 final class Leg: WebSocketDelegate, @unchecked Sendable {
     enum State { case hello, proof(role: String), admitted(role: String) }
 
-    let roomName: String
-    let rooms: Rooms
+    unowned let rooms: Rooms
     /// The room, held directly: the splice must not look it up per frame.
     let room: Room
     var socket: WebSocketConnection?
     var state = State.hello
 
     init(roomName: String, rooms: Rooms) {
-        self.roomName = roomName
         self.rooms = rooms
         room = rooms.room(roomName)
     }
@@ -112,7 +113,7 @@ final class Leg: WebSocketDelegate, @unchecked Sendable {
         let room = self.room
         if role == "mac", room.mac === self { room.mac = nil; room.phone?.socket?.close(code: 1001, reason: "peer gone") }
         if role == "phone", room.phone === self { room.phone = nil; room.mac?.socket?.close(code: 1001, reason: "peer gone") }
-        if room.mac == nil, room.phone == nil, rooms.room(roomName) === room { rooms.remove(roomName) }
+        if room.mac == nil, room.phone == nil { rooms.remove(room) }
     }
 }
 
@@ -121,11 +122,11 @@ final class Rooms: @unchecked Sendable {
     private var rooms: [String: Room] = [:]
     func room(_ name: String) -> Room {
         if let room = rooms[name] { return room }
-        let room = Room()
+        let room = Room(name: name)
         rooms[name] = room
         return room
     }
-    func remove(_ name: String) { rooms[name] = nil }
+    func remove(_ room: Room) { if rooms[room.name] === room { rooms[room.name] = nil } }
 }
 
 final class Application: HTTPServerDelegate, @unchecked Sendable {
@@ -171,8 +172,11 @@ final class Application: HTTPServerDelegate, @unchecked Sendable {
     }
 }
 
-let options = Options(CommandLine.arguments)
 signal(SIGPIPE, SIG_IGN)
+if CommandLine.arguments.dropFirst().first == "park" {
+    try ParkClient.run(Array(CommandLine.arguments.dropFirst(2)))
+}
+let options = Options(CommandLine.arguments)
 // Block the stop signals before any loop thread exists, so only sigwait below receives them.
 var stop = sigset_t()
 sigemptyset(&stop)

@@ -127,3 +127,33 @@ struct UncheckedBox<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }
+
+final class TimerQueueCancellationTests: XCTestCase {
+    func testCancellingReleasesThePayloadAndKeepsOrderAfterARebuild() {
+        final class Token: @unchecked Sendable {}
+        var queue = TimerQueue<Token>()
+        weak var probe: Token?
+        var ids: [TimerQueue<Token>.ID] = []
+        do {
+            let token = Token()
+            probe = token
+            ids.append(queue.schedule(at: 5, token))
+        }
+        queue.cancel(ids[0])
+        XCTAssertNil(probe, "a cancelled timer no longer holds its payload")
+        // Many cancellations trigger a rebuild; the survivors still come out in order.
+        var keep: [UInt64] = []
+        for i in 0..<1000 {
+            let id = queue.schedule(at: UInt64(1000 - i), Token())
+            if i % 10 == 0 { keep.append(UInt64(1000 - i)) } else { queue.cancel(id) }
+        }
+        XCTAssertEqual(queue.count, keep.count)
+        var popped: [UInt64] = []
+        var now: UInt64 = 0
+        while queue.count > 0 {
+            now += 1
+            popped += queue.popExpired(now: now).map { _ in now }
+        }
+        XCTAssertEqual(popped, keep.sorted())
+    }
+}

@@ -25,6 +25,8 @@ public final class EventLoop: @unchecked Sendable {
     private let pendingLock = NetLock()
     private var pending: [@Sendable () -> Void] = []
     private var stopping = false
+    /// Keepalive sweeps by interval (loop thread only).
+    var sweeps: [UInt64: KeepaliveSweep] = [:]
     /// Connections that queued writes during this iteration; flushed once at its end.
     private var pendingFlushes: [(TCPConnection, Int)] = []
     private var thread: pthread_t?

@@ -1,5 +1,6 @@
-/// Deadlines in a binary min-heap. Cancelling forgets the entry's id; the entry itself is
-/// dropped when it reaches the top, so cancel is O(1) and nothing is searched.
+/// Deadlines in a binary min-heap. Cancelling frees the payload at once (a cancelled timer
+/// must not pin its closure, and what that captures, until its deadline); the bare heap entry is
+/// skipped when it reaches the top, and the heap is rebuilt when dead entries outnumber live ones.
 public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
     public struct ID: Hashable, Sendable {
         let raw: UInt64
@@ -8,32 +9,34 @@ public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
     private struct Entry: Sendable {
         let deadline: UInt64
         let sequence: UInt64
-        let payload: Payload
     }
 
     private var heap: [Entry] = []
-    private var live: Set<UInt64> = []
+    private var payloads: [UInt64: Payload] = [:]
     private var nextSequence: UInt64 = 0
 
     public init() {}
 
     /// Live timers.
-    public var count: Int { live.count }
+    public var count: Int { payloads.count }
 
     @discardableResult
     public mutating func schedule(at deadline: UInt64, _ payload: Payload) -> ID {
         nextSequence += 1
-        heap.append(Entry(deadline: deadline, sequence: nextSequence, payload: payload))
-        live.insert(nextSequence)
+        heap.append(Entry(deadline: deadline, sequence: nextSequence))
+        payloads[nextSequence] = payload
         siftUp(heap.count - 1)
         return ID(raw: nextSequence)
     }
 
-    public mutating func cancel(_ id: ID) { live.remove(id.raw) }
+    public mutating func cancel(_ id: ID) {
+        guard payloads.removeValue(forKey: id.raw) != nil else { return }
+        if heap.count > 64, heap.count > 2 * payloads.count { rebuild() }
+    }
 
     /// The earliest live deadline.
     public mutating func nextDeadline() -> UInt64? {
-        dropCancelledTop()
+        dropDeadTop()
         return heap.first?.deadline
     }
 
@@ -41,15 +44,25 @@ public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
     public mutating func popExpired(now: UInt64) -> [Payload] {
         var due: [Payload] = []
         while true {
-            dropCancelledTop()
+            dropDeadTop()
             guard let top = heap.first, top.deadline <= now else { return due }
-            live.remove(top.sequence)
-            due.append(removeTop().payload)
+            _ = removeTop()
+            if let payload = payloads.removeValue(forKey: top.sequence) { due.append(payload) }
         }
     }
 
-    private mutating func dropCancelledTop() {
-        while let top = heap.first, !live.contains(top.sequence) { _ = removeTop() }
+    private mutating func dropDeadTop() {
+        while let top = heap.first, payloads[top.sequence] == nil { _ = removeTop() }
+    }
+
+    /// Keeps only live entries and restores the heap order (Floyd's bottom-up heapify).
+    private mutating func rebuild() {
+        heap.removeAll { payloads[$0.sequence] == nil }
+        var index = heap.count / 2
+        while index > 0 {
+            index -= 1
+            siftDown(index)
+        }
     }
 
     private mutating func removeTop() -> Entry {

@@ -44,7 +44,10 @@ public final class WebSocketConnection: TransportDelegate {
     private var receivedClose: (UInt16, String)?
     private var finished = false
     private var awaitingPong = false
-    private var keepaliveTimer: EventLoop.TimerID?
+    private var sweep: KeepaliveSweep?
+    /// Links in the loop's keepalive list (see `KeepaliveSweep`).
+    unowned(unsafe) var sweepNext: WebSocketConnection?
+    unowned(unsafe) var sweepPrevious: WebSocketConnection?
     private var closeTimer: EventLoop.TimerID?
     /// Strong self-reference while open, so a socket lives as long as its TCP connection.
     private var retainSelf: WebSocketConnection?
@@ -64,7 +67,11 @@ public final class WebSocketConnection: TransportDelegate {
         assembler = WebSocketMessageAssembler(maxMessageSize: options.maxMessageSize)
         retainSelf = self
         connection.delegate = self
-        if let interval = options.keepaliveInterval { scheduleKeepalive(interval) }
+        if let interval = options.keepaliveInterval {
+            let sweep = connection.loop.keepaliveSweep(interval: interval)
+            sweep.add(self)
+            self.sweep = sweep
+        }
         if !leftover.isEmpty { leftover.withUnsafeBytes { process($0) } }
     }
 
@@ -190,7 +197,8 @@ public final class WebSocketConnection: TransportDelegate {
     private func finish(code: UInt16, reason: String) {
         guard !finished else { return }
         finished = true
-        if let keepaliveTimer { connection.loop.cancel(keepaliveTimer) }
+        sweep?.remove(self)
+        sweep = nil
         if let closeTimer { connection.loop.cancel(closeTimer) }
         let delegate = self.delegate
         self.delegate = nil
@@ -200,16 +208,14 @@ public final class WebSocketConnection: TransportDelegate {
 
     // MARK: Keepalive
 
-    private func scheduleKeepalive(_ interval: UInt64) {
-        keepaliveTimer = connection.loop.schedule(after: interval) { [unowned(unsafe) self] in
-            guard !self.finished else { return }
-            if self.awaitingPong {
-                self.terminate(code: WebSocketCloseCode.abnormal, reason: "keepalive timeout")
-                return
-            }
-            self.awaitingPong = true
-            self.send(.ping, [])
-            self.scheduleKeepalive(interval)
+    /// One sweep: a socket that has not answered the previous ping is dropped; others are pinged.
+    func keepaliveTick() {
+        guard !finished else { return }
+        if awaitingPong {
+            terminate(code: WebSocketCloseCode.abnormal, reason: "keepalive timeout")
+            return
         }
+        awaitingPong = true
+        send(.ping, [])
     }
 }

@@ -1,0 +1,108 @@
+import Foundation
+import Glibc
+import TetherNet
+
+/// `tether-netbench park URL -n N --pid PID [--ca ca.pem]`: opens N WebSockets (ws:// or
+/// wss://), admits each as a mac in its own room, and reports the server's RSS growth per
+/// connection. wsload speaks no TLS, so this is how the TLS idle cost is measured, and with a
+/// ws:// URL the same harness gives the plain figure for comparison.
+enum ParkClient {
+    static func run(_ arguments: [String]) throws {
+        var url = "ws://127.0.0.1:9202/"
+        var count = 1000
+        var pid: Int32 = 0
+        var ca: String?
+        var it = arguments.makeIterator()
+        while let argument = it.next() {
+            switch argument {
+            case "-n": count = Int(it.next() ?? "") ?? count
+            case "--pid": pid = Int32(it.next() ?? "") ?? 0
+            case "--ca": ca = it.next()
+            default: url = argument
+            }
+        }
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+
+        let group = try EventLoopGroup(count: 1)
+        let tls = try ca.map { try TLSClientContext(caFile: $0) }
+        let before = rss(pid)
+        let admitted = ParkCounter()
+        let inFlight = DispatchSemaphore(value: 200)
+        for i in 0..<count {
+            inFlight.wait()
+            let room = String(format: "%064x", i + 1)
+            let mac = ParkedMac(counter: admitted, inFlight: inFlight)
+            WebSocketClient.connect(url, headers: HTTPHeaders([("x-relay-room", room)]), tls: tls, delegate: mac, on: group.loops[0]) { result in
+                switch result {
+                case let .success(socket):
+                    mac.socket = socket
+                    socket.send(text: Array(#"{"v":1,"role":"mac"}"#.utf8))
+                case let .failure(error):
+                    FileHandle.standardError.write(Data("connect failed: \(error)\n".utf8))
+                    admitted.fail()
+                    inFlight.signal()
+                }
+            }
+        }
+        for _ in 0..<200 { inFlight.wait() }
+        Thread.sleep(forTimeInterval: 2)   // let the server settle
+        let after = rss(pid)
+        let alive = admitted.admitted
+        let perConnection = alive > 0 ? Double(after - before) / Double(alive) : 0
+        print(#"{"url":"\#(url)","admitted":\#(alive),"failed":\#(admitted.failed),"rss_before_kb":\#(before / 1024),"rss_after_kb":\#(after / 1024),"rss_per_connection_bytes":\#(Int(perConnection))}"#)
+        exit(0)
+    }
+
+    /// VmRSS of a process, in bytes.
+    static func rss(_ pid: Int32) -> Int {
+        guard pid > 0, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+    }
+}
+
+final class ParkCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ok = 0
+    private var bad = 0
+    func admit() { lock.withLock { ok += 1 } }
+    func fail() { lock.withLock { bad += 1 } }
+    var admitted: Int { lock.withLock { ok } }
+    var failed: Int { lock.withLock { bad } }
+}
+
+/// One parked mac: hello, then an empty proof, then silence (pings are answered automatically).
+final class ParkedMac: WebSocketDelegate, @unchecked Sendable {
+    let counter: ParkCounter
+    let inFlight: DispatchSemaphore
+    var socket: WebSocketConnection?
+    private var step = 0
+
+    init(counter: ParkCounter, inFlight: DispatchSemaphore) {
+        self.counter = counter
+        self.inFlight = inFlight
+    }
+
+    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) {
+        step += 1
+        if step == 1 {
+            socket.send(text: Array("{}".utf8))
+        } else if step == 2 {
+            if String(decoding: text, as: UTF8.self).contains("\"ok\":true") { counter.admit() } else { counter.fail() }
+            inFlight.signal()
+        }
+    }
+
+    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) {}
+
+    func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
+        if step < 2 {
+            counter.fail()
+            inFlight.signal()
+        }
+        self.socket = nil
+    }
+}
