@@ -19,8 +19,12 @@ public final class EventLoop: @unchecked Sendable {
     public let clock: any NetClock
     private let epoll: Int32
     private let wakeFD: Int32
-    private var handlers: [UInt64: any EventLoopHandler] = [:]
-    private var nextToken: UInt64 = 1
+    /// Handlers in slots; a token is (generation << 32 | slot), so an event for a slot that has
+    /// since been reused is recognised as stale. An array slot costs 16 bytes where a dictionary
+    /// entry costs several times that, for every connection.
+    private var slots: [(generation: UInt32, handler: (any EventLoopHandler)?)] = []
+    private var freeSlots: [Int] = []
+    private var liveHandlers = 0
     private var timers = TimerQueue<TimerTask>()
     private let pendingLock = NetLock()
     private var pending: [@Sendable () -> Void] = []
@@ -148,14 +152,20 @@ public final class EventLoop: @unchecked Sendable {
         return Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
     }
 
+    private func handler(for token: UInt64) -> (any EventLoopHandler)? {
+        let slot = Int(token & 0xFFFF_FFFF) - 1
+        guard slot >= 0, slot < slots.count, slots[slot].generation == UInt32(token >> 32) else { return nil }
+        return slots[slot].handler
+    }
+
     private func dispatch(_ event: tether_epoll_event) {
-        guard let handler = handlers[event.data] else { return }
+        guard let handler = handler(for: event.data) else { return }
         let flags = event.events
         if flags & UInt32(TETHER_EPOLLIN) != 0 { handler.readable() }
         // The read may have closed and deregistered the handler.
-        guard handlers[event.data] != nil else { return }
+        guard self.handler(for: event.data) != nil else { return }
         if flags & UInt32(TETHER_EPOLLOUT) != 0 { handler.writable() }
-        guard handlers[event.data] != nil else { return }
+        guard self.handler(for: event.data) != nil else { return }
         if flags & UInt32(TETHER_EPOLLHUP | TETHER_EPOLLERR) != 0, flags & UInt32(TETHER_EPOLLIN) == 0 { handler.hangup() }
     }
 
@@ -176,10 +186,21 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Registers `fd` for `events`; returns the token that identifies it.
     func register(fd: Int32, events: UInt32, handler: any EventLoopHandler) throws -> UInt64 {
-        let token = nextToken
-        nextToken += 1
-        guard tether_epoll_add(epoll, fd, events, token) == 0 else { throw NetError.system("epoll_ctl(ADD)", errno) }
-        handlers[token] = handler
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+        } else {
+            slot = slots.count
+            slots.append((0, nil))
+        }
+        // Slot numbers start at 1: token 0 is the wake-up eventfd.
+        let token = UInt64(slots[slot].generation) << 32 | UInt64(slot + 1)
+        guard tether_epoll_add(epoll, fd, events, token) == 0 else {
+            freeSlots.append(slot)
+            throw NetError.system("epoll_ctl(ADD)", errno)
+        }
+        slots[slot].handler = handler
+        liveHandlers += 1
         return token
     }
 
@@ -189,11 +210,16 @@ public final class EventLoop: @unchecked Sendable {
 
     func deregister(fd: Int32, token: UInt64) {
         _ = tether_epoll_remove(epoll, fd)
-        handlers[token] = nil
+        let slot = Int(token & 0xFFFF_FFFF) - 1
+        guard slot >= 0, slot < slots.count, slots[slot].generation == UInt32(token >> 32), slots[slot].handler != nil else { return }
+        slots[slot].handler = nil
+        slots[slot].generation &+= 1
+        freeSlots.append(slot)
+        liveHandlers -= 1
     }
 
     /// Registered handlers (for tests and metrics).
-    public var registeredCount: Int { handlers.count }
+    public var registeredCount: Int { liveHandlers }
 
     // MARK: Timers (loop thread only)
 
