@@ -23,7 +23,7 @@ public enum HTTPClient {
             case let .failure(error): completion(.failure(error))
             case let .success(connection):
                 let exchange = Exchange(connection: connection, expectsBody: method != "HEAD", completion: completion)
-                exchange.timer = loop.schedule(after: timeout) { exchange.finish(.failure(.timedOut)) }
+                exchange.arm(timeout: timeout, failure: .timedOut)
                 connection.delegate = exchange
                 connection.write(bytes)
             }
@@ -38,18 +38,12 @@ public enum HTTPClient {
         request("POST", url, headers: all, body: body, tls: tls, on: loop, timeout: timeout, completion: completion)
     }
 
-    private final class Exchange: TransportDelegate {
-        let connection: any Transport
+    private final class Exchange: ClientExchange<Response, NetError>, TransportDelegate {
         var parser = HTTPResponseParser()
-        var completion: (@Sendable (Result<Response, NetError>) -> Void)?
-        var timer: EventLoop.TimerID?
-        var retainSelf: Exchange?
 
         init(connection: any Transport, expectsBody: Bool, completion: @escaping @Sendable (Result<Response, NetError>) -> Void) {
-            self.connection = connection
-            self.completion = completion
+            super.init(connection: connection, completion: completion)
             parser.expectsBody = expectsBody
-            retainSelf = self
         }
 
         func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
@@ -69,15 +63,6 @@ public enum HTTPClient {
             } catch {
                 finish(.failure(.invalidAddress("malformed response: \(error)")))
             }
-        }
-
-        func finish(_ result: Result<Response, NetError>) {
-            guard let completion else { return }
-            self.completion = nil
-            if let timer { connection.loop.cancel(timer) }
-            connection.close()
-            retainSelf = nil
-            completion(result)
         }
     }
 }

@@ -19,49 +19,40 @@ public enum WebSocketClient {
             case let .failure(error): completion(.failure(.network(error)))
             case let .success(connection):
                 let handshake = Handshake(connection: connection, key: key, options: options, delegate: delegate, completion: completion)
-                handshake.timer = loop.schedule(after: timeout) { handshake.finish(.failure(.network(.timedOut))) }
+                handshake.arm(timeout: timeout, failure: .network(.timedOut))
                 connection.delegate = handshake
                 connection.write(request)
             }
         }
     }
 
-    private final class Handshake: TransportDelegate {
-        let connection: any Transport
+    private final class Handshake: ClientExchange<WebSocketConnection, Failure>, TransportDelegate {
         let key: String
         let options: WebSocketConnection.Options
         let delegate: any WebSocketDelegate
         var parser = HTTPResponseParser()
-        var completion: (@Sendable (Result<WebSocketConnection, Failure>) -> Void)?
-        var timer: EventLoop.TimerID?
-        var retainSelf: Handshake?
 
         init(connection: any Transport, key: String, options: WebSocketConnection.Options, delegate: any WebSocketDelegate,
              completion: @escaping @Sendable (Result<WebSocketConnection, Failure>) -> Void) {
-            self.connection = connection
             self.key = key
             self.options = options
             self.delegate = delegate
-            self.completion = completion
-            retainSelf = self
+            super.init(connection: connection, completion: completion)
         }
 
         func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
+            guard !isFinished else { return }
             parser.feed(bytes)
             do throws(HTTPParseError) {
                 guard let head = try parser.parseHead() else { return }
                 guard WebSocketHandshake.validateServerResponse(status: head.status, headers: head.headers, key: key) else {
-                    // Give a refusal's body a moment to arrive in this read; what came is reported.
+                    // What of a refusal's body came with the head is reported.
                     finish(.failure(.refused(status: head.status, body: parser.takeRemaining())))
                     return
                 }
-                guard let completion else { return }
-                self.completion = nil
-                if let timer { connection.loop.cancel(timer) }
-                retainSelf = nil
-                let socket = WebSocketConnection(connection: connection, role: .client, options: options, delegate: nil,
-                                                 leftover: [])
-                completion(.success(socket))
+                // The socket takes over the connection (and becomes its delegate) before the caller hears of it.
+                let socket = WebSocketConnection(connection: connection, role: .client, options: options, delegate: nil)
+                finish(.success(socket), closing: false)
                 socket.delegate = delegate
                 let leftover = parser.takeRemaining()
                 if !leftover.isEmpty { leftover.withUnsafeBytes { socket.transport(connection, didRead: $0) } }
@@ -71,14 +62,5 @@ public enum WebSocketClient {
         }
 
         func transportDidClose(_ connection: any Transport, error: NetError?) { finish(.failure(.network(error ?? .closed))) }
-
-        func finish(_ result: Result<WebSocketConnection, Failure>) {
-            guard let completion else { return }
-            self.completion = nil
-            if let timer { connection.loop.cancel(timer) }
-            connection.close()
-            retainSelf = nil
-            completion(result)
-        }
     }
 }
