@@ -86,3 +86,47 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5)
     }
 }
+
+final class GracefulShutdownTests: XCTestCase {
+    func testShutdownClosesIdleConnectionsFinishesRequestsInFlightAndRefusesNewOnes() throws {
+        let group = try EventLoopGroup(count: 2)
+        defer { group.shutdown() }
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: EchoApplication())
+        let port = try server.start()
+
+        let idle = try RawClient(port: port)
+        idle.send("GET /none HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertTrue(String(decoding: idle.read(atLeast: 20), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+        let busy = try RawClient(port: port)
+        busy.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n01234")   // half a body
+
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            server.shutdown(grace: .seconds(5))
+            done.signal()
+        }
+        XCTAssertEqual(idle.readAll(), [], "the idle kept-alive connection is closed at once")
+        usleep(100_000)
+        XCTAssertThrowsError(try RawClient(port: port), "no new connections")
+        busy.send("56789")
+        let answer = busy.readText()
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 OK"), answer)
+        XCTAssertTrue(answer.contains("Connection: close"))
+        XCTAssertTrue(answer.hasSuffix("0123456789"))
+        XCTAssertEqual(done.wait(timeout: .now() + 3), .success, "shutdown returns once every connection is gone")
+    }
+
+    func testShutdownForceClosesWhatOutlivesTheGracePeriod() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: EchoApplication())
+        let port = try server.start()
+        let stuck = try RawClient(port: port)
+        stuck.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n012")
+        usleep(50_000)
+        let started = Date()
+        server.shutdown(grace: .milliseconds(300))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+        XCTAssertEqual(stuck.readAll(), [])
+    }
+}

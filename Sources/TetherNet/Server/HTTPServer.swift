@@ -55,11 +55,14 @@ public final class HTTPServer: @unchecked Sendable {
     public let delegate: any HTTPServerDelegate
     private var listeners: [UncheckedTransfer<TCPListener>] = []
     public private(set) var port: UInt16 = 0
+    /// Open HTTP connections, per loop (each touched only on its loop).
+    fileprivate let open: [ConnectionSet]
 
     public init(group: EventLoopGroup, configuration: Configuration, delegate: any HTTPServerDelegate) {
         self.group = group
         self.configuration = configuration
         self.delegate = delegate
+        open = group.loops.map { _ in ConnectionSet() }
     }
 
     /// Binds and starts accepting on every loop; returns the bound port.
@@ -89,6 +92,31 @@ public final class HTTPServer: @unchecked Sendable {
         listeners = []
     }
 
+    /// Stops gracefully: no new connections; kept-alive connections with no request in progress
+    /// close at once; a request in progress is answered (with `Connection: close`); whatever is
+    /// still open after `grace` is closed, after sending what it has queued. Upgraded WebSocket
+    /// connections belong to their owners and are not touched. Returns when done.
+    public func shutdown(grace: UInt64 = .seconds(10)) {
+        stopAccepting()
+        for (index, loop) in group.loops.enumerated() {
+            let connections = open[index]
+            let finished = DispatchSemaphoreLite()
+            loop.execute {
+                connections.draining = true
+                for connection in connections.all where connection.isIdle { connection.closeNow() }
+                if connections.all.isEmpty {
+                    finished.signal()
+                    return
+                }
+                connections.onEmpty = { finished.signal() }
+                loop.schedule(after: grace) {
+                    for connection in connections.all { connection.closeNow() }
+                }
+            }
+            finished.wait()
+        }
+    }
+
     private func accept(fd: Int32, peer: SocketAddress?, on loop: EventLoop) {
         guard let tcp = try? TCPConnection(fd: fd, loop: loop, peer: peer) else { return }
         let transport: any Transport
@@ -98,7 +126,26 @@ public final class HTTPServer: @unchecked Sendable {
         } else {
             transport = tcp
         }
-        HTTPServerConnection(connection: transport, server: self).start()
+        HTTPServerConnection(connection: transport, server: self, connections: open[loop.index]).start()
+    }
+}
+
+/// The HTTP connections of one loop, for a graceful shutdown.
+final class ConnectionSet: @unchecked Sendable {
+    private var members: [ObjectIdentifier: HTTPServerConnection] = [:]
+    var draining = false
+    var onEmpty: (() -> Void)?
+
+    var all: [HTTPServerConnection] { Array(members.values) }
+
+    func insert(_ connection: HTTPServerConnection) { members[ObjectIdentifier(connection)] = connection }
+
+    func remove(_ connection: HTTPServerConnection) {
+        members[ObjectIdentifier(connection)] = nil
+        if members.isEmpty, let onEmpty {
+            self.onEmpty = nil
+            onEmpty()
+        }
     }
 }
 
@@ -109,20 +156,27 @@ final class HTTPServerConnection: TransportDelegate {
     private var parser: HTTPRequestParser
     private var pendingHead: HTTPRequestHead?
     private var timer: EventLoop.TimerID?
-    private var retainSelf: HTTPServerConnection?
     private var upgraded = false
+    private let connections: ConnectionSet
 
-    init(connection: any Transport, server: HTTPServer) {
+    init(connection: any Transport, server: HTTPServer, connections: ConnectionSet) {
         self.connection = connection
         self.server = server
+        self.connections = connections
         parser = HTTPRequestParser(limits: server.configuration.limits)
     }
 
     func start() {
-        retainSelf = self
+        // The set keeps the connection alive until it closes or is upgraded.
+        connections.insert(self)
         connection.delegate = self
         armTimer(server.configuration.idleTimeout, idle: true)
     }
+
+    /// No request in progress.
+    var isIdle: Bool { parser.isIdle }
+
+    func closeNow() { connection.closeAfterFlush() }
 
     private func armTimer(_ delay: UInt64, idle: Bool) {
         if let timer { connection.loop.cancel(timer) }
@@ -158,7 +212,7 @@ final class HTTPServerConnection: TransportDelegate {
                     pendingHead = nil
                     let request = HTTPServerRequest(head: head, body: body, peer: connection.peer, loopIndex: connection.loop.index)
                     let response = server.delegate.respond(to: request)
-                    reply(response, closing: !head.keepAlive, includeBody: head.method != "HEAD")
+                    reply(response, closing: !head.keepAlive || connections.draining, includeBody: head.method != "HEAD")
                     if parser.isIdle { armTimer(server.configuration.idleTimeout, idle: true) }
                 }
             }
@@ -191,13 +245,13 @@ final class HTTPServerConnection: TransportDelegate {
             connection.write(switching.serialized())
             let leftover = parser.takeUnparsed()
             connection.delegate = nil
-            retainSelf = nil
+            connections.remove(self)
             open(connection, leftover)
         }
     }
 
     func transportDidClose(_ connection: any Transport, error: NetError?) {
         if let timer { connection.loop.cancel(timer) }
-        retainSelf = nil
+        connections.remove(self)
     }
 }
