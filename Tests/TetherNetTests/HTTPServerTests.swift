@@ -130,3 +130,20 @@ final class GracefulShutdownTests: XCTestCase {
         XCTAssertEqual(stuck.readAll(), [])
     }
 }
+
+final class IPv6Tests: XCTestCase {
+    func testServesOverIPv6Loopback() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        var configuration = HTTPServer.Configuration()
+        configuration.host = "::1"
+        let server = HTTPServer(group: group, configuration: configuration, delegate: EchoApplication())
+        let port = try server.start()
+        defer { server.stopAccepting() }
+        let result = try runProcess("/usr/bin/curl", ["-sS", "-g", "--max-time", "5", "--data-binary", "v6", "http://[::1]:\(port)/echo"])
+        XCTAssertEqual(result.stdout, "v6", result.stderr)
+        XCTAssertEqual(try SocketAddress(host: "::1", port: 1).description, "[::1]:1")
+        XCTAssertTrue(try SocketAddress(host: "::1", port: 1).isLoopback)
+        XCTAssertThrowsError(try SocketAddress(host: "localhost", port: 1), "names are not addresses")
+    }
+}
