@@ -99,6 +99,8 @@ final class GracefulShutdownTests: XCTestCase {
         XCTAssertTrue(String(decoding: idle.read(atLeast: 20), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
         let busy = try RawClient(port: port)
         busy.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n01234")   // half a body
+        // Let the server read the head, so the request counts as in flight when shutdown starts.
+        usleep(300_000)
 
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
