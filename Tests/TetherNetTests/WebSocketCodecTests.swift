@@ -224,3 +224,36 @@ final class WebSocketCodecTests: XCTestCase {
         XCTAssertFalse(WebSocketHandshake.validateServerResponse(status: 101, headers: withExtension, key: key))
     }
 }
+
+final class WebSocketStreamingParseTests: XCTestCase {
+    /// Frames of every size class, masked with varied keys, delivered in random splits through
+    /// `consume` (the server's path), come out identical to what was sent.
+    func testConsumeReassemblesFramesAcrossAnySplit() throws {
+        var generator = SystemRandomNumberGenerator()
+        let sizes = [0, 1, 125, 126, 4095, 4096, 4097, 16_384, 65_535, 65_536, 70_001]
+        var sent: [WebSocketFrame] = []
+        var stream: [UInt8] = []
+        for (i, size) in sizes.enumerated() {
+            let frame = WebSocketFrame(fin: i % 3 != 1, opcode: i % 3 == 1 ? .binary : (i % 3 == 2 ? .continuation : .binary),
+                                       payload: (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
+            sent.append(frame)
+            stream += WebSocketFrameEncoder.encode(frame, maskingKey: (UInt8(i), 0xA5, UInt8(size & 0xFF), 0x3C))
+        }
+        for round in 0..<20 {
+            var parser = WebSocketFrameParser(role: .server, maxFramePayload: 1 << 20)
+            var received: [WebSocketFrame] = []
+            var offset = 0
+            while offset < stream.count {
+                let step = round == 0 ? 1 : Int.random(in: 1...9000, using: &generator)
+                let end = min(stream.count, offset + step)
+                try stream[offset..<end].withUnsafeBytes { chunk in
+                    try parser.consume(chunk) { received.append($0); return true }
+                }
+                offset = end
+            }
+            XCTAssertEqual(received.count, sent.count, "round \(round)")
+            XCTAssertTrue(received == sent, "round \(round): frames differ")
+            XCTAssertEqual(parser.bufferedByteCount, 0)
+        }
+    }
+}

@@ -59,21 +59,39 @@ public struct WebSocketFrameParser: Sendable {
     }
 
     /// Parses every complete frame in `bytes`, handing each to `body`, without copying them
-    /// first: only a trailing partial frame is kept. Bytes already buffered are used first.
+    /// first. A large frame that is still arriving is unmasked straight into its final payload
+    /// array as its bytes come in (one copy in all, however many reads it spans); only a few
+    /// bytes of a split header, or a small partial frame, are kept in the buffer.
     /// `body` returns false to stop early; the rest of `bytes` is then kept for later.
     public mutating func consume(_ bytes: UnsafeRawBufferPointer,
                                  _ body: (WebSocketFrame) -> Bool) throws(WebSocketProtocolError) {
         if let failure { throw failure }
+        var input = bytes
+        if pending != nil {
+            let used = fillPending(input)
+            input = UnsafeRawBufferPointer(rebasing: input[used...])
+            guard let frame = takeCompletedPending() else { return }
+            if !body(frame) {
+                if input.count > 0 { feed(input) }
+                return
+            }
+        }
         if bufferedByteCount > 0 {
-            feed(bytes)
+            feed(input)
             while let frame = try nextFrame() {
                 if !body(frame) { return }
             }
+            try streamBufferedRemainder()
             return
         }
         var offset = 0
         do throws(WebSocketProtocolError) {
-            while offset < bytes.count, let (frame, consumed) = try parse(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
+            while offset < input.count {
+                let rest = UnsafeRawBufferPointer(rebasing: input[offset...])
+                guard let (frame, consumed) = try parse(rest) else {
+                    if try startPending(rest) { return }
+                    break
+                }
                 offset += consumed
                 if !body(frame) { break }
             }
@@ -81,17 +99,104 @@ public struct WebSocketFrameParser: Sendable {
             poison(error)
             throw error
         }
-        if offset < bytes.count { feed(UnsafeRawBufferPointer(rebasing: bytes[offset...])) }
+        if offset < input.count { feed(UnsafeRawBufferPointer(rebasing: input[offset...])) }
+    }
+
+    /// Frames at least this large are streamed into their payload array rather than buffered.
+    static let streamingThreshold = 4096
+
+    private struct PendingFrame {
+        let fin: Bool
+        let opcode: WebSocketOpcode
+        let key: UInt32?
+        var payload: [UInt8]
+        var filled: Int
+    }
+
+    private var pending: PendingFrame?
+
+    /// If `bytes` starts with a complete header of a large frame whose payload is incomplete,
+    /// starts streaming it (copying what is there) and returns true.
+    private mutating func startPending(_ bytes: UnsafeRawBufferPointer) throws(WebSocketProtocolError) -> Bool {
+        guard let header = try parseHeader(bytes), header.payloadLength >= Self.streamingThreshold else { return false }
+        pending = PendingFrame(fin: header.fin, opcode: header.opcode, key: header.key,
+                               payload: [UInt8](repeating: 0, count: header.payloadLength), filled: 0)
+        _ = fillPending(UnsafeRawBufferPointer(rebasing: bytes[header.headerLength...]))
+        return true
+    }
+
+    /// After the buffered path: a large partial frame left in the buffer moves to streaming.
+    private mutating func streamBufferedRemainder() throws(WebSocketProtocolError) {
+        guard bufferedByteCount > 0 else { return }
+        let started: Result<Bool, WebSocketProtocolError> = buffer.withUnsafeBytes { raw in
+            let rest = UnsafeRawBufferPointer(rebasing: raw[index...])
+            guard let header = try? parseHeader(rest), header.payloadLength >= Self.streamingThreshold else { return .success(false) }
+            var frame = PendingFrame(fin: header.fin, opcode: header.opcode, key: header.key,
+                                     payload: [UInt8](repeating: 0, count: header.payloadLength), filled: 0)
+            Self.fill(&frame, from: UnsafeRawBufferPointer(rebasing: rest[header.headerLength...]))
+            pending = frame
+            return .success(true)
+        }
+        if try started.get() {
+            buffer = []
+            index = 0
+        }
+    }
+
+    /// Copies (and unmasks) as much of `bytes` as the pending payload still needs; returns the count used.
+    private mutating func fillPending(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard var frame = pending else { return 0 }
+        pending = nil   // keep the payload array uniquely referenced while it is written
+        let used = Self.fill(&frame, from: bytes)
+        pending = frame
+        return used
+    }
+
+    @discardableResult
+    private static func fill(_ frame: inout PendingFrame, from bytes: UnsafeRawBufferPointer) -> Int {
+        let count = min(frame.payload.count - frame.filled, bytes.count)
+        guard count > 0 else { return 0 }
+        let start = frame.filled
+        frame.payload.withUnsafeMutableBytes { out in
+            let destination = UnsafeMutableRawBufferPointer(rebasing: out[start..<(start + count)])
+            let source = UnsafeRawBufferPointer(rebasing: bytes[..<count])
+            if let key = frame.key {
+                // The mask continues where it left off: rotate the key by the bytes already done.
+                let shift = UInt32((start & 3) * 8)
+                let rotated = shift == 0 ? key : (key >> shift) | (key << (32 - shift))
+                WebSocketMask.copy(source, into: destination, key: rotated)
+            } else {
+                destination.copyMemory(from: source)
+            }
+        }
+        frame.filled += count
+        return count
+    }
+
+    private mutating func takeCompletedPending() -> WebSocketFrame? {
+        guard let frame = pending, frame.filled == frame.payload.count else { return nil }
+        pending = nil
+        return WebSocketFrame(fin: frame.fin, opcode: frame.opcode, payload: frame.payload)
     }
 
     private mutating func poison(_ error: WebSocketProtocolError) {
         failure = error
         buffer = []
         index = 0
+        pending = nil
     }
 
-    /// One frame from the start of `bytes` and how many bytes it used, or nil if incomplete.
-    private func parse(_ bytes: UnsafeRawBufferPointer) throws(WebSocketProtocolError) -> (WebSocketFrame, Int)? {
+    private struct Header {
+        let fin: Bool
+        let opcode: WebSocketOpcode
+        /// The masking key as it sits in the frame (read as a native UInt32).
+        let key: UInt32?
+        let headerLength: Int
+        let payloadLength: Int
+    }
+
+    /// A frame header from the start of `bytes`, validated; nil if incomplete.
+    private func parseHeader(_ bytes: UnsafeRawBufferPointer) throws(WebSocketProtocolError) -> Header? {
         let available = bytes.count
         guard available >= 2 else { return nil }
         let b0 = bytes[0], b1 = bytes[1]
@@ -123,15 +228,24 @@ public struct WebSocketFrameParser: Sendable {
             headerLength = 10
         }
         guard length <= maxFramePayload else { throw .tooBig }
-        let maskOffset = headerLength
-        if masked { headerLength += 4 }
-        guard available >= headerLength + length else { return nil }
+        var key: UInt32?
+        if masked {
+            guard available >= headerLength + 4 else { return nil }
+            key = bytes.loadUnaligned(fromByteOffset: headerLength, as: UInt32.self)
+            headerLength += 4
+        }
+        return Header(fin: fin, opcode: opcode, key: key, headerLength: headerLength, payloadLength: length)
+    }
+
+    /// One frame from the start of `bytes` and how many bytes it used, or nil if incomplete.
+    private func parse(_ bytes: UnsafeRawBufferPointer) throws(WebSocketProtocolError) -> (WebSocketFrame, Int)? {
+        guard let header = try parseHeader(bytes), bytes.count >= header.headerLength + header.payloadLength else { return nil }
+        let length = header.payloadLength
         // The one copy of the payload: straight from the read into the frame's own array,
         // unmasked on the way.
-        let source = UnsafeRawBufferPointer(rebasing: bytes[headerLength..<(headerLength + length)])
+        let source = UnsafeRawBufferPointer(rebasing: bytes[header.headerLength..<(header.headerLength + length)])
         let payload: [UInt8]
-        if masked {
-            let key = bytes.loadUnaligned(fromByteOffset: maskOffset, as: UInt32.self)
+        if let key = header.key {
             payload = [UInt8](unsafeUninitializedCapacity: length) { out, count in
                 WebSocketMask.copy(source, into: UnsafeMutableRawBufferPointer(out), key: key)
                 count = length
@@ -139,7 +253,7 @@ public struct WebSocketFrameParser: Sendable {
         } else {
             payload = [UInt8](source)
         }
-        return (WebSocketFrame(fin: fin, opcode: opcode, payload: payload), headerLength + length)
+        return (WebSocketFrame(fin: header.fin, opcode: header.opcode, payload: payload), header.headerLength + length)
     }
 }
 
