@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "TetherWire", targets: ["TetherWire"]),
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .library(name: "TetherNet", targets: ["TetherNet"]),
+        .library(name: "TetherRelay", targets: ["TetherRelay"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
     ],
@@ -37,6 +38,9 @@ let package = Package(
         .target(name: "TetherNet", dependencies: ["TetherCrypto", "TetherWire", "CTetherSystem", "COpenSSL"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
+        // MARK: Services
+        .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
+
         // MARK: Programs
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
@@ -50,6 +54,7 @@ let package = Package(
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

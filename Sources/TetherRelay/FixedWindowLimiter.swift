@@ -1,0 +1,74 @@
+/// A per-key fixed-window rate limiter (relay.md §2.5), with time passed in so it is tested
+/// without a clock.
+///
+/// A key's window starts at its first hit and restarts when `now − start > window` (strictly
+/// greater). Every hit counts, refused ones included; a hit is refused once the count exceeds
+/// `limit`. At most `maxKeys` keys are held: past that, expired windows are swept, then the
+/// oldest-inserted keys evicted (which briefly fails open for them, as the reference does).
+public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
+    public let limit: Int
+    public let window: UInt64
+    public let maxKeys: Int
+
+    private struct Bucket: Sendable {
+        var start: UInt64
+        var count: Int
+        let order: UInt64
+    }
+
+    private var buckets: [Key: Bucket] = [:]
+    /// Insertion order, for eviction (keys may be stale; checked against `order`).
+    private var insertions: [(key: Key, order: UInt64)] = []
+    private var insertionHead = 0
+    private var nextOrder: UInt64 = 0
+    private var lastSweep: UInt64?
+
+    /// - Parameter limit: hits allowed per window; 0 turns the limiter off.
+    public init(limit: Int, window: UInt64, maxKeys: Int = 50_000) {
+        precondition(limit >= 0 && window > 0 && maxKeys > 0)
+        self.limit = limit
+        self.window = window
+        self.maxKeys = maxKeys
+    }
+
+    public var isEnabled: Bool { limit > 0 }
+    public var keyCount: Int { buckets.count }
+
+    /// Records a hit for `key` at `now`; returns true if it is allowed.
+    public mutating func hit(_ key: Key, now: UInt64) -> Bool {
+        guard isEnabled else { return true }
+        if var bucket = buckets[key] {
+            if now &- bucket.start > window {
+                bucket.start = now
+                bucket.count = 0
+            }
+            bucket.count += 1
+            buckets[key] = bucket
+            return bucket.count <= limit
+        }
+        if buckets.count >= maxKeys { makeRoom(now: now) }
+        nextOrder += 1
+        buckets[key] = Bucket(start: now, count: 1, order: nextOrder)
+        insertions.append((key, nextOrder))
+        return 1 <= limit
+    }
+
+    private mutating func makeRoom(now: UInt64) {
+        // A full sweep is O(keys); under a flood of new keys it runs at most once per window,
+        // and eviction of the oldest does the rest in amortised O(1).
+        if lastSweep.map({ now &- $0 > window }) ?? true {
+            lastSweep = now
+            buckets = buckets.filter { now &- $0.value.start <= window }
+        }
+        while buckets.count >= maxKeys, insertionHead < insertions.count {
+            let oldest = insertions[insertionHead]
+            insertionHead += 1
+            if buckets[oldest.key]?.order == oldest.order { buckets[oldest.key] = nil }
+        }
+        // Drop stale insertion records now and then, so the list stays proportional to the map.
+        if insertionHead > maxKeys {
+            insertions = insertions[insertionHead...].filter { buckets[$0.key]?.order == $0.order }
+            insertionHead = 0
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import TetherRelay
+import XCTest
+
+final class FixedWindowLimiterTests: XCTestCase {
+    private let second: UInt64 = 1_000_000_000
+
+    func testTheHitAfterTheLimitIsRefusedAndRefusedHitsStillCount() {
+        var limiter = FixedWindowLimiter<String>(limit: 3, window: 60 * second)
+        XCTAssertEqual((0..<5).map { _ in limiter.hit("ip", now: 0) }, [true, true, true, false, false])
+        XCTAssertTrue(limiter.hit("other", now: 0), "keys are independent")
+    }
+
+    func testWindowRestartsOnlyWhenStrictlyMoreThanTheWindowHasPassed() {
+        var limiter = FixedWindowLimiter<String>(limit: 1, window: 60 * second)
+        XCTAssertTrue(limiter.hit("ip", now: 10 * second))
+        XCTAssertFalse(limiter.hit("ip", now: 70 * second), "exactly one window later is still the same window")
+        XCTAssertTrue(limiter.hit("ip", now: 70 * second + 1))
+        XCTAssertFalse(limiter.hit("ip", now: 70 * second + 2))
+    }
+
+    func testZeroLimitIsOff() {
+        var limiter = FixedWindowLimiter<String>(limit: 0, window: second)
+        XCTAssertTrue((0..<1000).allSatisfy { _ in limiter.hit("ip", now: 0) })
+        XCTAssertEqual(limiter.keyCount, 0)
+    }
+
+    func testAtCapacityExpiredWindowsGoFirstThenTheOldestInserted() {
+        var limiter = FixedWindowLimiter<Int>(limit: 1, window: 10 * second, maxKeys: 3)
+        XCTAssertTrue(limiter.hit(1, now: 0))
+        XCTAssertTrue(limiter.hit(2, now: 5 * second))
+        XCTAssertTrue(limiter.hit(3, now: 6 * second))
+        // At t = 12 s key 1's window has expired: it is swept, the others stay.
+        XCTAssertTrue(limiter.hit(4, now: 12 * second))
+        XCTAssertEqual(limiter.keyCount, 3)
+        XCTAssertFalse(limiter.hit(2, now: 12 * second), "key 2 kept its count")
+        // Nothing expired at t = 13 s: the oldest inserted (2) is evicted and briefly fails open.
+        XCTAssertTrue(limiter.hit(5, now: 13 * second))
+        XCTAssertEqual(limiter.keyCount, 3)
+        XCTAssertTrue(limiter.hit(2, now: 13 * second), "evicted, so it starts over")
+    }
+
+    func testMemoryStaysBoundedUnderManyDistinctKeys() {
+        var limiter = FixedWindowLimiter<Int>(limit: 5, window: second, maxKeys: 1000)
+        for key in 0..<100_000 { _ = limiter.hit(key, now: UInt64(key)) }
+        XCTAssertLessThanOrEqual(limiter.keyCount, 1000)
+    }
+}
+
+final class ClientIPResolverTests: XCTestCase {
+    func testWithoutTrustFlagsForwardedHeadersAreIgnored() {
+        let resolver = ClientIPResolver()
+        XCTAssertEqual(resolver.clientIP(cfConnectingIP: "1.1.1.1", forwardedFor: "2.2.2.2", peer: "127.0.0.1"), "127.0.0.1")
+        XCTAssertEqual(resolver.clientIP(cfConnectingIP: nil, forwardedFor: nil, peer: nil), "unknown")
+        XCTAssertTrue(resolver.shouldWarnBehindProxy(boundToLoopback: true))
+        XCTAssertFalse(resolver.shouldWarnBehindProxy(boundToLoopback: false))
+    }
+
+    func testTrustProxyTakesTheConfiguredHopFromTheRightAndIgnoresCloudflare() {
+        let one = ClientIPResolver(trustProxy: true)
+        XCTAssertEqual(one.clientIP(cfConnectingIP: "9.9.9.9", forwardedFor: "6.6.6.6, 1.2.3.4 , 5.6.7.8", peer: "127.0.0.1"), "5.6.7.8")
+        let two = ClientIPResolver(trustProxy: true, trustedHops: 2)
+        XCTAssertEqual(two.clientIP(cfConnectingIP: nil, forwardedFor: "6.6.6.6, 1.2.3.4 , 5.6.7.8", peer: nil), "1.2.3.4")
+        let many = ClientIPResolver(trustProxy: true, trustedHops: 9)
+        XCTAssertEqual(many.clientIP(cfConnectingIP: nil, forwardedFor: "6.6.6.6, 5.6.7.8", peer: nil), "5.6.7.8",
+                       "beyond the chain: the rightmost, never the client-written leftmost")
+        XCTAssertEqual(one.clientIP(cfConnectingIP: nil, forwardedFor: " , ", peer: "10.0.0.1"), "10.0.0.1", "an empty chain falls back to the peer")
+    }
+
+    func testTrustCloudflarePrefersCFConnectingIP() {
+        let resolver = ClientIPResolver(trustCloudflare: true)
+        XCTAssertEqual(resolver.clientIP(cfConnectingIP: " 1.1.1.1 ", forwardedFor: "2.2.2.2", peer: "127.0.0.1"), "1.1.1.1")
+        XCTAssertEqual(resolver.clientIP(cfConnectingIP: nil, forwardedFor: "2.2.2.2, 3.3.3.3", peer: "127.0.0.1"), "3.3.3.3")
+        XCTAssertFalse(resolver.shouldWarnBehindProxy(boundToLoopback: true))
+    }
+}
