@@ -1,0 +1,134 @@
+import TetherRelay
+import XCTest
+
+final class RelayConfigurationTests: XCTestCase {
+    private let production = ["RELAY_ORIGIN": "https://relay.example.com", "APP_ID": "H7V7XYVQ7D.com.googlecode.iterm2.companion"]
+
+    private func load(_ env: [String: String], _ args: [String] = []) throws -> (RelayConfiguration, [String]) {
+        try RelayConfiguration.load(environment: env, arguments: args)
+    }
+
+    private func assertRefused(_ env: [String: String], _ args: [String] = [], naming variable: String,
+                               file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try load(env, args), file: file, line: line) {
+            XCTAssertEqual(($0 as? RelayConfigurationError)?.variable, variable, "\($0)", file: file, line: line)
+        }
+    }
+
+    func testReferenceDefaultsUnderTheReferenceNames() throws {
+        let (c, _) = try load(production)
+        XCTAssertEqual(c.host, "127.0.0.1")
+        XCTAssertEqual(c.port, 8787)
+        XCTAssertEqual(c.databasePath, "relay.db")
+        XCTAssertTrue(c.attestationRequired)
+        XCTAssertEqual(c.dailyByteQuota, 536_870_912)
+        XCTAssertEqual(c.establishedIdleTTLms, 2_592_000_000)
+        XCTAssertEqual(c.maxRooms, 200_000)
+        XCTAssertEqual(c.maxSocketsPerIP, 64)
+        XCTAssertEqual(c.maxTotalSockets, 200_000)
+        XCTAssertEqual(c.keepaliveMs, 30_000)
+        XCTAssertEqual(c.wsRateLimit, 120)
+        XCTAssertEqual(c.attestRateLimit, 30)
+        XCTAssertEqual(c.maxFramesPerSecond, 500)
+        XCTAssertEqual(c.metricsPushMs, 60_000)
+        XCTAssertEqual(c.clientIP, ClientIPResolver())
+    }
+
+    func testAReferenceEnvironmentFileWorksUnchanged() throws {
+        let file = """
+        # /etc/iterm2-companion-relay.env
+        RELAY_HOST=127.0.0.1
+        RELAY_PORT=8787
+        RELAY_ORIGIN=https://relay.iterm2.com
+        APP_ID="H7V7XYVQ7D.com.googlecode.iterm2.companion"
+        RELAY_DAILY_BYTE_QUOTA=8589934592
+        RELAY_TRUST_PROXY=true
+        RELAY_METRICS_PUSH_URL=https://monitor.example.com/ingest
+        RELAY_METRICS_PUSH_TOKEN='secret'
+        RELAY_METRICS_PUSH_MS=240000
+        """
+        let (c, notes) = try load(RelayConfiguration.parseEnvironmentFile(file))
+        XCTAssertEqual(c.origin, "https://relay.iterm2.com")
+        XCTAssertEqual(c.appID, "H7V7XYVQ7D.com.googlecode.iterm2.companion")
+        XCTAssertEqual(c.dailyByteQuota, 8_589_934_592)
+        XCTAssertTrue(c.clientIP.trustProxy)
+        XCTAssertEqual(c.metricsPushToken, "secret")
+        XCTAssertEqual(c.metricsPushMs, 240_000)
+        XCTAssertTrue(notes.isEmpty, "trusting the proxy silences the loopback warning")
+    }
+
+    func testOnlyTheExactStringFalseOpensAttestation() throws {
+        XCTAssertFalse(try load(["RELAY_ORIGIN": "https://r.example", "ATTEST_REQUIRED": "false"]).0.attestationRequired)
+        for value in ["FALSE", "0", "no", "False", " false", "true"] {
+            XCTAssertTrue(try load(production.merging(["ATTEST_REQUIRED": value]) { $1 }).0.attestationRequired, value)
+        }
+        assertRefused(["RELAY_ORIGIN": "https://r.example"], naming: "APP_ID")
+    }
+
+    func testOriginMustBeABareHTTPSOrigin() {
+        assertRefused([:], naming: "RELAY_ORIGIN")
+        for bad in ["http://relay.example.com", "https://relay.example.com/", "https://relay.example.com/path", "https://u@relay.example.com",
+                    "https://relay.example.com?x", "relay.example.com", "HTTPS://relay.example.com"] {
+            assertRefused(production.merging(["RELAY_ORIGIN": bad]) { $1 }, naming: "RELAY_ORIGIN")
+        }
+        XCTAssertNoThrow(try load(production.merging(["RELAY_ORIGIN": "https://relay.example.com:8443"]) { $1 }))
+    }
+
+    func testInvalidNumbersStopStartUpNamingTheVariable() {
+        assertRefused(production.merging(["RELAY_ESTABLISHED_IDLE_TTL_MS": "-5"]) { $1 }, naming: "RELAY_ESTABLISHED_IDLE_TTL_MS")
+        assertRefused(production.merging(["RELAY_DAILY_BYTE_QUOTA": "8GiB"]) { $1 }, naming: "RELAY_DAILY_BYTE_QUOTA")
+        assertRefused(production.merging(["RELAY_DAILY_BYTE_QUOTA": "0"]) { $1 }, naming: "RELAY_DAILY_BYTE_QUOTA")
+        assertRefused(production.merging(["RELAY_TRUSTED_HOPS": "1.5"]) { $1 }, naming: "RELAY_TRUSTED_HOPS")
+        assertRefused(production.merging(["RELAY_PORT": "70000"]) { $1 }, naming: "RELAY_PORT")
+        assertRefused(production.merging(["PORT": "x"]) { $1 }, naming: "PORT")
+        assertRefused(production.merging(["RELAY_MAX_ROOMS": "-1"]) { $1 }, naming: "RELAY_MAX_ROOMS")
+        assertRefused(production.merging(["RELAY_WS_RATE_LIMIT": "-1"]) { $1 }, naming: "RELAY_WS_RATE_LIMIT")
+        assertRefused(production.merging(["APPATTEST_ENV": "staging"]) { $1 }, naming: "APPATTEST_ENV")
+        assertRefused(production.merging(["RELAY_METRICS_PUSH_URL": "https://m.example"]) { $1 }, naming: "RELAY_METRICS_PUSH_TOKEN")
+        assertRefused(production.merging(["RELAY_TLS_CERT": "/x.pem"]) { $1 }, naming: "RELAY_TLS_KEY")
+    }
+
+    func testZeroCapsMeanTheDefaultAndZeroLimitsMeanOff() throws {
+        let (c, _) = try load(production.merging(["RELAY_MAX_ROOMS": "0", "RELAY_WS_RATE_LIMIT": "0", "RELAY_ATTEST_RATE_LIMIT": "0",
+                                                  "RELAY_MAX_FRAMES_PER_SEC": "0"]) { $1 })
+        XCTAssertEqual(c.maxRooms, 200_000)
+        XCTAssertEqual(c.wsRateLimit, 0)
+        XCTAssertEqual(c.attestRateLimit, 0)
+        XCTAssertEqual(c.maxFramesPerSecond, 0)
+    }
+
+    func testFlagsOverrideTheEnvironment() throws {
+        let (c, _) = try load(production.merging(["RELAY_PORT": "9000"]) { $1 },
+                              ["--relay-port", "9100", "--relay-max-sockets-per-ip=10", "--tls-cert", "/c.pem", "--tls-key=/k.pem"])
+        XCTAssertEqual(c.port, 9100)
+        XCTAssertEqual(c.maxSocketsPerIP, 10)
+        XCTAssertEqual(c.tlsCertificatePath, "/c.pem")
+        XCTAssertEqual(c.tlsKeyPath, "/k.pem")
+        assertRefused(production, ["--no-such-flag"], naming: "--no-such-flag")
+        assertRefused(production, ["--relay-port"], naming: "RELAY_PORT")
+    }
+
+    func testLocalModeNeedsNothingAndStaysOnLoopback() throws {
+        let (c, notes) = try load([:], ["--local"])
+        XCTAssertFalse(c.attestationRequired)
+        XCTAssertEqual(c.origin, "http://127.0.0.1:8787")
+        XCTAssertEqual(c.host, "127.0.0.1")
+        XCTAssertTrue(notes.contains { $0.contains("local mode") && $0.contains("open admission") })
+        assertRefused(["RELAY_HOST": "0.0.0.0"], ["--local"], naming: "RELAY_HOST")
+        XCTAssertEqual(try load([:], ["--local", "--relay-port", "9300"]).0.origin, "http://127.0.0.1:9300")
+    }
+
+    func testLoopbackWithoutATrustFlagWarns() throws {
+        XCTAssertTrue(try load(production).1.contains { $0.contains("RELAY_TRUST_PROXY") })
+        XCTAssertTrue(try load(production.merging(["RELAY_HOST": "0.0.0.0"]) { $1 }).1.isEmpty)
+    }
+
+    func testHelpDocumentsEverySetting() {
+        let help = RelayConfiguration.helpText
+        for setting in RelaySetting.all {
+            XCTAssertTrue(help.contains(setting.name), setting.name)
+            XCTAssertTrue(help.contains(setting.flag), setting.flag)
+        }
+        XCTAssertTrue(help.contains("--local"))
+    }
+}
