@@ -32,14 +32,7 @@ final class ClientTests: XCTestCase {
     override func tearDown() { group.shutdown() }
 
     private func connect(_ url: String, headers: HTTPHeaders = HTTPHeaders(), inbox: Inbox) throws -> WebSocketConnection {
-        let result = Locked<Result<WebSocketConnection, WebSocketClient.Failure>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        WebSocketClient.connect(url, headers: headers, delegate: inbox, on: group.loops[0]) { r in
-            result.mutate { $0 = r }
-            done.signal()
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-        return try XCTUnwrap(result.value).get()
+        try waitFor { WebSocketClient.connect(url, headers: headers, delegate: inbox, on: group.loops[0], completion: $0) }.get()
     }
 
     private func onLoop(_ body: @escaping @Sendable () -> Void) { group.loops[0].execute(body) }
@@ -72,14 +65,10 @@ final class ClientTests: XCTestCase {
         onLoop { socket.value.close(code: 1000, reason: "done") }
         XCTAssertEqual(inbox.next(), "close:1000:")
 
-        let refused = Locked<WebSocketClient.Failure?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        WebSocketClient.connect("ws://127.0.0.1:\(port)/", headers: HTTPHeaders([("Origin", "https://x")]), delegate: inbox, on: group.loops[0]) { r in
-            if case let .failure(f) = r { refused.mutate { $0 = f } }
-            done.signal()
+        let refused = try waitFor {
+            WebSocketClient.connect("ws://127.0.0.1:\(port)/", headers: HTTPHeaders([("Origin", "https://x")]), delegate: inbox, on: group.loops[0], completion: $0)
         }
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-        guard case let .refused(status, _)? = refused.value else { return XCTFail("not refused: \(String(describing: refused.value))") }
+        guard case let .failure(.refused(status, _)) = refused else { return XCTFail("not refused: \(refused)") }
         XCTAssertEqual(status, 403)
     }
 
@@ -94,14 +83,7 @@ final class ClientTests: XCTestCase {
         let port = try server.start()
         defer { server.stopAccepting() }
         func call(_ method: String, _ path: String, body: [UInt8]? = nil) throws -> HTTPClient.Response {
-            let result = Locked<Result<HTTPClient.Response, NetError>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            HTTPClient.request(method, "http://127.0.0.1:\(port)\(path)", body: body, on: group.loops[0]) { r in
-                result.mutate { $0 = r }
-                done.signal()
-            }
-            XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-            return try XCTUnwrap(result.value).get()
+            try waitFor { HTTPClient.request(method, "http://127.0.0.1:\(port)\(path)", body: body, on: group.loops[0], completion: $0) }.get()
         }
         let posted = try call("POST", "/x", body: Array(#"{"a":1}"#.utf8))
         XCTAssertEqual(posted.status, 200)
@@ -113,22 +95,10 @@ final class ClientTests: XCTestCase {
     }
 
     func testConnectFailuresAndTimeoutsAreReported() throws {
-        let result = Locked<Result<TCPConnection, NetError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        TCPConnector.connect(host: "127.0.0.1", port: 1, on: group.loops[0]) { r in
-            result.mutate { $0 = r }
-            done.signal()
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-        guard case .failure? = result.value else { return XCTFail("connected to port 1") }
-        let unresolved = Locked<Result<TCPConnection, NetError>?>(nil)
-        let done2 = DispatchSemaphore(value: 0)
-        TCPConnector.connect(host: "no-such-host.invalid", port: 80, on: group.loops[0]) { r in
-            unresolved.mutate { $0 = r }
-            done2.signal()
-        }
-        XCTAssertEqual(done2.wait(timeout: .now() + 10), .success)
-        guard case .failure? = unresolved.value else { return XCTFail("resolved .invalid") }
+        let refused = try waitFor { TCPConnector.connect(host: "127.0.0.1", port: 1, on: group.loops[0], completion: $0) }
+        guard case .failure = refused else { return XCTFail("connected to port 1") }
+        let unresolved = try waitFor { TCPConnector.connect(host: "no-such-host.invalid", port: 80, on: group.loops[0], completion: $0) }
+        guard case .failure = unresolved else { return XCTFail("resolved .invalid") }
     }
 }
 

@@ -77,18 +77,9 @@ final class RawClient {
     func send(_ text: String) { send(Array(text.utf8)) }
 
     /// Reads until the peer closes (or `limit` bytes, or the 5 s timeout).
-    func readAll(limit: Int = 1 << 20) -> [UInt8] {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while out.count < limit {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            out += buffer[..<n]
-        }
-        return out
-    }
+    func readAll(limit: Int = 1 << 20) -> [UInt8] { read(atLeast: limit) }
 
-    /// Reads at least `count` bytes.
+    /// Reads at least `count` bytes, or until the peer closes or the 5 s timeout.
     func read(atLeast count: Int) -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -116,4 +107,19 @@ final class RawClient {
         let headLength = text.utf8.distance(from: text.startIndex, to: range.upperBound)
         return (String(text[..<range.lowerBound]), Array(got[headLength...]))
     }
+}
+
+/// Starts an asynchronous call and waits (up to `timeout` seconds) for the value it completes with.
+func waitFor<T>(timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
+                _ start: (@escaping @Sendable (T) -> Void) -> Void) throws -> T {
+    let box = Locked<T?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    start { value in
+        box.mutate { $0 = value }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + timeout) == .success, let value = box.value else {
+        throw NetError.timedOut
+    }
+    return value
 }

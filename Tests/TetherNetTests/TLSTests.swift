@@ -100,14 +100,7 @@ final class TLSTests: XCTestCase {
     }
 
     private func get(_ url: String, tls: TLSClientContext?) throws -> Result<HTTPClient.Response, NetError> {
-        let result = Locked<Result<HTTPClient.Response, NetError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        HTTPClient.request("POST", url, body: Array("hi".utf8), tls: tls, on: group.loops[0]) { r in
-            result.mutate { $0 = r }
-            done.signal()
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
-        return try XCTUnwrap(result.value)
+        try waitFor { HTTPClient.request("POST", url, body: Array("hi".utf8), tls: tls, on: group.loops[0], completion: $0) }
     }
 
     func testTetherClientVerifiesTheCertificateAndHostname() throws {
@@ -131,14 +124,9 @@ final class TLSTests: XCTestCase {
     func testWSSEchoAndSIGHUPReloadKeepsOpenConnections() throws {
         let trusted = try TLSClientContext(caFile: pki.path("ca.pem"))
         let inbox = Inbox()
-        let result = Locked<Result<WebSocketConnection, WebSocketClient.Failure>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        WebSocketClient.connect("wss://localhost:\(port)/", tls: trusted, delegate: inbox, on: group.loops[0]) { r in
-            result.mutate { $0 = r }
-            done.signal()
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
-        let socket = UncheckedBox(try XCTUnwrap(result.value).get())
+        let socket = UncheckedBox(try waitFor {
+            WebSocketClient.connect("wss://localhost:\(port)/", tls: trusted, delegate: inbox, on: group.loops[0], completion: $0)
+        }.get())
         group.loops[0].execute { socket.value.send(text: Array("secure".utf8)) }
         XCTAssertEqual(inbox.next(), "text:secure")
 

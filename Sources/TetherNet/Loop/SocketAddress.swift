@@ -27,13 +27,8 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     init(storage: sockaddr_storage) {
         var storage = storage
         if Int32(storage.ss_family) == AF_INET6 {
-            let (text, port) = withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p -> (String, UInt16) in
-                    var address = p.pointee.sin6_addr
-                    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-                    inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count))
-                    return (cText(buffer), UInt16(bigEndian: p.pointee.sin6_port))
-                }
+            let (text, port) = Self.numeric(&storage, as: sockaddr_in6.self, family: AF_INET6, length: INET6_ADDRSTRLEN) {
+                ($0.sin6_addr, $0.sin6_port)
             }
             // ::ffff:a.b.c.d is an IPv4 client on a dual-stack socket.
             if text.hasPrefix("::ffff:"), text.contains(".") {
@@ -45,17 +40,21 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             }
             self.port = port
         } else {
-            let (text, port) = withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p -> (String, UInt16) in
-                    var address = p.pointee.sin_addr
-                    var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-                    inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count))
-                    return (cText(buffer), UInt16(bigEndian: p.pointee.sin_port))
-                }
-            }
-            host = text
-            self.port = port
+            (host, port) = Self.numeric(&storage, as: sockaddr_in.self, family: AF_INET, length: INET_ADDRSTRLEN) { ($0.sin_addr, $0.sin_port) }
             family = .ipv4
+        }
+    }
+
+    /// The numeric host and port of a `sockaddr_in` or `sockaddr_in6` held in `storage`.
+    private static func numeric<Address, Raw>(_ storage: inout sockaddr_storage, as type: Address.Type, family: Int32, length: Int32,
+                                              _ parts: (Address) -> (Raw, in_port_t)) -> (String, UInt16) {
+        withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: type, capacity: 1) { pointer -> (String, UInt16) in
+                var (address, port) = parts(pointer.pointee)
+                var buffer = [CChar](repeating: 0, count: Int(length))
+                inet_ntop(family, &address, &buffer, socklen_t(buffer.count))
+                return (cText(buffer), UInt16(bigEndian: port))
+            }
         }
     }
 

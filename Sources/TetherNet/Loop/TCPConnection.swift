@@ -101,11 +101,6 @@ public final class TCPConnection: EventLoopHandler, Transport {
         enqueue(.array(bytes), count: bytes.count)
     }
 
-    /// Queues several buffers to go out back to back.
-    public func write(_ parts: [[UInt8]]) {
-        for part in parts { write(part) }
-    }
-
     /// Queues a small header (copied into the connection's header arena, which is released
     /// when the queue drains) and a payload (kept as the caller's array).
     public func write(header: UnsafeRawBufferPointer, payload: [UInt8]) {
