@@ -1,0 +1,261 @@
+import Foundation
+
+/// The relay's admission messages (relay.md §3.2, client.md §6.2): Hello and Proof from the
+/// client, Challenge and Result from the relay. Parsing is exactly as strict as the wire rules.
+public struct Hello: Sendable, Equatable {
+    public let role: RelayRole
+    /// True only when the Hello carried the boolean `true`.
+    public let nonDisplacing: Bool
+
+    public init(role: RelayRole, nonDisplacing: Bool = false) {
+        self.role = role
+        self.nonDisplacing = nonDisplacing
+    }
+
+    /// Parses a Hello; nil means `bad hello`. `v` must be the JSON number 1 (`1.0` too, not
+    /// `"1"` or `true`); `role` exactly `mac` or `phone`; anything that is not an object
+    /// (including `null`) is a bad Hello. Unknown fields are ignored.
+    public static func parse(_ bytes: [UInt8]) -> Hello? {
+        guard let object = JSONValue.parse(bytes), case let .object(fields) = object,
+              case let .number(v)? = fields["v"], v == 1,
+              case let .string(roleText)? = fields["role"], let role = RelayRole(rawValue: roleText) else { return nil }
+        let nonDisplacing: Bool
+        if case .bool(true)? = fields["nonDisplacing"] { nonDisplacing = true } else { nonDisplacing = false }
+        return Hello(role: role, nonDisplacing: nonDisplacing)
+    }
+
+    /// The client's encoding: `{"v":1,"role":"phone"}`, with `"nonDisplacing":true` only when set.
+    public var json: String {
+        nonDisplacing ? #"{"v":1,"role":"\#(role.rawValue)","nonDisplacing":true}"# : #"{"v":1,"role":"\#(role.rawValue)"}"#
+    }
+}
+
+/// A Proof: any JSON value; only its `sig` and `ticket` string fields matter.
+public struct Proof: Sendable, Equatable {
+    public let signature: String?
+    public let ticket: String?
+
+    public init(signature: String? = nil, ticket: String? = nil) {
+        self.signature = signature
+        self.ticket = ticket
+    }
+
+    /// nil means `bad proof` (not JSON at all). A JSON value that is not an object, or fields that
+    /// are not strings, parse to a Proof without that credential.
+    public static func parse(_ bytes: [UInt8]) -> Proof? {
+        guard let value = JSONValue.parse(bytes) else { return nil }
+        guard case let .object(fields) = value else { return Proof() }
+        var signature: String?
+        var ticket: String?
+        if case let .string(s)? = fields["sig"] { signature = s }
+        if case let .string(t)? = fields["ticket"] { ticket = t }
+        return Proof(signature: signature, ticket: ticket)
+    }
+
+    public var json: String {
+        if let signature { return #"{"sig":"\#(signature)"}"# }
+        if let ticket { return #"{"ticket":"\#(ticket)"}"# }
+        return "{}"
+    }
+}
+
+/// Relay → client messages, in the key order relay.md shows.
+public enum AdmissionReply {
+    public static func challenge(nonce: [UInt8]) -> String { #"{"nonce":"\#(Base64.encode(nonce))"}"# }
+    public static func admitted() -> String { #"{"ok":true}"# }
+    public static func admitted(registrationToken: String) -> String { #"{"ok":true,"registrationToken":"\#(registrationToken)"}"# }
+    /// The refusal; the relay then closes 1008 with the same reason.
+    public static func refused(_ reason: String) -> String { #"{"ok":false,"error":"\#(jsonEscaped(reason))"}"# }
+
+    static func jsonEscaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
+
+/// A parsed JSON value that keeps numbers, booleans and null apart (Foundation's bridging
+/// does not reliably tell `1` from `true` on Linux).
+public enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// Parses one JSON text (RFC 8259, surrounding whitespace allowed); nil if malformed or too deep.
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = 32) -> JSONValue? {
+        // A JSON text is UTF-8 (RFC 8259 §8.1); checked once, up front.
+        guard String(validating: bytes, as: UTF8.self) != nil else { return nil }
+        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
+        guard let value = parser.value(depth: 0) else { return nil }
+        parser.skipWhitespace()
+        return parser.index == bytes.count ? value : nil
+    }
+}
+
+private struct JSONParser {
+    let bytes: [UInt8]
+    let maxDepth: Int
+    var index = 0
+
+    init(bytes: [UInt8], maxDepth: Int) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D { index += 1 }
+    }
+
+    mutating func value(depth: Int) -> JSONValue? {
+        guard depth <= maxDepth else { return nil }
+        skipWhitespace()
+        guard index < bytes.count else { return nil }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return object(depth: depth)
+        case UInt8(ascii: "["): return array(depth: depth)
+        case UInt8(ascii: "\""): return string().map(JSONValue.string)
+        case UInt8(ascii: "t"): return literal("true", .bool(true))
+        case UInt8(ascii: "f"): return literal("false", .bool(false))
+        case UInt8(ascii: "n"): return literal("null", .null)
+        default: return number()
+        }
+    }
+
+    mutating func literal(_ word: String, _ value: JSONValue) -> JSONValue? {
+        let w = Array(word.utf8)
+        guard index + w.count <= bytes.count, Array(bytes[index..<(index + w.count)]) == w else { return nil }
+        index += w.count
+        return value
+    }
+
+    mutating func number() -> JSONValue? {
+        let start = index
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { return nil }
+        if bytes[index] == UInt8(ascii: "0") { index += 1 } else { while index < bytes.count, isDigit(bytes[index]) { index += 1 } }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { return nil }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { return nil }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        return Double(String(decoding: bytes[start..<index], as: UTF8.self)).map(JSONValue.number)
+    }
+
+    func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+
+    mutating func string() -> String? {
+        guard bytes[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        var scalars = String.UnicodeScalarView()
+        var raw: [UInt8] = []
+        func flush() {
+            if !raw.isEmpty {
+                scalars.append(contentsOf: String(decoding: raw, as: UTF8.self).unicodeScalars)
+                raw = []
+            }
+        }
+        while index < bytes.count {
+            let c = bytes[index]
+            index += 1
+            switch c {
+            case UInt8(ascii: "\""):
+                flush()
+                return String(scalars)
+            case UInt8(ascii: "\\"):
+                flush()
+                guard index < bytes.count else { return nil }
+                let e = bytes[index]
+                index += 1
+                switch e {
+                case UInt8(ascii: "\""): scalars.append("\"")
+                case UInt8(ascii: "\\"): scalars.append("\\")
+                case UInt8(ascii: "/"): scalars.append("/")
+                case UInt8(ascii: "b"): scalars.append("\u{08}")
+                case UInt8(ascii: "f"): scalars.append("\u{0C}")
+                case UInt8(ascii: "n"): scalars.append("\n")
+                case UInt8(ascii: "r"): scalars.append("\r")
+                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "u"):
+                    guard var code = hex4() else { return nil }
+                    if (0xD800..<0xDC00).contains(code) {
+                        // A surrogate pair.
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+                        index += 2
+                        guard let low = hex4(), (0xDC00..<0xE000).contains(low) else { return nil }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(code) {
+                        return nil
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { return nil }
+                    scalars.append(scalar)
+                default: return nil
+                }
+            case 0x00..<0x20:
+                return nil
+            default:
+                raw.append(c)
+            }
+        }
+        return nil
+    }
+
+    mutating func hex4() -> UInt32? {
+        guard index + 4 <= bytes.count, let value = UInt32(String(decoding: bytes[index..<(index + 4)], as: UTF8.self), radix: 16) else { return nil }
+        index += 4
+        return value
+    }
+
+    mutating func array(depth: Int) -> JSONValue? {
+        index += 1
+        var items: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+        while true {
+            guard let item = value(depth: depth + 1) else { return nil }
+            items.append(item)
+            skipWhitespace()
+            guard index < bytes.count else { return nil }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+            return nil
+        }
+    }
+
+    mutating func object(depth: Int) -> JSONValue? {
+        index += 1
+        var fields: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(fields) }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, let key = string() else { return nil }
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            guard let item = value(depth: depth + 1) else { return nil }
+            // Like JSON.parse: the last duplicate wins.
+            fields[key] = item
+            skipWhitespace()
+            guard index < bytes.count else { return nil }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(fields) }
+            return nil
+        }
+    }
+}
