@@ -1,0 +1,280 @@
+public import TetherWire
+import TetherCrypto
+
+/// A connection's identity inside a room; assigned by the I/O layer in connect order.
+public struct SocketID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let raw: UInt64
+    public init(_ raw: UInt64) { self.raw = raw }
+    public static func < (a: SocketID, b: SocketID) -> Bool { a.raw < b.raw }
+    public var description: String { "#\(raw)" }
+}
+
+/// What a room asks its I/O layer to do, in order.
+public enum RoomAction: Equatable, Sendable {
+    /// Send a control message as a text frame.
+    case send(SocketID, String)
+    /// Forward the frame being handled, unchanged, to this socket.
+    case forward(to: SocketID)
+    /// Close with this code and reason (the room already treats the socket as gone).
+    case close(SocketID, code: UInt16, reason: String)
+    /// An always-on, zero-PII lifecycle line (room tag, never the name, an IP or a key).
+    case log(String)
+}
+
+/// One room's admission and splice rules (relay.md §3), as a pure state machine: events in,
+/// actions out, time passed in, storage through `RoomStore`. No sockets, so every rule is tested
+/// without them; the relay's I/O layer performs the actions.
+public final class RoomMachine {
+    public struct Configuration: Sendable {
+        public var origin: String
+        public var attestationRequired: Bool
+        public var preAuthCap = 4
+        public var admissionDeadlineMs: UInt64 = 15_000
+        public var admissionLimit = 40
+        public var admissionWindowMs: UInt64 = 10_000
+        public var pairingCycleCap = 8
+        public var tokenTTLms: UInt64 = 300_000
+        public var preAuthFrameCap = 8_192
+        public var admittedFrameCap = 262_144
+        /// Spliced frames per room per second (0 = off).
+        public var maxFramesPerSecond = 500
+
+        public init(origin: String, attestationRequired: Bool) {
+            self.origin = origin
+            self.attestationRequired = attestationRequired
+        }
+    }
+
+    enum State: Equatable {
+        case hello
+        case challenged(nonce: [UInt8], hello: Hello)
+        case admitted(RelayRole)
+    }
+
+    struct Socket {
+        var state: State
+        let connectedAt: UInt64
+    }
+
+    public let room: RoomName
+    public let configuration: Configuration
+    private let store: any RoomStore
+    private let random: (Int) -> [UInt8]
+    private var sockets: [SocketID: Socket] = [:]
+    private var admissionWindow: FixedWindow
+    private var frameWindow: FixedWindow
+
+    /// - Parameter random: the source of nonces and tokens; nil means the CSPRNG (tests fix it).
+    public init(room: RoomName, configuration: Configuration, store: any RoomStore,
+                random: ((Int) -> [UInt8])? = nil) {
+        self.room = room
+        self.configuration = configuration
+        self.store = store
+        self.random = random ?? { SecureRandom.bytes($0) }
+        admissionWindow = FixedWindow(limit: configuration.admissionLimit, window: configuration.admissionWindowMs)
+        frameWindow = FixedWindow(limit: configuration.maxFramesPerSecond, window: 1_000)
+    }
+
+    /// Sockets the room still counts (pre-auth and admitted).
+    public var socketCount: Int { sockets.count }
+    public var isEmpty: Bool { sockets.isEmpty }
+
+    /// The socket admitted with `role`, if any.
+    public func admitted(_ role: RelayRole) -> SocketID? {
+        sockets.first { $0.value.state == .admitted(role) }?.key
+    }
+
+    public func isAdmitted(_ id: SocketID) -> Bool {
+        if case .admitted? = sockets[id]?.state { return true }
+        return false
+    }
+
+    // MARK: Events
+
+    /// A socket was upgraded into this room (§2.3, §3.9): it waits for a Hello; the pre-auth cap
+    /// evicts the oldest pending sockets.
+    public func connected(_ id: SocketID, now: UInt64) -> [RoomAction] {
+        sockets[id] = Socket(state: .hello, connectedAt: now)
+        var actions: [RoomAction] = [.log("relay \(room.logTag) connect")]
+        let pending = sockets.filter { if case .admitted = $0.value.state { return false } else { return true } }
+            .sorted { ($0.value.connectedAt, $0.key) < ($1.value.connectedAt, $1.key) }
+        for (victim, _) in pending.prefix(max(0, pending.count - configuration.preAuthCap)) {
+            actions += close(victim, 1008, "too many pending")
+        }
+        return actions
+    }
+
+    /// A frame from a socket. `isText` and `payload` as received; `utf16Count` is the frame's
+    /// size for the caps when it is text (relay.md measures text in UTF-16 code units).
+    public func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: UInt64) -> [RoomAction] {
+        guard let socket = sockets[id] else { return [] }   // closing or gone: dropped
+        let size = isText ? String(decoding: payload, as: UTF8.self).utf16.count : payload.count
+        switch socket.state {
+        case .hello:
+            guard size <= configuration.preAuthFrameCap else { return close(id, 1009, "frame too large") }
+            return hello(id, payload: payload)
+        case let .challenged(nonce, hello):
+            guard size <= configuration.preAuthFrameCap else { return close(id, 1009, "frame too large") }
+            return proof(id, payload: payload, nonce: nonce, hello: hello, now: now)
+        case let .admitted(role):
+            return data(id, role: role, size: size, now: now)
+        }
+    }
+
+    /// The I/O layer reports a socket gone that the room did not close itself (the client closed,
+    /// a transport error, keepalive). An admitted socket's peer is closed 1001 `peer gone` (§3.13).
+    public func disconnected(_ id: SocketID) -> [RoomAction] {
+        guard let socket = sockets.removeValue(forKey: id) else { return [] }
+        guard case let .admitted(role) = socket.state, let peer = admitted(role == .mac ? .phone : .mac) else { return [] }
+        return close(peer, 1001, "peer gone")
+    }
+
+    /// Housekeeping (§3.9): a socket still pre-auth more than the deadline after connecting is
+    /// closed 1008 `admission timeout`.
+    public func tick(now: UInt64) -> [RoomAction] {
+        var actions: [RoomAction] = []
+        for (id, socket) in sockets.sorted(by: { $0.key < $1.key }) {
+            if case .admitted = socket.state { continue }
+            if now &- socket.connectedAt > configuration.admissionDeadlineMs { actions += close(id, 1008, "admission timeout") }
+        }
+        return actions
+    }
+
+    /// The earliest time `tick` has work: the oldest pre-auth socket's deadline.
+    public var nextDeadline: UInt64? {
+        sockets.values.compactMap { socket -> UInt64? in
+            if case .admitted = socket.state { return nil }
+            return socket.connectedAt + configuration.admissionDeadlineMs + 1
+        }.min()
+    }
+
+    /// Closes every socket with one code and reason (delete, expiry, shutdown, quota).
+    public func closeAll(code: UInt16, reason: String) -> [RoomAction] {
+        sockets.keys.sorted().flatMap { close($0, code, reason) }
+    }
+
+    // MARK: Hello (§3.3)
+
+    private func hello(_ id: SocketID, payload: [UInt8]) -> [RoomAction] {
+        guard let hello = Hello.parse(payload) else { return close(id, 1008, "bad hello") }
+        let nonce = random(32)
+        sockets[id]?.state = .challenged(nonce: nonce, hello: hello)
+        return [.send(id, AdmissionReply.challenge(nonce: nonce))]
+    }
+
+    // MARK: Proof (§3.4)
+
+    private enum Credential {
+        case signed
+        case ticket(TicketRecord)
+        case parkedMac
+        case open
+
+        var log: String {
+            switch self {
+            case .signed: "signed"
+            case .ticket: "ticket"
+            case .parkedMac: "park(pre-auth mac)"
+            case .open: "open"
+            }
+        }
+    }
+
+    private func proof(_ id: SocketID, payload: [UInt8], nonce: [UInt8], hello: Hello, now: UInt64) -> [RoomAction] {
+        guard admissionWindow.hit(now: now) else { return refuse(id, "rate limited") }
+        guard let proof = Proof.parse(payload) else { return refuse(id, "bad proof") }
+        let credential: Credential
+        if let verifier = store.verifier(of: room) {
+            guard let signature = proof.signature else { return refuse(id, "signature required") }
+            let transcript = JoinTranscript(role: hello.role, nonce: nonce, room: room, origin: configuration.origin)
+            guard let key = (try? Base64.decodeForgiving(verifier)).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
+                  let signatureBytes = try? Base64.decodeForgiving(signature),
+                  key.isValidSignature(signatureBytes, for: transcript.bytes) else { return refuse(id, "bad signature") }
+            // Refreshed before the slot checks, so even a refused join keeps the room alive.
+            store.touch(room, at: now)
+            credential = .signed
+        } else if configuration.attestationRequired {
+            if hello.role == .mac {
+                credential = .parkedMac
+            } else {
+                guard let ticket = proof.ticket else { return refuse(id, "ticket required") }
+                // Consumed here, before the slot checks: a phone refused below must re-attest.
+                guard let record = store.consumeTicket(ticket, in: room, now: now) else { return refuse(id, "bad ticket") }
+                credential = .ticket(record)
+            }
+        } else {
+            credential = .open
+        }
+        return admit(id, hello: hello, credential: credential, now: now)
+    }
+
+    // MARK: Slot admission (§3.5)
+
+    private func admit(_ id: SocketID, hello: Hello, credential: Credential, now: UInt64) -> [RoomAction] {
+        let established = store.verifier(of: room) != nil
+        let role = hello.role
+        if !established, role == .mac { store.setPairingCycles(0, of: room) }
+        if role == .phone {
+            guard let mac = admitted(.mac), mac != id else { return refuse(id, "mac offline") }
+            if !established {
+                let cycles = store.pairingCycles(of: room) + 1
+                if cycles > configuration.pairingCycleCap {
+                    store.deleteRoom(room)
+                    return [.log("relay \(room.logTag) teardown reason=pairing cycle cap")] + closeAll(code: 1000, reason: "pairing cycle cap")
+                }
+                store.setPairingCycles(cycles, of: room)
+            }
+        }
+        var actions: [RoomAction] = []
+        if let incumbent = admitted(role), incumbent != id {
+            if hello.nonDisplacing { return refuse(id, "slot occupied") }
+            // Newest wins; the incumbent's peer stays and is re-spliced to this socket.
+            actions += close(incumbent, 1000, "displaced")
+        }
+        sockets[id]?.state = .admitted(role)
+        let peer = admitted(role == .mac ? .phone : .mac) != nil
+        actions.append(.log("relay \(room.logTag) admit role=\(role.rawValue) via=\(credential.log) peer=\(peer)\(peer ? " (spliced)" : "")"))
+        if role == .phone {
+            let token = Base64.encode(random(24))
+            var keyID: String?
+            var publicKey: String?
+            if case let .ticket(record) = credential {
+                keyID = record.keyID
+                publicKey = record.publicKey
+            }
+            store.putRegistrationToken(token, RegistrationTokenRecord(expiresAt: now + configuration.tokenTTLms,
+                                                                      attestKeyID: keyID, attestPublicKey: publicKey), in: room)
+            actions.append(.send(id, AdmissionReply.admitted(registrationToken: token)))
+        } else {
+            actions.append(.send(id, AdmissionReply.admitted()))
+        }
+        return actions
+    }
+
+    // MARK: Splice (§3.11, without the byte quota)
+
+    private func data(_ id: SocketID, role: RelayRole, size: Int, now: UInt64) -> [RoomAction] {
+        let peer = admitted(role == .mac ? .phone : .mac)
+        guard size <= configuration.admittedFrameCap else {
+            return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1009, "frame too large")
+        }
+        guard frameWindow.hit(now: now) else {
+            return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1008, "frame rate exceeded")
+        }
+        // No peer yet: dropped silently (it still counted toward the rate).
+        return peer.map { [.forward(to: $0)] } ?? []
+    }
+
+    // MARK: Helpers
+
+    private func refuse(_ id: SocketID, _ reason: String) -> [RoomAction] {
+        [.send(id, AdmissionReply.refused(reason))] + close(id, 1008, reason)
+    }
+
+    /// Closes `id` and forgets it at once: frames it sends meanwhile are dropped (§3.1 Tether),
+    /// and its going away never propagates to a peer.
+    private func close(_ id: SocketID, _ code: UInt16, _ reason: String) -> [RoomAction] {
+        guard sockets.removeValue(forKey: id) != nil else { return [] }
+        return [.close(id, code: code, reason: reason)]
+    }
+}

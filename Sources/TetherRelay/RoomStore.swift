@@ -1,0 +1,81 @@
+public import TetherWire
+
+/// What a room persists (relay.md §6.2), behind a protocol so the state machine is tested with
+/// `InMemoryRoomStore` and the relay runs on SQLite. Called on the room's loop, in order, so each
+/// call is atomic with respect to the room. Times are milliseconds since 1970.
+public protocol RoomStore: AnyObject {
+    /// The registered verifier `V` (as supplied, b64) once the room is established.
+    func verifier(of room: RoomName) -> String?
+    func pairingCycles(of room: RoomName) -> Int
+    func setPairingCycles(_ cycles: Int, of room: RoomName)
+    /// Refreshes the established room's idle TTL.
+    func touch(_ room: RoomName, at now: UInt64)
+    /// Deletes the ticket and returns its record if it existed and had not expired.
+    func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord?
+    func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName)
+    /// Removes everything stored for the room.
+    func deleteRoom(_ room: RoomName)
+}
+
+/// A ticket minted by `/attest`: single use, bound to the attested key.
+public struct TicketRecord: Sendable, Equatable {
+    public let expiresAt: UInt64
+    public let keyID: String
+    public let publicKey: String
+
+    public init(expiresAt: UInt64, keyID: String, publicKey: String) {
+        self.expiresAt = expiresAt
+        self.keyID = keyID
+        self.publicKey = publicKey
+    }
+}
+
+/// A registration token minted for every admitted phone.
+public struct RegistrationTokenRecord: Sendable, Equatable {
+    public let expiresAt: UInt64
+    /// Present when the phone was admitted with a ticket (attestation mode).
+    public let attestKeyID: String?
+    public let attestPublicKey: String?
+
+    public init(expiresAt: UInt64, attestKeyID: String? = nil, attestPublicKey: String? = nil) {
+        self.expiresAt = expiresAt
+        self.attestKeyID = attestKeyID
+        self.attestPublicKey = attestPublicKey
+    }
+}
+
+/// The in-memory store: the test double, and `RELAY_DB=:memory:`.
+public final class InMemoryRoomStore: RoomStore {
+    public struct Room: Sendable, Equatable {
+        public var verifier: String?
+        public var pairingCycles = 0
+        public var lastActivity: UInt64?
+        public var tickets: [String: TicketRecord] = [:]
+        public var registrationTokens: [String: RegistrationTokenRecord] = [:]
+    }
+
+    public private(set) var rooms: [RoomName: Room] = [:]
+
+    public init() {}
+
+    public func verifier(of room: RoomName) -> String? { rooms[room]?.verifier }
+    public func pairingCycles(of room: RoomName) -> Int { rooms[room]?.pairingCycles ?? 0 }
+    public func setPairingCycles(_ cycles: Int, of room: RoomName) { rooms[room, default: Room()].pairingCycles = cycles }
+    public func touch(_ room: RoomName, at now: UInt64) { rooms[room, default: Room()].lastActivity = now }
+
+    public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
+        guard let record = rooms[room]?.tickets.removeValue(forKey: ticket) else { return nil }
+        return record.expiresAt < now ? nil : record
+    }
+
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
+        rooms[room, default: Room()].registrationTokens[token] = record
+    }
+
+    public func deleteRoom(_ room: RoomName) { rooms[room] = nil }
+
+    // Test and endpoint helpers.
+    public func setVerifier(_ verifier: String?, of room: RoomName) { rooms[room, default: Room()].verifier = verifier }
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { rooms[room, default: Room()].tickets[ticket] = record }
+    public func room(_ room: RoomName) -> Room? { rooms[room] }
+}

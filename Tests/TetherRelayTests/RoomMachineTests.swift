@@ -1,0 +1,249 @@
+import TetherCrypto
+import TetherRelay
+import TetherWire
+import XCTest
+
+final class RoomMachineTests: XCTestCase {
+    private let room = RoomName(header: String(repeating: "a", count: 64))!
+    private let origin = "https://relay.example"
+    private var store: InMemoryRoomStore!
+    private var counter: UInt8 = 0
+
+    override func setUp() {
+        store = InMemoryRoomStore()
+        counter = 0
+    }
+
+    /// Deterministic "random" bytes: each call returns a fresh run of one byte value.
+    private func machine(attested: Bool = false, configure: (inout RoomMachine.Configuration) -> Void = { _ in }) -> RoomMachine {
+        var configuration = RoomMachine.Configuration(origin: origin, attestationRequired: attested)
+        configure(&configuration)
+        return RoomMachine(room: room, configuration: configuration, store: store) { [unowned self] count in
+            counter &+= 1
+            return [UInt8](repeating: counter, count: count)
+        }
+    }
+
+    private func text(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+    private func sends(_ actions: [RoomAction], to id: SocketID) -> [String] {
+        actions.compactMap { if case let .send(target, message) = $0, target == id { return message } else { return nil } }
+    }
+
+    private func closes(_ actions: [RoomAction]) -> [(SocketID, UInt16, String)] {
+        actions.compactMap { if case let .close(id, code, reason) = $0 { return (id, code, reason) } else { return nil } }
+    }
+
+    /// Connects `id`, sends a Hello and a Proof; returns the Proof's actions and the nonce.
+    @discardableResult
+    private func join(_ m: RoomMachine, _ id: SocketID, role: RelayRole, nonDisplacing: Bool = false,
+                      proof: (([UInt8]) -> String)? = nil, now: UInt64 = 1_000) -> [RoomAction] {
+        _ = m.connected(id, now: now)
+        let challenge = m.frame(from: id, isText: true, payload: text(Hello(role: role, nonDisplacing: nonDisplacing).json), now: now)
+        guard let message = sends(challenge, to: id).first, let value = JSONValue.parse(text(message)),
+              case let .object(fields) = value, case let .string(nonceText)? = fields["nonce"],
+              let nonce = try? Base64.decode(nonceText) else {
+            XCTFail("no challenge: \(challenge)")
+            return []
+        }
+        XCTAssertEqual(nonceText.count, 44)
+        return m.frame(from: id, isText: true, payload: text(proof?(nonce) ?? "{}"), now: now)
+    }
+
+    // MARK: Open mode
+
+    func testOpenModePairingAdmitsMacThenPhoneAndSplices() {
+        let m = machine()
+        let mac = SocketID(1), phone = SocketID(2)
+        XCTAssertEqual(sends(join(m, mac, role: .mac), to: mac), [#"{"ok":true}"#])
+        let phoneResult = sends(join(m, phone, role: .phone), to: phone)
+        XCTAssertEqual(phoneResult.count, 1)
+        XCTAssertTrue(phoneResult[0].hasPrefix(#"{"ok":true,"registrationToken":""#))
+        XCTAssertEqual(store.room(room)?.registrationTokens.count, 1)
+        XCTAssertEqual(store.room(room)?.pairingCycles, 1)
+        XCTAssertEqual(m.frame(from: phone, isText: false, payload: [1, 2, 3], now: 2_000), [.forward(to: mac)])
+        XCTAssertEqual(m.frame(from: mac, isText: false, payload: [4], now: 2_000), [.forward(to: phone)])
+    }
+
+    func testBadHelloClosesWithoutAMessage() {
+        let m = machine()
+        _ = m.connected(SocketID(1), now: 0)
+        let actions = m.frame(from: SocketID(1), isText: true, payload: text(#"{"v":"1","role":"mac"}"#), now: 0)
+        XCTAssertEqual(actions, [.close(SocketID(1), code: 1008, reason: "bad hello")])
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0), [], "frames after a close are dropped")
+    }
+
+    func testPhoneWithoutAParkedMacIsRefusedMacOffline() {
+        let m = machine()
+        let actions = join(m, SocketID(1), role: .phone)
+        XCTAssertEqual(sends(actions, to: SocketID(1)), [#"{"ok":false,"error":"mac offline"}"#])
+        XCTAssertEqual(closes(actions).map { $0.2 }, ["mac offline"])
+        XCTAssertEqual(closes(actions).map { $0.1 }, [1008])
+    }
+
+    func testBadProofJSON() {
+        let m = machine()
+        XCTAssertEqual(closes(join(m, SocketID(1), role: .mac) { _ in "not json" }).map { $0.2 }, ["bad proof"])
+    }
+
+    // MARK: Attestation mode
+
+    func testAttestedPhoneNeedsATicketWhichIsSpentEvenWhenRefused() {
+        let m = machine(attested: true)
+        store.putTicket("T1", TicketRecord(expiresAt: 10_000, keyID: "kid", publicKey: "pk"), in: room)
+        store.putTicket("T2", TicketRecord(expiresAt: 10_000, keyID: "kid2", publicKey: "pk2"), in: room)
+        store.putTicket("old", TicketRecord(expiresAt: 500, keyID: "k", publicKey: "p"), in: room)
+        XCTAssertEqual(closes(join(m, SocketID(1), role: .phone)).map { $0.2 }, ["ticket required"])
+        XCTAssertEqual(closes(join(m, SocketID(2), role: .phone) { _ in #"{"ticket":"nope"}"# }).map { $0.2 }, ["bad ticket"])
+        XCTAssertEqual(closes(join(m, SocketID(3), role: .phone) { _ in #"{"ticket":"old"}"# }).map { $0.2 }, ["bad ticket"], "expired")
+        // A valid ticket with no mac parked: refused, and the ticket is gone.
+        XCTAssertEqual(closes(join(m, SocketID(4), role: .phone) { _ in #"{"ticket":"T1"}"# }).map { $0.2 }, ["mac offline"])
+        XCTAssertNil(store.room(room)?.tickets["T1"])
+        // The mac parks with no credential; a ticketed phone is admitted and its token carries the key.
+        XCTAssertEqual(sends(join(m, SocketID(5), role: .mac), to: SocketID(5)), [#"{"ok":true}"#])
+        let admitted = join(m, SocketID(6), role: .phone) { _ in #"{"ticket":"T2","sig":"ignored"}"# }
+        XCTAssertTrue(sends(admitted, to: SocketID(6))[0].contains("registrationToken"))
+        XCTAssertEqual(store.room(room)?.registrationTokens.values.first?.attestKeyID, "kid2")
+        XCTAssertEqual(closes(join(m, SocketID(7), role: .phone) { _ in #"{"ticket":"T2"}"# }).map { $0.2 }, ["bad ticket"], "single use")
+    }
+
+    // MARK: Established rooms
+
+    func testEstablishedRoomsNeedAValidSignatureAndRefreshActivityEvenWhenRefused() throws {
+        let secret = try RoomSecret(bytes: [UInt8](repeating: 0x5a, count: 32))
+        store.setVerifier(Base64.encode(secret.verifier), of: room)
+        let m = machine(attested: true)
+        let key = secret.joinSigningKey()
+        func signed(_ role: RelayRole) -> ([UInt8]) -> String {
+            { nonce in #"{"sig":"\#(Base64.encode(key.signature(for: JoinTranscript(role: role, nonce: nonce, room: self.room, origin: self.origin).bytes)))"}"# }
+        }
+        XCTAssertEqual(closes(join(m, SocketID(1), role: .mac)).map { $0.2 }, ["signature required"])
+        XCTAssertEqual(closes(join(m, SocketID(2), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
+        XCTAssertEqual(closes(join(m, SocketID(3), role: .mac, proof: signed(.phone))).map { $0.2 }, ["bad signature"], "role is bound")
+        XCTAssertNil(store.room(room)?.lastActivity)
+        XCTAssertEqual(closes(join(m, SocketID(4), role: .phone, proof: signed(.phone), now: 7_000)).map { $0.2 }, ["mac offline"])
+        XCTAssertEqual(store.room(room)?.lastActivity, 7_000, "refreshed before the slot checks")
+        XCTAssertEqual(sends(join(m, SocketID(5), role: .mac, proof: signed(.mac)), to: SocketID(5)), [#"{"ok":true}"#])
+        XCTAssertTrue(sends(join(m, SocketID(6), role: .phone, proof: signed(.phone)), to: SocketID(6))[0].contains("registrationToken"),
+                      "every admitted phone gets a token")
+        XCTAssertEqual(store.room(room)?.pairingCycles ?? 0, 0, "established rooms are exempt from the cycle cap")
+    }
+
+    func testMalformedVerifierMakesEveryJoinBadSignatureWithoutCrashing() {
+        store.setVerifier("!!not base64", of: room)
+        let m = machine()
+        XCTAssertEqual(closes(join(m, SocketID(1), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
+    }
+
+    // MARK: Slots
+
+    func testNewestMacDisplacesTheOldAndThePhoneIsReSpliced() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)
+        join(m, SocketID(2), role: .phone)
+        let second = join(m, SocketID(3), role: .mac)
+        XCTAssertEqual(closes(second).map { $0.0 }, [SocketID(1)])
+        XCTAssertEqual(closes(second).map { $0.2 }, ["displaced"])
+        XCTAssertEqual(m.frame(from: SocketID(2), isText: false, payload: [9], now: 2_000), [.forward(to: SocketID(3))])
+        XCTAssertEqual(m.disconnected(SocketID(1)), [], "a socket the relay closed never propagates")
+        XCTAssertEqual(store.room(room)?.pairingCycles, 0, "a fresh mac admission resets the cycles")
+    }
+
+    func testNonDisplacingPhoneIsRefusedSlotOccupiedButStillChargedACycle() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)
+        join(m, SocketID(2), role: .phone)
+        let nse = join(m, SocketID(3), role: .phone, nonDisplacing: true)
+        XCTAssertEqual(closes(nse).map { $0.2 }, ["slot occupied"])
+        XCTAssertEqual(m.admitted(.phone), SocketID(2), "the incumbent is untouched")
+        XCTAssertEqual(store.room(room)?.pairingCycles, 2)
+    }
+
+    func testTheNinthPhoneInOneMacParkTearsTheRoomDown() {
+        let m = machine()
+        join(m, SocketID(100), role: .mac)
+        for i in 1...8 { XCTAssertTrue(sends(join(m, SocketID(UInt64(i)), role: .phone), to: SocketID(UInt64(i)))[0].contains("\"ok\":true")) }
+        let ninth = join(m, SocketID(9), role: .phone)
+        XCTAssertEqual(sends(ninth, to: SocketID(9)), [], "no Result before the teardown close")
+        XCTAssertEqual(Set(closes(ninth).map { $0.0 }), [SocketID(100), SocketID(8), SocketID(9)])
+        XCTAssertTrue(closes(ninth).allSatisfy { $0.1 == 1000 && $0.2 == "pairing cycle cap" })
+        XCTAssertNil(store.room(room), "all room state deleted")
+        XCTAssertTrue(m.isEmpty)
+    }
+
+    func testPreAuthCapClosesTheOldestPending() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)   // admitted: not counted
+        for i in 2...5 { XCTAssertEqual(closes(m.connected(SocketID(UInt64(i)), now: UInt64(i))).count, 0) }
+        let fifth = m.connected(SocketID(6), now: 6)
+        XCTAssertEqual(closes(fifth).map { $0.0 }, [SocketID(2)])
+        XCTAssertEqual(closes(fifth).map { $0.2 }, ["too many pending"])
+    }
+
+    func testAdmissionDeadlineClosesPendingSocketsAfter15Seconds() {
+        let m = machine()
+        _ = m.connected(SocketID(1), now: 0)
+        join(m, SocketID(2), role: .mac, now: 0)
+        XCTAssertEqual(m.nextDeadline, 15_001)
+        XCTAssertEqual(m.tick(now: 15_000), [])
+        XCTAssertEqual(m.tick(now: 15_001), [.close(SocketID(1), code: 1008, reason: "admission timeout")])
+        XCTAssertNil(m.nextDeadline)
+    }
+
+    func testTheFortyFirstProofInTenSecondsIsRateLimited() {
+        let m = machine()
+        for i in 1...40 { XCTAssertNotEqual(closes(join(m, SocketID(UInt64(i)), role: .mac, now: 100)).last?.2, "rate limited") }
+        XCTAssertEqual(closes(join(m, SocketID(41), role: .mac, now: 10_100)).map { $0.2 }, ["rate limited"])
+        XCTAssertNotEqual(closes(join(m, SocketID(42), role: .mac, now: 10_101)).last?.2, "rate limited", "a new window")
+    }
+
+    // MARK: After admission
+
+    func testPeerGoneWhenTheOtherSideLeaves() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)
+        join(m, SocketID(2), role: .phone)
+        XCTAssertEqual(m.disconnected(SocketID(2)), [.close(SocketID(1), code: 1001, reason: "peer gone")])
+        XCTAssertTrue(m.isEmpty)
+    }
+
+    func testFrameCapsAndRateCloseTheOffenderAndItsPeer() {
+        let m = machine { $0.maxFramesPerSecond = 3 }
+        _ = m.connected(SocketID(9), now: 0)
+        XCTAssertEqual(m.frame(from: SocketID(9), isText: false, payload: [UInt8](repeating: 0, count: 8_193), now: 0),
+                       [.close(SocketID(9), code: 1009, reason: "frame too large")], "pre-auth cap 8 KiB")
+        join(m, SocketID(1), role: .mac)
+        join(m, SocketID(2), role: .phone)
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 262_145), now: 2_000),
+                       [.close(SocketID(2), code: 1001, reason: "peer gone"), .close(SocketID(1), code: 1009, reason: "frame too large")])
+
+        let n = machine { $0.maxFramesPerSecond = 3 }
+        join(n, SocketID(1), role: .mac)
+        join(n, SocketID(2), role: .phone)
+        for _ in 0..<3 { XCTAssertEqual(n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_000), [.forward(to: SocketID(1))]) }
+        XCTAssertEqual(n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_500),
+                       [.close(SocketID(1), code: 1001, reason: "peer gone"), .close(SocketID(2), code: 1008, reason: "frame rate exceeded")])
+    }
+
+    func testTextFrameSizeCountsUTF16Units() {
+        let m = machine()
+        _ = m.connected(SocketID(1), now: 0)
+        // 4,097 "é" are 8,194 UTF-8 bytes but 4,097 UTF-16 units: under the 8 KiB cap, so it is parsed (a bad hello).
+        let actions = m.frame(from: SocketID(1), isText: true, payload: Array(String(repeating: "é", count: 4_097).utf8), now: 0)
+        XCTAssertEqual(actions, [.close(SocketID(1), code: 1008, reason: "bad hello")])
+    }
+
+    func testFramesBeforeAPeerIsAdmittedAreDropped() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [1], now: 2_000), [])
+    }
+
+    func testCloseAllClosesEverySocket() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)
+        _ = m.connected(SocketID(2), now: 0)
+        XCTAssertEqual(m.closeAll(code: 1000, reason: "room deleted"),
+                       [.close(SocketID(1), code: 1000, reason: "room deleted"), .close(SocketID(2), code: 1000, reason: "room deleted")])
+    }
+}
