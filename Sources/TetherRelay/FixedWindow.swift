@@ -12,6 +12,9 @@ public struct FixedWindow: Sendable, Equatable {
         self.window = window
     }
 
+    /// True once the current window is over (the next hit starts a new one).
+    public func isExpired(now: UInt64) -> Bool { start.map { now &- $0 > window } ?? true }
+
     public mutating func hit(now: UInt64) -> Bool {
         guard limit > 0 else { return true }
         if let start, now &- start <= window {

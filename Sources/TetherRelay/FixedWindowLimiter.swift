@@ -11,8 +11,7 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public let maxKeys: Int
 
     private struct Bucket: Sendable {
-        var start: UInt64
-        var count: Int
+        var window: FixedWindow
         let order: UInt64
     }
 
@@ -37,20 +36,13 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
     /// Records a hit for `key` at `now`; returns true if it is allowed.
     public mutating func hit(_ key: Key, now: UInt64) -> Bool {
         guard isEnabled else { return true }
-        if var bucket = buckets[key] {
-            if now &- bucket.start > window {
-                bucket.start = now
-                bucket.count = 0
-            }
-            bucket.count += 1
-            buckets[key] = bucket
-            return bucket.count <= limit
+        if buckets[key] == nil {
+            if buckets.count >= maxKeys { makeRoom(now: now) }
+            nextOrder += 1
+            buckets[key] = Bucket(window: FixedWindow(limit: limit, window: window), order: nextOrder)
+            insertions.append((key, nextOrder))
         }
-        if buckets.count >= maxKeys { makeRoom(now: now) }
-        nextOrder += 1
-        buckets[key] = Bucket(start: now, count: 1, order: nextOrder)
-        insertions.append((key, nextOrder))
-        return 1 <= limit
+        return buckets[key]!.window.hit(now: now)
     }
 
     private mutating func makeRoom(now: UInt64) {
@@ -58,7 +50,7 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
         // and eviction of the oldest does the rest in amortised O(1).
         if lastSweep.map({ now &- $0 > window }) ?? true {
             lastSweep = now
-            buckets = buckets.filter { now &- $0.value.start <= window }
+            buckets = buckets.filter { !$0.value.window.isExpired(now: now) }
         }
         while buckets.count >= maxKeys, insertionHead < insertions.count {
             let oldest = insertions[insertionHead]

@@ -38,6 +38,10 @@ public final class RoomMachine {
         public var admittedFrameCap = 262_144
         /// Spliced frames per room per second (0 = off).
         public var maxFramesPerSecond = 500
+        /// Bytes a room may relay per 24 hours (§3.12).
+        public var dailyByteQuota: Int64 = 536_870_912
+        /// The quota record is persisted after this many more bytes (and on roll-over and trips).
+        public var quotaFlushStep: Int64 = 4_194_304
 
         public init(origin: String, attestationRequired: Bool) {
             self.origin = origin
@@ -63,6 +67,8 @@ public final class RoomMachine {
     private var sockets: [SocketID: Socket] = [:]
     private var admissionWindow: FixedWindow
     private var frameWindow: FixedWindow
+    private var quota: QuotaRecord?
+    private var quotaPersistedBytes: Int64 = 0
 
     /// - Parameter random: the source of nonces and tokens; nil means the CSPRNG (tests fix it).
     public init(room: RoomName, configuration: Configuration, store: any RoomStore,
@@ -251,7 +257,7 @@ public final class RoomMachine {
         return actions
     }
 
-    // MARK: Splice (§3.11, without the byte quota)
+    // MARK: Splice (§3.11, §3.12)
 
     private func data(_ id: SocketID, role: RelayRole, size: Int, now: UInt64) -> [RoomAction] {
         let peer = admitted(role == .mac ? .phone : .mac)
@@ -261,8 +267,35 @@ public final class RoomMachine {
         guard frameWindow.hit(now: now) else {
             return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1008, "frame rate exceeded")
         }
-        // No peer yet: dropped silently (it still counted toward the rate).
+        guard chargeQuota(size, now: now) else {
+            return [.log("relay \(room.logTag) quota exceeded")] + closeAll(code: 1008, reason: "daily quota exceeded")
+        }
+        // No peer yet: dropped silently (it still counted toward the rate and the quota).
         return peer.map { [.forward(to: $0)] } ?? []
+    }
+
+    /// Adds `size` to the room's 24-hour byte count (§3.12); false when that trips the quota.
+    /// The record is persisted on roll-over, on a trip, and after each further flush step.
+    private func chargeQuota(_ size: Int, now: UInt64) -> Bool {
+        var record = quota ?? store.quota(of: room) ?? QuotaRecord(dayStart: now, bytes: 0)
+        if quota == nil { quotaPersistedBytes = record.bytes }
+        if now &- record.dayStart >= 86_400_000 {
+            record = QuotaRecord(dayStart: now, bytes: 0)
+            store.setQuota(record, of: room)
+            quotaPersistedBytes = 0
+        }
+        record.bytes += Int64(size)
+        quota = record
+        if record.bytes > configuration.dailyByteQuota {
+            store.setQuota(record, of: room)
+            quotaPersistedBytes = record.bytes
+            return false
+        }
+        if record.bytes - quotaPersistedBytes >= configuration.quotaFlushStep {
+            store.setQuota(record, of: room)
+            quotaPersistedBytes = record.bytes
+        }
+        return true
     }
 
     // MARK: Helpers

@@ -13,8 +13,22 @@ public protocol RoomStore: AnyObject {
     /// Deletes the ticket and returns its record if it existed and had not expired.
     func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord?
     func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName)
+    /// The daily byte quota record (§3.12), if one was ever persisted.
+    func quota(of room: RoomName) -> QuotaRecord?
+    func setQuota(_ record: QuotaRecord, of room: RoomName)
     /// Removes everything stored for the room.
     func deleteRoom(_ room: RoomName)
+}
+
+/// A room's relayed bytes in its current 24-hour window.
+public struct QuotaRecord: Sendable, Equatable {
+    public var dayStart: UInt64
+    public var bytes: Int64
+
+    public init(dayStart: UInt64, bytes: Int64) {
+        self.dayStart = dayStart
+        self.bytes = bytes
+    }
 }
 
 /// A ticket minted by `/attest`: single use, bound to the attested key.
@@ -52,6 +66,7 @@ public final class InMemoryRoomStore: RoomStore {
         public var lastActivity: UInt64?
         public var tickets: [String: TicketRecord] = [:]
         public var registrationTokens: [String: RegistrationTokenRecord] = [:]
+        public var quota: QuotaRecord?
     }
 
     public private(set) var rooms: [RoomName: Room] = [:]
@@ -71,6 +86,9 @@ public final class InMemoryRoomStore: RoomStore {
     public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
         rooms[room, default: Room()].registrationTokens[token] = record
     }
+
+    public func quota(of room: RoomName) -> QuotaRecord? { rooms[room]?.quota }
+    public func setQuota(_ record: QuotaRecord, of room: RoomName) { rooms[room, default: Room()].quota = record }
 
     public func deleteRoom(_ room: RoomName) { rooms[room] = nil }
 

@@ -247,3 +247,54 @@ final class RoomMachineTests: XCTestCase {
                        [.close(SocketID(1), code: 1000, reason: "room deleted"), .close(SocketID(2), code: 1000, reason: "room deleted")])
     }
 }
+
+final class DailyQuotaTests: XCTestCase {
+    private let room = RoomName(header: String(repeating: "b", count: 64))!
+
+    private func admittedPair(_ store: InMemoryRoomStore, quota: Int64, flush: Int64 = 4_194_304) -> RoomMachine {
+        var configuration = RoomMachine.Configuration(origin: "https://r.example", attestationRequired: false)
+        configuration.dailyByteQuota = quota
+        configuration.quotaFlushStep = flush
+        configuration.maxFramesPerSecond = 0
+        let m = RoomMachine(room: room, configuration: configuration, store: store) { [UInt8](repeating: 1, count: $0) }
+        for (id, role) in [(SocketID(1), RelayRole.mac), (SocketID(2), .phone)] {
+            _ = m.connected(id, now: 0)
+            _ = m.frame(from: id, isText: true, payload: Array(Hello(role: role).json.utf8), now: 0)
+            _ = m.frame(from: id, isText: true, payload: Array("{}".utf8), now: 0)
+        }
+        return m
+    }
+
+    func testTrippingTheQuotaClosesEverySocketAndPersistsTheRecord() {
+        let store = InMemoryRoomStore()
+        let m = admittedPair(store, quota: 100)
+        _ = m.connected(SocketID(3), now: 10)   // a pre-auth socket is closed too
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 60), now: 10), [.forward(to: SocketID(2))])
+        XCTAssertNil(store.room(room)?.quota, "small counts are not flushed")
+        let tripped = m.frame(from: SocketID(2), isText: false, payload: [UInt8](repeating: 0, count: 41), now: 20)
+        XCTAssertEqual(Set(tripped.compactMap { if case let .close(id, 1008, "daily quota exceeded") = $0 { return id } else { return nil } }),
+                       [SocketID(1), SocketID(2), SocketID(3)])
+        XCTAssertFalse(tripped.contains(.forward(to: SocketID(1))), "the tripping frame is not forwarded")
+        XCTAssertEqual(store.room(room)?.quota, QuotaRecord(dayStart: 10, bytes: 101))
+    }
+
+    func testARestartedRoomResumesTheWindowAndRollsAfter24Hours() {
+        let store = InMemoryRoomStore()
+        store.setQuota(QuotaRecord(dayStart: 0, bytes: 95), of: room)
+        let m = admittedPair(store, quota: 100)
+        XCTAssertTrue(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 6), now: 1_000).contains {
+            if case .close(_, 1008, "daily quota exceeded") = $0 { return true } else { return false }
+        }, "the persisted count carries over")
+        let n = admittedPair(store, quota: 100)
+        XCTAssertEqual(n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 50), now: 86_400_000),
+                       [.forward(to: SocketID(2))], "a new day")
+        XCTAssertEqual(store.room(room)?.quota, QuotaRecord(dayStart: 86_400_000, bytes: 0), "the roll-over is persisted")
+    }
+
+    func testCountsAreFlushedEveryStep() {
+        let store = InMemoryRoomStore()
+        let m = admittedPair(store, quota: 1_000_000, flush: 100)
+        for _ in 0..<3 { _ = m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 40), now: 5) }
+        XCTAssertEqual(store.room(room)?.quota?.bytes, 120)
+    }
+}
