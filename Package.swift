@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .library(name: "TetherNet", targets: ["TetherNet"]),
         .library(name: "TetherRelay", targets: ["TetherRelay"]),
+        .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
     ],
@@ -42,6 +43,7 @@ let package = Package(
         .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
 
         // MARK: Programs
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherNet"], swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
 
@@ -54,7 +56,7 @@ let package = Package(
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherWire", "TetherCrypto"], swiftSettings: strict),
+        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 public import TetherWire
+import Foundation
 
 /// What a room persists (relay.md §6.2), behind a protocol so the state machine is tested with
 /// `InMemoryRoomStore` and the relay runs on SQLite. Called on the room's loop, in order, so each
@@ -58,8 +59,9 @@ public struct RegistrationTokenRecord: Sendable, Equatable {
     }
 }
 
-/// The in-memory store: the test double, and `RELAY_DB=:memory:`.
-public final class InMemoryRoomStore: RoomStore {
+/// The in-memory store: the test double, and `RELAY_DB=:memory:`. Rooms on different loops share
+/// it, so every access takes its lock.
+public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
     public struct Room: Sendable, Equatable {
         public var verifier: String?
         public var pairingCycles = 0
@@ -69,31 +71,37 @@ public final class InMemoryRoomStore: RoomStore {
         public var quota: QuotaRecord?
     }
 
-    public private(set) var rooms: [RoomName: Room] = [:]
+    private let lock = NSLock()
+    private var rooms: [RoomName: Room] = [:]
 
     public init() {}
 
-    public func verifier(of room: RoomName) -> String? { rooms[room]?.verifier }
-    public func pairingCycles(of room: RoomName) -> Int { rooms[room]?.pairingCycles ?? 0 }
-    public func setPairingCycles(_ cycles: Int, of room: RoomName) { rooms[room, default: Room()].pairingCycles = cycles }
-    public func touch(_ room: RoomName, at now: UInt64) { rooms[room, default: Room()].lastActivity = now }
+    private func read<R>(_ body: ([RoomName: Room]) -> R) -> R { lock.withLock { body(rooms) } }
+    private func change<R>(_ body: (inout [RoomName: Room]) -> R) -> R { lock.withLock { body(&rooms) } }
+
+    public func verifier(of room: RoomName) -> String? { read { $0[room]?.verifier } }
+    public func pairingCycles(of room: RoomName) -> Int { read { $0[room]?.pairingCycles ?? 0 } }
+    public func setPairingCycles(_ cycles: Int, of room: RoomName) { change { $0[room, default: Room()].pairingCycles = cycles } }
+    public func touch(_ room: RoomName, at now: UInt64) { change { $0[room, default: Room()].lastActivity = now } }
 
     public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
-        guard let record = rooms[room]?.tickets.removeValue(forKey: ticket) else { return nil }
-        return record.expiresAt < now ? nil : record
+        change { rooms in
+            guard let record = rooms[room]?.tickets.removeValue(forKey: ticket) else { return nil }
+            return record.expiresAt < now ? nil : record
+        }
     }
 
     public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
-        rooms[room, default: Room()].registrationTokens[token] = record
+        change { $0[room, default: Room()].registrationTokens[token] = record }
     }
 
-    public func quota(of room: RoomName) -> QuotaRecord? { rooms[room]?.quota }
-    public func setQuota(_ record: QuotaRecord, of room: RoomName) { rooms[room, default: Room()].quota = record }
+    public func quota(of room: RoomName) -> QuotaRecord? { read { $0[room]?.quota } }
+    public func setQuota(_ record: QuotaRecord, of room: RoomName) { change { $0[room, default: Room()].quota = record } }
 
-    public func deleteRoom(_ room: RoomName) { rooms[room] = nil }
+    public func deleteRoom(_ room: RoomName) { change { $0[room] = nil } }
 
     // Test and endpoint helpers.
-    public func setVerifier(_ verifier: String?, of room: RoomName) { rooms[room, default: Room()].verifier = verifier }
-    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { rooms[room, default: Room()].tickets[ticket] = record }
-    public func room(_ room: RoomName) -> Room? { rooms[room] }
+    public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[room, default: Room()].verifier = verifier } }
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { change { $0[room, default: Room()].tickets[ticket] = record } }
+    public func room(_ room: RoomName) -> Room? { read { $0[room] } }
 }

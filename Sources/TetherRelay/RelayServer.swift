@@ -1,0 +1,261 @@
+import Foundation
+public import TetherNet
+import TetherWire
+
+/// The companion relay on TetherNet: the entry gate and per-IP limits (relay.md §2.3), rooms on
+/// the loop their name maps to, and each room's `RoomMachine` driven by its sockets.
+///
+/// Not yet here (relay issue, next steps): the room-level HTTP endpoints (§4), SQLite storage,
+/// /metrics and /healthz, sharding.
+public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
+    public let configuration: RelayConfiguration
+    public let group: EventLoopGroup
+    private let store: any RoomStore
+    private var http: HTTPServer?
+    private let gate = NetLock()
+    private var wsLimiter: FixedWindowLimiter<String>
+    private var socketsPerIP: [String: Int] = [:]
+    private var totalSockets = 0
+    /// Rooms of each loop (touched only on that loop).
+    private let rooms: [RoomTable]
+    private let log: @Sendable (String) -> Void
+
+    public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,
+                log: (@Sendable (String) -> Void)? = nil) {
+        self.configuration = configuration
+        self.group = group
+        self.store = store
+        self.log = log ?? { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        wsLimiter = FixedWindowLimiter(limit: configuration.wsRateLimit, window: 60_000)
+        rooms = group.loops.map { _ in RoomTable() }
+    }
+
+    /// Binds and starts serving; returns the bound port.
+    @discardableResult
+    public func start() throws -> UInt16 {
+        var http = HTTPServer.Configuration()
+        http.host = configuration.host
+        http.port = configuration.port
+        if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
+            http.tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
+        }
+        let server = HTTPServer(group: group, configuration: http, delegate: self)
+        self.http = server
+        return try server.start()
+    }
+
+    /// Graceful stop: no new connections, every room's sockets closed 1001 `server shutting down`.
+    public func shutdown() {
+        http?.stopAccepting()
+        for (index, loop) in group.loops.enumerated() {
+            let table = rooms[index]
+            _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }
+        }
+        http?.shutdown(grace: .seconds(5))
+    }
+
+    // MARK: HTTP
+
+    public func respond(to request: HTTPServerRequest) -> HTTPResponse {
+        if let refusal = gateRefusal(request.head) { return refusal }
+        return .text(501, "not implemented", contentType: "text/plain;charset=UTF-8")
+    }
+
+    /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header.
+    private func gateRefusal(_ head: HTTPRequestHead) -> HTTPResponse? {
+        if head.headers.contains("Origin") { return .text(403, "forbidden") }
+        guard roomName(head) != nil else { return .text(400, "bad room") }
+        return nil
+    }
+
+    /// The `x-relay-room` value, trimmed; duplicates are joined with ", " and so fail.
+    private func roomName(_ head: HTTPRequestHead) -> RoomName? {
+        let values = head.headers.values("x-relay-room")
+        guard !values.isEmpty else { return nil }
+        return RoomName(header: values.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+    }
+
+    private func clientIP(_ request: HTTPServerRequest) -> String {
+        configuration.clientIP.clientIP(cfConnectingIP: request.head.headers["CF-Connecting-IP"],
+                                        forwardedFor: request.head.headers["X-Forwarded-For"], peer: request.peer?.host)
+    }
+
+    // MARK: WebSocket upgrade (§2.3)
+
+    public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
+        if let refusal = gateRefusal(request.head) { return .refuse(refusal) }
+        let room = roomName(request.head)!
+        let ip = clientIP(request)
+        let now = Self.milliseconds()
+        let admitted: HTTPResponse? = gate.withLock {
+            guard wsLimiter.hit(ip, now: now) else { return .text(429, "rate limited") }
+            guard socketsPerIP[ip, default: 0] < configuration.maxSocketsPerIP else { return .text(429, "too many connections") }
+            guard totalSockets < configuration.maxTotalSockets else { return .text(503, "capacity") }
+            socketsPerIP[ip, default: 0] += 1
+            totalSockets += 1
+            return nil
+        }
+        if let admitted { return .refuse(admitted) }
+        guard case .upgrade = handshake else {
+            release(ip)
+            if case let .refuse(response) = handshake { return .refuse(response) }
+            return .refuse(.text(400, "bad upgrade"))
+        }
+        let index = room.bucket % group.loops.count
+        let target = group.loops[index]
+        let table = rooms[index]
+        return .accept { [self] transport, leftover in
+            let attach: @Sendable (any Transport) -> Void = { [self] transport in
+                table.attach(transport, leftover: leftover, room: room, server: self, ip: ip)
+            }
+            if transport.loop === target {
+                attach(transport)
+            } else if let tcp = transport as? TCPConnection {
+                tcp.handoff(to: target) { attach($0) }
+            } else {
+                attach(transport)   // TLS connections stay on their accepting loop for now
+            }
+        }
+    }
+
+    func release(_ ip: String) {
+        gate.withLock {
+            totalSockets -= 1
+            if let count = socketsPerIP[ip] { socketsPerIP[ip] = count > 1 ? count - 1 : nil }
+        }
+    }
+
+    func makeMachine(for room: RoomName) -> RoomMachine {
+        var machine = RoomMachine.Configuration(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
+        machine.dailyByteQuota = configuration.dailyByteQuota
+        machine.maxFramesPerSecond = configuration.maxFramesPerSecond
+        return RoomMachine(room: room, configuration: machine, store: store)
+    }
+
+    var webSocketOptions: WebSocketConnection.Options {
+        var options = WebSocketConnection.Options()
+        // The transport cap (§2.7): above it the socket closes 1009 before the room sees the frame.
+        options.maxFramePayload = 524_288
+        options.maxMessageSize = 524_288
+        options.keepaliveInterval = .milliseconds(UInt64(configuration.keepaliveMs))
+        return options
+    }
+
+    func write(_ line: String) { log(line) }
+
+    static func milliseconds() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+}
+
+/// The rooms living on one loop.
+final class RoomTable: @unchecked Sendable {
+    private var rooms: [RoomName: RoomHost] = [:]
+    private var nextSocket: UInt64 = 0
+
+    func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String) {
+        let host = rooms[room] ?? {
+            let host = RoomHost(machine: server.makeMachine(for: room), server: server, loop: transport.loop) { [unowned self] in
+                rooms[room] = nil
+            }
+            rooms[room] = host
+            return host
+        }()
+        nextSocket += 1
+        host.adopt(transport, id: SocketID(nextSocket), leftover: leftover, ip: ip)
+    }
+
+    func closeAll(code: UInt16, reason: String) {
+        for host in Array(rooms.values) { host.closeAll(code: code, reason: reason) }
+    }
+}
+
+/// One resident room: its machine, its sockets, and the actions performed on them.
+final class RoomHost {
+    let machine: RoomMachine
+    unowned let server: RelayServer
+    let loop: EventLoop
+    private var sockets: [SocketID: RoomSocket] = [:]
+    private var deadlineTimer: EventLoop.TimerID?
+    private let onEmpty: () -> Void
+
+    init(machine: RoomMachine, server: RelayServer, loop: EventLoop, onEmpty: @escaping () -> Void) {
+        self.machine = machine
+        self.server = server
+        self.loop = loop
+        self.onEmpty = onEmpty
+    }
+
+    func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String) {
+        let socket = RoomSocket(id: id, host: self, ip: ip)
+        sockets[id] = socket
+        perform(machine.connected(id, now: RelayServer.milliseconds()))
+        socket.connection = WebSocketConnection(connection: transport, role: .server, options: server.webSocketOptions,
+                                                delegate: socket, leftover: leftover)
+        armDeadline()
+    }
+
+    func frame(from id: SocketID, isText: Bool, payload: [UInt8]) {
+        let actions = machine.frame(from: id, isText: isText, payload: payload, now: RelayServer.milliseconds())
+        for action in actions {
+            if case let .forward(target) = action, let out = sockets[target]?.connection {
+                if isText { out.send(text: payload) } else { out.send(binary: payload) }
+            }
+        }
+        perform(actions.filter { if case .forward = $0 { return false } else { return true } })
+        armDeadline()
+    }
+
+    func gone(_ id: SocketID) {
+        guard let socket = sockets.removeValue(forKey: id) else { return }
+        server.release(socket.ip)
+        perform(machine.disconnected(id))
+        if sockets.isEmpty, machine.isEmpty { onEmpty() }
+    }
+
+    func closeAll(code: UInt16, reason: String) { perform(machine.closeAll(code: code, reason: reason)) }
+
+    private func perform(_ actions: [RoomAction]) {
+        for action in actions {
+            switch action {
+            case let .send(id, text): sockets[id]?.connection?.send(text: Array(text.utf8))
+            case let .close(id, code, reason): sockets[id]?.connection?.close(code: code, reason: reason)
+            case let .log(line): server.write(line)
+            case .forward: break
+            }
+        }
+    }
+
+    private func armDeadline() {
+        if let deadlineTimer { loop.cancel(deadlineTimer) }
+        deadlineTimer = nil
+        guard let deadline = machine.nextDeadline else { return }
+        let now = RelayServer.milliseconds()
+        deadlineTimer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [weak self] in
+            guard let self else { return }
+            self.deadlineTimer = nil
+            self.perform(self.machine.tick(now: RelayServer.milliseconds()))
+            self.armDeadline()
+        }
+    }
+}
+
+/// One WebSocket of a room.
+final class RoomSocket: WebSocketDelegate {
+    let id: SocketID
+    unowned let host: RoomHost
+    let ip: String
+    var connection: WebSocketConnection?
+
+    init(id: SocketID, host: RoomHost, ip: String) {
+        self.id = id
+        self.host = host
+        self.ip = ip
+    }
+
+    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) { host.frame(from: id, isText: true, payload: text) }
+    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) { host.frame(from: id, isText: false, payload: data) }
+
+    func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
+        connection = nil
+        host.gone(id)
+    }
+}

@@ -1,0 +1,82 @@
+// tether: the command-line shell. It parses configuration and wires libraries together; the
+// protocols live in the Tether* modules.
+import Foundation
+import Glibc
+import TetherNet
+import TetherRelay
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("tether: \(message)\n".utf8))
+    exit(code)
+}
+
+let usage = """
+usage: tether <command> [options]
+
+commands:
+  relay     run the companion relay (tether relay --help)
+
+"""
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else {
+    FileHandle.standardError.write(Data(usage.utf8))
+    exit(2)
+}
+arguments.removeFirst()
+
+switch command {
+case "relay":
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(RelayConfiguration.helpText)
+        exit(0)
+    }
+    // An env-file (the reference's /etc/iterm2-companion-relay.env) sits below the environment.
+    var environment = ProcessInfo.processInfo.environment
+    if let index = arguments.firstIndex(of: "--config") {
+        guard index + 1 < arguments.count, let text = try? String(contentsOfFile: arguments[index + 1], encoding: .utf8) else {
+            fail("relay: --config needs a readable env-file")
+        }
+        environment = RelayConfiguration.parseEnvironmentFile(text).merging(environment) { _, fromEnvironment in fromEnvironment }
+        arguments.removeSubrange(index...(index + 1))
+    }
+    let configuration: RelayConfiguration
+    let notes: [String]
+    do {
+        (configuration, notes) = try RelayConfiguration.load(environment: environment, arguments: arguments)
+    } catch {
+        fail("relay: \(error)")
+    }
+    for note in notes { FileHandle.standardError.write(Data("relay: \(note)\n".utf8)) }
+    if configuration.databasePath != ":memory:" {
+        FileHandle.standardError.write(Data("relay: note: the SQLite store is not built yet; rooms are kept in memory and lost on restart\n".utf8))
+    }
+    signal(SIGPIPE, SIG_IGN)
+    var stopSignals = sigset_t()
+    sigemptyset(&stopSignals)
+    sigaddset(&stopSignals, SIGINT)
+    sigaddset(&stopSignals, SIGTERM)
+    pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+    let group: EventLoopGroup
+    let relay: RelayServer
+    let port: UInt16
+    do {
+        group = try EventLoopGroup()
+        relay = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore())
+        port = try relay.start()
+    } catch {
+        fail("relay: cannot start: \(error)", code: 1)
+    }
+    let attest = environment["ATTEST_REQUIRED"] ?? "required"
+    // Written straight to the descriptor so a supervisor (or a test) sees it at once.
+    FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(configuration.databasePath), attest=\(configuration.local ? "false" : attest))\n".utf8))
+    var received: Int32 = 0
+    sigwait(&stopSignals, &received)
+    FileHandle.standardError.write(Data("relay: shutting down\n".utf8))
+    relay.shutdown()
+    group.shutdown()
+    exit(0)
+default:
+    FileHandle.standardError.write(Data(usage.utf8))
+    fail("unknown command \(command)")
+}

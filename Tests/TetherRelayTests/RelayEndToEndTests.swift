@@ -1,0 +1,86 @@
+import Foundation
+import Glibc
+import TetherTestSupport
+import XCTest
+
+/// The real `tether relay` binary on a loopback port, driven by the Python `websockets` client.
+final class RelayEndToEndTests: XCTestCase {
+    private var process: Process!
+    private var port: UInt16 = 0
+
+    /// A port that was free a moment ago (local mode builds its origin from the configured port).
+    private func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    override func setUpWithError() throws {
+        let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
+        }
+        port = freePort()
+        process = Process()
+        process.executableURL = binary
+        process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", ":memory:"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.readData(ofLength: 1)
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        XCTAssertTrue(String(decoding: line, as: UTF8.self).hasPrefix("relay: listening on 127.0.0.1:\(port) (db=:memory:, attest=false)"),
+                      String(decoding: line, as: UTF8.self))
+    }
+
+    override func tearDown() {
+        if process?.isRunning == true {
+            process.interrupt()
+            process.waitUntilExit()
+        }
+    }
+
+    private func client(_ scenario: String) throws -> [String: Any] {
+        let result = try PythonPeer.run(script: "relay_client.py", arguments: ["ws://127.0.0.1:\(port)/", scenario], timeout: 60)
+        XCTAssertEqual(result.status, 0, String(result.stderr.suffix(800)))
+        return (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    func testPairingSplicesEveryFrameByteForByteBothWaysAndPropagatesPeerGone() throws {
+        let result = try client("pair")
+        XCTAssertEqual(result["nonce_length"] as? Int, 44)
+        XCTAssertEqual((result["mac_result"] as? [String: Bool])?["ok"], true)
+        XCTAssertEqual(result["phone_ok"] as? Bool, true)
+        XCTAssertEqual(result["token_length"] as? Int, 32)
+        XCTAssertEqual(result["phone_to_mac_ok"] as? Bool, true)
+        XCTAssertEqual(result["mac_to_phone_ok"] as? Bool, true)
+        XCTAssertEqual(result["mac_close"] as? [AnyHashable], [1001, "peer gone"])
+    }
+
+    func testGateRefusalsAndMacOffline() throws {
+        let result = try client("gate")
+        XCTAssertEqual(result["origin"] as? [AnyHashable], [403, "forbidden"])
+        XCTAssertEqual(result["bad_room"] as? [AnyHashable], [400, "bad room"])
+        let alone = result["phone_alone"] as? [String: Any]
+        XCTAssertEqual(alone?["ok"] as? Bool, false)
+        XCTAssertEqual(alone?["error"] as? String, "mac offline")
+        XCTAssertEqual(result["phone_alone_close"] as? [AnyHashable], [1008, "mac offline"])
+    }
+
+    func testSIGTERMStopsTheRelayCleanly() throws {
+        process.terminate()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+    }
+}
