@@ -149,3 +149,28 @@ final class IPv6Tests: XCTestCase {
         XCTAssertThrowsError(try SocketAddress(host: "localhost", port: 1), "names are not addresses")
     }
 }
+
+final class AsyncReplyTests: XCTestCase {
+    final class SlowApp: HTTPServerDelegate, @unchecked Sendable {
+        func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
+            if request.head.path == "/slow" {
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { reply(.text(200, "slow")) }
+            } else {
+                reply(.text(200, "fast"))
+            }
+        }
+    }
+
+    func testRepliesFromAnotherThreadKeepPipelinedOrder() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: SlowApp())
+        let port = try server.start()
+        defer { server.stopAccepting() }
+        let client = try RawClient(port: port)
+        client.send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\nGET /fast HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        let text = client.readText()
+        let slow = try XCTUnwrap(text.range(of: "slow")), fast = try XCTUnwrap(text.range(of: "fast"))
+        XCTAssertLessThan(slow.lowerBound, fast.lowerBound, text)
+    }
+}

@@ -21,6 +21,11 @@ public protocol HTTPServerDelegate: AnyObject, Sendable {
     func bodyLimit(for head: HTTPRequestHead) -> Int
     /// The response to a complete request.
     func respond(to request: HTTPServerRequest) -> HTTPResponse
+    /// The response to a complete request, given later and from any thread (for work that must
+    /// run elsewhere, e.g. on a room's loop). Call `reply` exactly once. The connection answers
+    /// its requests strictly in order, so a pipelined request waits for this one's reply.
+    /// The default answers with `respond(to:)` at once.
+    func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void)
     /// Called for a request carrying `Upgrade: websocket`. `handshake` is the RFC 6455 check of the
     /// request; the delegate may refuse even a valid one (Origin, room, limits).
     func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision
@@ -28,6 +33,8 @@ public protocol HTTPServerDelegate: AnyObject, Sendable {
 
 public extension HTTPServerDelegate {
     func bodyLimit(for head: HTTPRequestHead) -> Int { 64 * 1024 }
+    func respond(to request: HTTPServerRequest) -> HTTPResponse { .text(501, "not implemented") }
+    func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) { reply(respond(to: request)) }
     func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
         .refuse(.text(400, "upgrade not supported"))
     }
@@ -157,6 +164,8 @@ final class HTTPServerConnection: TransportDelegate {
     private var pendingHead: HTTPRequestHead?
     private var timer: EventLoop.TimerID?
     private var upgraded = false
+    /// A request was handed to the delegate and its reply has not come yet.
+    private var awaitingReply = false
     private let connections: ConnectionSet
 
     init(connection: any Transport, server: HTTPServer, connections: ConnectionSet) {
@@ -174,7 +183,7 @@ final class HTTPServerConnection: TransportDelegate {
     }
 
     /// No request in progress.
-    var isIdle: Bool { parser.isIdle }
+    var isIdle: Bool { parser.isIdle && !awaitingReply }
 
     func closeNow() { connection.closeAfterFlush() }
 
@@ -198,7 +207,7 @@ final class HTTPServerConnection: TransportDelegate {
 
     private func drain() {
         do throws(HTTPParseError) {
-            while !connection.isClosed, !upgraded, let event = try parser.next() {
+            while !connection.isClosed, !upgraded, !awaitingReply, let event = try parser.next() {
                 switch event {
                 case let .head(head):
                     pendingHead = head
@@ -211,14 +220,31 @@ final class HTTPServerConnection: TransportDelegate {
                     guard let head = pendingHead else { continue }
                     pendingHead = nil
                     let request = HTTPServerRequest(head: head, body: body, peer: connection.peer, loopIndex: connection.loop.index)
-                    let response = server.delegate.respond(to: request)
-                    reply(response, closing: !head.keepAlive || connections.draining, includeBody: head.method != "HEAD")
-                    if parser.isIdle { armTimer(server.configuration.idleTimeout, idle: true) }
+                    awaitingReply = true
+                    let this = UncheckedTransfer(self)
+                    let loop = connection.loop
+                    server.delegate.respond(to: request) { response in
+                        if loop.inEventLoop {
+                            this.value.deliver(response, for: head)
+                        } else {
+                            loop.execute { this.value.deliver(response, for: head) }
+                        }
+                    }
                 }
             }
         } catch {
             reply(.text(error.status, error.reason), closing: true)
         }
+    }
+
+    /// The delegate's reply to the request in progress; then any pipelined request is handled.
+    private func deliver(_ response: HTTPResponse, for head: HTTPRequestHead) {
+        guard awaitingReply else { return }
+        awaitingReply = false
+        guard !connection.isClosed else { return }
+        reply(response, closing: !head.keepAlive || connections.draining, includeBody: head.method != "HEAD")
+        if parser.isIdle { armTimer(server.configuration.idleTimeout, idle: true) }
+        drain()
     }
 
     private func reply(_ response: HTTPResponse, closing: Bool, includeBody: Bool = true) {
