@@ -1,4 +1,5 @@
 import Foundation
+import TetherCrypto
 public import TetherNet
 import TetherWire
 
@@ -14,6 +15,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private var http: HTTPServer?
     private let gate = NetLock()
     private var wsLimiter: FixedWindowLimiter<String>
+    private var attestLimiter: FixedWindowLimiter<String>
+    private let endpoints: RoomEndpoints
     private var socketsPerIP: [String: Int] = [:]
     private var totalSockets = 0
     /// Rooms of each loop (touched only on that loop).
@@ -27,6 +30,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         self.store = store
         self.log = log ?? { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
         wsLimiter = FixedWindowLimiter(limit: configuration.wsRateLimit, window: 60_000)
+        attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
+        endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         rooms = group.loops.map { _ in RoomTable() }
     }
 
@@ -56,9 +61,30 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
 
     // MARK: HTTP
 
-    public func respond(to request: HTTPServerRequest) -> HTTPResponse {
-        if let refusal = gateRefusal(request.head) { return refusal }
-        return .text(501, "not implemented", contentType: "text/plain;charset=UTF-8")
+    /// §2.2: the gate, the `/attest*` limiter, then the room's endpoint, run on the room's loop.
+    public func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
+        if let refusal = gateRefusal(request.head) { return reply(refusal) }
+        let room = roomName(request.head)!
+        let path = String(request.head.path)
+        if path.hasPrefix("/attest") {
+            let ip = clientIP(request)
+            let now = Self.milliseconds()
+            guard gate.withLock({ attestLimiter.hit(ip, now: now) }) else { return reply(.text(429, "rate limited")) }
+        }
+        guard request.head.method == "POST", RoomEndpoints.routes.contains(path) else {
+            return reply(.text(501, "not implemented", contentType: "text/plain;charset=UTF-8"))
+        }
+        let index = room.bucket % group.loops.count
+        let table = rooms[index]
+        let body = request.body
+        group.loops[index].execute { [self] in
+            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: Self.milliseconds()) { SecureRandom.bytes($0) }
+            if outcome.tearDown {
+                write("relay \(room.logTag) teardown reason=room deleted")
+                table.closeRoom(room, code: 1000, reason: "room deleted")
+            }
+            reply(.json(outcome.status, Array(outcome.json.utf8)))
+        }
     }
 
     /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header.
@@ -166,6 +192,8 @@ final class RoomTable: @unchecked Sendable {
     func closeAll(code: UInt16, reason: String) {
         for host in Array(rooms.values) { host.closeAll(code: code, reason: reason) }
     }
+
+    func closeRoom(_ room: RoomName, code: UInt16, reason: String) { rooms[room]?.closeAll(code: code, reason: reason) }
 }
 
 /// One resident room: its machine, its sockets, and the actions performed on them.

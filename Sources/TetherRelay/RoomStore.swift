@@ -14,6 +14,21 @@ public protocol RoomStore: AnyObject {
     /// Deletes the ticket and returns its record if it existed and had not expired.
     func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord?
     func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName)
+    // Ephemeral records (§4): expired records read as absent.
+    func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName)
+    /// Deletes expired challenges and counts the live ones.
+    func liveChallenges(in room: RoomName, now: UInt64) -> Int
+    /// Deletes the challenge; true if it existed and had not expired.
+    func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool
+    func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName)
+    func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord?
+    func deleteRegistrationToken(_ token: String, in room: RoomName)
+    /// Establishes the room: stores `V` (as supplied) and refreshes its activity.
+    func setVerifier(_ verifier: String, of room: RoomName, now: UInt64)
+    /// The highest App Attest assertion counter seen for a key (§4.3 step 6).
+    func assertionCounter(for keyID: String) -> UInt32?
+    func setAssertionCounter(_ counter: UInt32, for keyID: String)
+
     /// The daily byte quota record (§3.12), if one was ever persisted.
     func quota(of room: RoomName) -> QuotaRecord?
     func setQuota(_ record: QuotaRecord, of room: RoomName)
@@ -69,10 +84,12 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         public var tickets: [String: TicketRecord] = [:]
         public var registrationTokens: [String: RegistrationTokenRecord] = [:]
         public var quota: QuotaRecord?
+        public var challenges: [String: UInt64] = [:]
     }
 
     private let lock = NSLock()
     private var rooms: [RoomName: Room] = [:]
+    private var counters: [String: UInt32] = [:]
 
     public init() {}
 
@@ -100,8 +117,45 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
 
     public func deleteRoom(_ room: RoomName) { change { $0[room] = nil } }
 
-    // Test and endpoint helpers.
-    public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[room, default: Room()].verifier = verifier } }
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName) {
+        change { $0[room, default: Room()].challenges[challenge] = expiresAt }
+    }
+
+    public func liveChallenges(in room: RoomName, now: UInt64) -> Int {
+        change { rooms in
+            guard var entry = rooms[room] else { return 0 }
+            entry.challenges = entry.challenges.filter { $0.value >= now }
+            rooms[room] = entry
+            return entry.challenges.count
+        }
+    }
+
+    public func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool {
+        change { rooms in
+            guard let expiresAt = rooms[room]?.challenges.removeValue(forKey: challenge) else { return false }
+            return expiresAt >= now
+        }
+    }
+
     public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { change { $0[room, default: Room()].tickets[ticket] = record } }
+
+    public func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord? {
+        read { rooms in rooms[room]?.registrationTokens[token].flatMap { $0.expiresAt >= now ? $0 : nil } }
+    }
+
+    public func deleteRegistrationToken(_ token: String, in room: RoomName) { change { $0[room]?.registrationTokens[token] = nil } }
+
+    public func setVerifier(_ verifier: String, of room: RoomName, now: UInt64) {
+        change { rooms in
+            rooms[room, default: Room()].verifier = verifier
+            rooms[room]?.lastActivity = now
+        }
+    }
+
+    public func assertionCounter(for keyID: String) -> UInt32? { lock.withLock { counters[keyID] } }
+    public func setAssertionCounter(_ counter: UInt32, for keyID: String) { lock.withLock { counters[keyID] = counter } }
+
+    // Test helpers.
+    public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[room, default: Room()].verifier = verifier } }
     public func room(_ room: RoomName) -> Room? { read { $0[room] } }
 }

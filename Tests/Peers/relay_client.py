@@ -6,6 +6,8 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          both directions, then the phone leaves and the mac sees "peer gone"
   gate   an Origin header (403 forbidden), a bad room (400 bad room), a phone with no mac
          (refused "mac offline" then close 1008)
+  lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
+         package, independently of Tether), signed rejoins, then a signed /delete
 """
 import asyncio
 import json
@@ -13,22 +15,106 @@ import os
 import random
 import sys
 
+import base64
+import struct
+import urllib.error
+import urllib.request
+from urllib.parse import urlparse
+
 import websockets
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+
+def canonical(domain, fields):
+    out = b""
+    for element in [domain.encode()] + fields:
+        out += struct.pack(">I", len(element)) + element
+    return out
+
+
+def join_key(room_secret):
+    seed = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"relay-auth-ed25519").derive(room_secret)
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def post(url, room_name, path, body):
+    parsed = urlparse(url)
+    request = urllib.request.Request("http://%s%s" % (parsed.netloc, path), data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"x-relay-room": room_name, "User-Agent": "iTerm2Companion"}, method="POST")
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
 
 
 def room():
     return os.urandom(32).hex()
 
 
-async def admit(url, room_name, role):
+async def admit(url, room_name, role, key=None, origin=None):
     ws = await websockets.connect(url, additional_headers={"x-relay-room": room_name}, max_size=None,
                                   compression=None, origin=None, user_agent_header="iTerm2Companion")
     await ws.send(json.dumps({"v": 1, "role": role}))
     challenge = json.loads(await ws.recv())
-    await ws.send("{}")
+    if key is None:
+        await ws.send("{}")
+    else:
+        nonce = base64.b64decode(challenge["nonce"])
+        role_byte = b"\x01" if role == "mac" else b"\x02"
+        transcript = canonical("iterm2-relay-join", [b"\x01", role_byte, nonce, room_name.encode(), origin.encode()])
+        await ws.send(json.dumps({"sig": base64.b64encode(key.sign(transcript)).decode()}))
     result = json.loads(await ws.recv())
     return ws, challenge, result
+
+
+async def lifecycle(url):
+    out = {}
+    origin = "http://" + urlparse(url).netloc
+    r = room()
+    secret = os.urandom(32)
+    key = join_key(secret)
+    verifier = base64.b64encode(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)).decode()
+    mac, _, _ = await admit(url, r, "mac")
+    phone, _, phone_result = await admit(url, r, "phone")
+    token = phone_result["registrationToken"]
+    out["register"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier})
+    out["register_again"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier})
+    out["attest_open_mode"] = post(url, r, "/attest", {"challenge": "x", "attestationObject": "y"})
+    unsigned, _, unsigned_result = await admit(url, r, "mac")
+    out["unsigned_join"] = unsigned_result
+    mac2, _, mac2_result = await admit(url, r, "mac", key, origin)
+    out["signed_mac"] = mac2_result
+    phone2, _, phone2_result = await admit(url, r, "phone", key, origin)
+    out["signed_phone_ok"] = phone2_result.get("ok")
+    status, challenge = post(url, r, "/attest/challenge", None)
+    out["challenge_status"] = status
+    c = challenge["challenge"]
+    transcript = canonical("iterm2-relay-delete", [b"\x01", base64.b64decode(c), r.encode(), origin.encode()])
+    out["delete"] = post(url, r, "/delete", {"challenge": c, "signature": base64.b64encode(key.sign(transcript)).decode()})
+    closes = []
+    for ws in (mac2, phone2):
+        try:
+            await ws.recv()
+        except ConnectionClosed as closed:
+            closes.append([closed.rcvd.code, closed.rcvd.reason] if closed.rcvd else None)
+    out["closes"] = closes
+    out["delete_again"] = post(url, r, "/delete", {"challenge": c, "signature": "x"})
+    out["unknown_path"] = post_raw(url, r, "/nothing")
+    return out
+
+
+def post_raw(url, room_name, path):
+    parsed = urlparse(url)
+    request = urllib.request.Request("http://%s%s" % (parsed.netloc, path), data=b"{}", headers={"x-relay-room": room_name}, method="POST")
+    try:
+        with urllib.request.urlopen(request) as response:
+            return [response.status, response.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
 
 
 async def pair(url):
@@ -84,4 +170,4 @@ async def gate(url):
 
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
-    print(json.dumps(asyncio.run({"pair": pair, "gate": gate}[scenario](url))))
+    print(json.dumps(asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle}[scenario](url))))

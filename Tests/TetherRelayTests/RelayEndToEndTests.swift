@@ -84,3 +84,26 @@ final class RelayEndToEndTests: XCTestCase {
         XCTAssertEqual(process.terminationStatus, 0)
     }
 }
+
+extension RelayEndToEndTests {
+    func testRegisterSignedRejoinAndDeleteWithAnIndependentClient() throws {
+        let result = try client("lifecycle")
+        func pair(_ key: String) -> (Int?, [String: Any]?) {
+            let value = result[key] as? [Any]
+            return (value?.first as? Int, value?.last as? [String: Any])
+        }
+        XCTAssertEqual(pair("register").0, 200)
+        XCTAssertEqual(pair("register_again").0, 403)
+        XCTAssertEqual(pair("register_again").1?["error"] as? String, "already registered")
+        XCTAssertEqual(pair("attest_open_mode").0, 400)
+        XCTAssertEqual(pair("attest_open_mode").1?["error"] as? String, "attestation disabled")
+        XCTAssertEqual((result["unsigned_join"] as? [String: Any])?["error"] as? String, "signature required")
+        XCTAssertEqual((result["signed_mac"] as? [String: Any])?["ok"] as? Bool, true)
+        XCTAssertEqual(result["signed_phone_ok"] as? Bool, true)
+        XCTAssertEqual(result["challenge_status"] as? Int, 200)
+        XCTAssertEqual(pair("delete").0, 200)
+        XCTAssertEqual(result["closes"] as? [[AnyHashable]], [[1000, "room deleted"], [1000, "room deleted"]])
+        XCTAssertEqual(pair("delete_again").1?["error"] as? String, "not established")
+        XCTAssertEqual(result["unknown_path"] as? [AnyHashable], [501, "not implemented"])
+    }
+}

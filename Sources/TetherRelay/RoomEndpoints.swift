@@ -1,0 +1,111 @@
+import TetherCrypto
+public import TetherWire
+
+/// The room-level HTTP endpoints (relay.md §4) as pure logic over a `RoomStore`: a request body
+/// in, a status and JSON body out, plus whether the room must be torn down. Run on the room's
+/// loop, so each request is atomic with respect to the room's sockets.
+public struct RoomEndpoints: Sendable {
+    public struct Outcome: Equatable, Sendable {
+        public let status: Int
+        public let json: String
+        /// `/delete` succeeded: close every socket 1000 `room deleted` (storage is already wiped).
+        public let tearDown: Bool
+
+        static func ok(_ fields: String = "") -> Outcome { Outcome(status: 200, json: #"{"ok":true\#(fields)}"#, tearDown: false) }
+        static func error(_ status: Int, _ reason: String) -> Outcome {
+            Outcome(status: status, json: AdmissionReply.refused(reason), tearDown: false)
+        }
+    }
+
+    public let origin: String
+    public let attestationRequired: Bool
+    public static let ttl: UInt64 = 300_000
+    public static let maxLiveChallenges = 16
+
+    public init(origin: String, attestationRequired: Bool) {
+        self.origin = origin
+        self.attestationRequired = attestationRequired
+    }
+
+    /// The paths served; anything else (or another method) is 501 `not implemented`.
+    public static let routes: Set<String> = ["/attest/challenge", "/attest", "/register", "/delete"]
+
+    public func handle(path: String, body: [UInt8], room: RoomName, store: any RoomStore, now: UInt64,
+                       random: (Int) -> [UInt8]) -> Outcome {
+        switch path {
+        case "/attest/challenge": return challenge(room: room, store: store, now: now, random: random)
+        case "/attest": return attest(body: body, room: room, store: store, now: now)
+        case "/register": return register(body: body, room: room, store: store, now: now)
+        case "/delete": return delete(body: body, room: room, store: store, now: now)
+        default: return .error(501, "not implemented")
+        }
+    }
+
+    // MARK: §4.1
+
+    private func challenge(room: RoomName, store: any RoomStore, now: UInt64, random: (Int) -> [UInt8]) -> Outcome {
+        guard store.liveChallenges(in: room, now: now) < Self.maxLiveChallenges else {
+            return .error(429, "too many outstanding challenges")
+        }
+        let challenge = Base64.encode(random(32))
+        store.putChallenge(challenge, expiresAt: now + Self.ttl, in: room)
+        return .ok(#","challenge":"\#(challenge)""#)
+    }
+
+    // MARK: §4.2
+
+    private func attest(body: [UInt8], room: RoomName, store: any RoomStore, now: UInt64) -> Outcome {
+        guard attestationRequired else { return .error(400, "attestation disabled") }
+        guard let json = JSONValue.parse(body) else { return .error(400, "bad json") }
+        guard let challenge = json.string("challenge"), json.string("attestationObject") != nil else { return .error(400, "missing fields") }
+        guard store.consumeChallenge(challenge, in: room, now: now) else { return .error(403, "bad challenge") }
+        // App Attest verification is its own issue; until it lands nothing is accepted here.
+        return .error(403, "attestation rejected")
+    }
+
+    // MARK: §4.3
+
+    private func register(body: [UInt8], room: RoomName, store: any RoomStore, now: UInt64) -> Outcome {
+        guard let json = JSONValue.parse(body) else { return .error(400, "bad json") }
+        guard let verifier = json.string("verifier") else { return .error(400, "missing verifier") }
+        guard let decoded = try? Base64.decodeForgiving(verifier), decoded.count == 32 else { return .error(400, "bad verifier") }
+        guard store.verifier(of: room) == nil else { return .error(403, "already registered") }
+        guard let token = json.string("registrationToken") else { return .error(403, "token required") }
+        guard let record = store.registrationToken(token, in: room, now: now) else { return .error(403, "bad token") }
+        if attestationRequired {
+            guard record.attestKeyID != nil, record.attestPublicKey != nil else { return .error(403, "token not attested") }
+            guard let challenge = json.string("challenge"), json.string("assertion") != nil else { return .error(403, "assertion required") }
+            guard store.consumeChallenge(challenge, in: room, now: now) else { return .error(403, "bad challenge") }
+            // Assertions are verified by the App Attest issue; until then they are refused.
+            return .error(403, "assertion rejected: App Attest verification is not available")
+        }
+        store.deleteRegistrationToken(token, in: room)
+        store.setVerifier(verifier, of: room, now: now)
+        return .ok()
+    }
+
+    // MARK: §4.4
+
+    private func delete(body: [UInt8], room: RoomName, store: any RoomStore, now: UInt64) -> Outcome {
+        guard let json = JSONValue.parse(body) else { return .error(400, "bad json") }
+        guard let verifier = store.verifier(of: room) else { return .error(403, "not established") }
+        guard let challenge = json.string("challenge"), let signature = json.string("signature") else {
+            return .error(403, "signature required")
+        }
+        guard store.consumeChallenge(challenge, in: room, now: now) else { return .error(403, "bad challenge") }
+        let transcript = DeleteTranscript(challenge: (try? Base64.decodeForgiving(challenge)) ?? [], room: room, origin: origin)
+        guard let key = (try? Base64.decodeForgiving(verifier)).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
+              let signatureBytes = try? Base64.decodeForgiving(signature),
+              key.isValidSignature(signatureBytes, for: transcript.bytes) else { return .error(403, "bad signature") }
+        store.deleteRoom(room)
+        return Outcome(status: 200, json: #"{"ok":true}"#, tearDown: true)
+    }
+}
+
+extension JSONValue {
+    /// A string field of an object (nil when absent, not a string, or not an object).
+    func string(_ key: String) -> String? {
+        guard case let .object(fields) = self, case let .string(value)? = fields[key] else { return nil }
+        return value
+    }
+}
