@@ -88,10 +88,22 @@ final class HTTPServerTests: XCTestCase {
 }
 
 final class GracefulShutdownTests: XCTestCase {
+    /// The echo application, telling the test when a request's head has been parsed.
+    final class WatchedEcho: HTTPServerDelegate, @unchecked Sendable {
+        let echo = EchoApplication()
+        let headSeen = DispatchSemaphore(value: 0)
+        func bodyLimit(for head: HTTPRequestHead) -> Int {
+            if head.method == "POST" { headSeen.signal() }
+            return echo.bodyLimit(for: head)
+        }
+        func respond(to request: HTTPServerRequest) -> HTTPResponse { echo.respond(to: request) }
+    }
+
     func testShutdownClosesIdleConnectionsFinishesRequestsInFlightAndRefusesNewOnes() throws {
         let group = try EventLoopGroup(count: 2)
         defer { group.shutdown() }
-        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: EchoApplication())
+        let app = WatchedEcho()
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: app)
         let port = try server.start()
 
         let idle = try RawClient(port: port)
@@ -99,8 +111,8 @@ final class GracefulShutdownTests: XCTestCase {
         XCTAssertTrue(String(decoding: idle.read(atLeast: 20), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
         let busy = try RawClient(port: port)
         busy.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n01234")   // half a body
-        // Let the server read the head, so the request counts as in flight when shutdown starts.
-        usleep(300_000)
+        // Once the server has parsed the head, the request counts as in flight.
+        XCTAssertEqual(app.headSeen.wait(timeout: .now() + 10), .success)
 
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {

@@ -105,23 +105,26 @@ public final class HTTPServer: @unchecked Sendable {
     /// connections belong to their owners and are not touched. Returns when done.
     public func shutdown(grace: UInt64 = .seconds(10)) {
         stopAccepting()
+        // Start draining on every loop at once, then wait for all of them.
+        var finished: [DispatchSemaphoreLite] = []
         for (index, loop) in group.loops.enumerated() {
             let connections = open[index]
-            let finished = DispatchSemaphoreLite()
+            let done = DispatchSemaphoreLite()
+            finished.append(done)
             loop.execute {
                 connections.draining = true
                 for connection in connections.all where connection.isIdle { connection.closeNow() }
                 if connections.all.isEmpty {
-                    finished.signal()
+                    done.signal()
                     return
                 }
-                connections.onEmpty = { finished.signal() }
+                connections.onEmpty = { done.signal() }
                 loop.schedule(after: grace) {
                     for connection in connections.all { connection.closeNow() }
                 }
             }
-            finished.wait()
         }
+        for done in finished { done.wait() }
     }
 
     private func accept(fd: Int32, peer: SocketAddress?, on loop: EventLoop) {
