@@ -48,8 +48,11 @@ case "relay":
         fail("relay: \(error)")
     }
     for note in notes { FileHandle.standardError.write(Data("relay: \(note)\n".utf8)) }
-    if configuration.databasePath != ":memory:" {
-        FileHandle.standardError.write(Data("relay: note: the SQLite store is not built yet; rooms are kept in memory and lost on restart\n".utf8))
+    let store: any RoomStore
+    do {
+        store = configuration.databasePath == ":memory:" ? InMemoryRoomStore() : try SQLiteRoomStore(path: configuration.databasePath)
+    } catch {
+        fail("relay: RELAY_DB: \(error)", code: 1)
     }
     signal(SIGPIPE, SIG_IGN)
     var stopSignals = sigset_t()
@@ -62,7 +65,7 @@ case "relay":
     let port: UInt16
     do {
         group = try EventLoopGroup()
-        relay = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore())
+        relay = RelayServer(configuration: configuration, group: group, store: store)
         port = try relay.start()
     } catch {
         fail("relay: cannot start: \(error)", code: 1)

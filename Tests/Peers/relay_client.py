@@ -168,6 +168,33 @@ async def gate(url):
     return out
 
 
+async def register(url):
+    """Pairs and registers a room; prints what a later rejoin needs."""
+    r = room()
+    secret = os.urandom(32)
+    key = join_key(secret)
+    verifier = base64.b64encode(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)).decode()
+    mac, _, _ = await admit(url, r, "mac")
+    phone, _, phone_result = await admit(url, r, "phone")
+    status, body = post(url, r, "/register", {"registrationToken": phone_result["registrationToken"], "verifier": verifier})
+    await phone.close()
+    await mac.close()
+    return {"room": r, "secret": secret.hex(), "status": status}
+
+
+async def rejoin(url, r, secret_hex):
+    origin = "http://" + urlparse(url).netloc
+    key = join_key(bytes.fromhex(secret_hex))
+    unsigned, _, unsigned_result = await admit(url, r, "mac")
+    mac, _, signed_result = await admit(url, r, "mac", key, origin)
+    await mac.close()
+    return {"unsigned": unsigned_result, "signed": signed_result}
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
-    print(json.dumps(asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle}[scenario](url))))
+    if scenario == "rejoin":
+        result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
+    else:
+        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register}[scenario](url))
+    print(json.dumps(result))

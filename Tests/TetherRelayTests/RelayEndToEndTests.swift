@@ -22,6 +22,11 @@ final class RelayEndToEndTests: XCTestCase {
     }
 
     override func setUpWithError() throws {
+        try startRelay(database: ":memory:")
+    }
+
+    /// Starts `tether relay --local` on a fresh port with `database`; waits for its start-up line.
+    func startRelay(database: String) throws {
         let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
@@ -29,7 +34,7 @@ final class RelayEndToEndTests: XCTestCase {
         port = freePort()
         process = Process()
         process.executableURL = binary
-        process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", ":memory:"]
+        process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", database]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -40,7 +45,7 @@ final class RelayEndToEndTests: XCTestCase {
             if chunk.isEmpty { break }
             line += chunk
         }
-        XCTAssertTrue(String(decoding: line, as: UTF8.self).hasPrefix("relay: listening on 127.0.0.1:\(port) (db=:memory:, attest=false)"),
+        XCTAssertTrue(String(decoding: line, as: UTF8.self).hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(database), attest=false)"),
                       String(decoding: line, as: UTF8.self))
     }
 
@@ -51,8 +56,8 @@ final class RelayEndToEndTests: XCTestCase {
         }
     }
 
-    private func client(_ scenario: String) throws -> [String: Any] {
-        let result = try PythonPeer.run(script: "relay_client.py", arguments: ["ws://127.0.0.1:\(port)/", scenario], timeout: 60)
+    func client(_ scenario: String, _ extra: [String] = []) throws -> [String: Any] {
+        let result = try PythonPeer.run(script: "relay_client.py", arguments: ["ws://127.0.0.1:\(port)/", scenario] + extra, timeout: 60)
         XCTAssertEqual(result.status, 0, String(result.stderr.suffix(800)))
         return (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]) ?? [:]
     }
@@ -105,5 +110,25 @@ extension RelayEndToEndTests {
         XCTAssertEqual(result["closes"] as? [[AnyHashable]], [[1000, "room deleted"], [1000, "room deleted"]])
         XCTAssertEqual(pair("delete_again").1?["error"] as? String, "not established")
         XCTAssertEqual(result["unknown_path"] as? [AnyHashable], [501, "not implemented"])
+    }
+}
+
+extension RelayEndToEndTests {
+    func testAnEstablishedRoomSurvivesKillDashNine() throws {
+        process.interrupt()
+        process.waitUntilExit()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("relay.db").path
+        try startRelay(database: database)
+        let registered = try client("register")
+        XCTAssertEqual(registered["status"] as? Int, 200)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try startRelay(database: database)
+        let rejoined = try client("rejoin", [registered["room"] as? String ?? "", registered["secret"] as? String ?? ""])
+        XCTAssertEqual((rejoined["unsigned"] as? [String: Any])?["error"] as? String, "signature required", "still established")
+        XCTAssertEqual((rejoined["signed"] as? [String: Any])?["ok"] as? Bool, true)
     }
 }

@@ -1,0 +1,238 @@
+import CSQLite
+import Foundation
+public import TetherWire
+
+/// The embedded store: one SQLite file in WAL mode. Ordinary writes commit with
+/// `synchronous=NORMAL` (survive a process crash, `kill -9` included); a verifier — the one
+/// record whose loss strands a pairing — commits with `synchronous=FULL` so it also survives an
+/// OS crash. One connection, serialised by a lock, shared by every loop's rooms.
+public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
+    public enum Failure: Error, CustomStringConvertible {
+        case open(String)
+        case statement(String)
+        public var description: String {
+            switch self {
+            case let .open(message): "cannot open the room database: \(message)"
+            case let .statement(message): "room database: \(message)"
+            }
+        }
+    }
+
+    private let db: OpaquePointer
+    private let lock = NSLock()
+    private var statements: [String: OpaquePointer] = [:]
+
+    public init(path: String) throws {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            throw Failure.open(message)
+        }
+        db = handle
+        sqlite3_busy_timeout(db, 5_000)
+        try execute("""
+            PRAGMA journal_mode=WAL;
+            PRAGMA synchronous=NORMAL;
+            CREATE TABLE IF NOT EXISTS rooms (
+                room TEXT PRIMARY KEY, verifier TEXT, pairing_cycles INTEGER NOT NULL DEFAULT 0,
+                last_activity INTEGER, quota_day_start INTEGER, quota_bytes INTEGER);
+            CREATE TABLE IF NOT EXISTS ephemeral (
+                room TEXT NOT NULL, kind TEXT NOT NULL, secret TEXT NOT NULL, expires_at INTEGER NOT NULL,
+                key_id TEXT, public_key TEXT, PRIMARY KEY (room, kind, secret));
+            CREATE TABLE IF NOT EXISTS assertion_counters (key_id TEXT PRIMARY KEY, counter INTEGER NOT NULL);
+            """)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close(db)
+    }
+
+    // MARK: RoomStore
+
+    public func verifier(of room: RoomName) -> String? {
+        query("SELECT verifier FROM rooms WHERE room = ?1", [room.hex]) { text($0, 0) } ?? nil
+    }
+
+    public func pairingCycles(of room: RoomName) -> Int {
+        query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+    }
+
+    public func setPairingCycles(_ cycles: Int, of room: RoomName) {
+        run("INSERT INTO rooms (room, pairing_cycles) VALUES (?1, ?2) ON CONFLICT(room) DO UPDATE SET pairing_cycles = ?2", [room.hex, cycles])
+    }
+
+    public func touch(_ room: RoomName, at now: UInt64) {
+        run("INSERT INTO rooms (room, last_activity) VALUES (?1, ?2) ON CONFLICT(room) DO UPDATE SET last_activity = ?2", [room.hex, Int(now)])
+    }
+
+    public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
+        let record: TicketRecord?? = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'ticket' AND secret = ?2 RETURNING expires_at, key_id, public_key",
+                                           [room.hex, ticket]) { row in
+            TicketRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), keyID: text(row, 1) ?? "", publicKey: text(row, 2) ?? "")
+        }
+        guard let found = record ?? nil, found.expiresAt >= now else { return nil }
+        return found
+    }
+
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
+        putEphemeral(room, "regtoken", token, record.expiresAt, record.attestKeyID, record.attestPublicKey)
+    }
+
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName) {
+        putEphemeral(room, "challenge", challenge, expiresAt, nil, nil)
+    }
+
+    public func liveChallenges(in room: RoomName, now: UInt64) -> Int {
+        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND expires_at < ?2", [room.hex, Int(now)])
+        return query("SELECT count(*) FROM ephemeral WHERE room = ?1 AND kind = 'challenge'", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+    }
+
+    public func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool {
+        let expiresAt = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND secret = ?2 RETURNING expires_at",
+                              [room.hex, challenge]) { UInt64(sqlite3_column_int64($0, 0)) }
+        return expiresAt.map { $0 >= now } ?? false
+    }
+
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) {
+        putEphemeral(room, "ticket", ticket, record.expiresAt, record.keyID, record.publicKey)
+    }
+
+    public func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord? {
+        let record = query("SELECT expires_at, key_id, public_key FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2",
+                           [room.hex, token]) { row in
+            RegistrationTokenRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), attestKeyID: text(row, 1), attestPublicKey: text(row, 2))
+        }
+        guard let record, record.expiresAt >= now else { return nil }
+        return record
+    }
+
+    public func deleteRegistrationToken(_ token: String, in room: RoomName) {
+        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [room.hex, token])
+    }
+
+    public func setVerifier(_ verifier: String, of room: RoomName, now: UInt64) {
+        lock.withLock {
+            _ = try? executeLocked("PRAGMA synchronous=FULL")
+            runLocked("INSERT INTO rooms (room, verifier, last_activity) VALUES (?1, ?2, ?3) ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3",
+                      [room.hex, verifier, Int(now)])
+            _ = try? executeLocked("PRAGMA synchronous=NORMAL")
+        }
+    }
+
+    public func assertionCounter(for keyID: String) -> UInt32? {
+        query("SELECT counter FROM assertion_counters WHERE key_id = ?1", [keyID]) { UInt32(truncatingIfNeeded: sqlite3_column_int64($0, 0)) }
+    }
+
+    public func setAssertionCounter(_ counter: UInt32, for keyID: String) {
+        run("INSERT INTO assertion_counters (key_id, counter) VALUES (?1, ?2) ON CONFLICT(key_id) DO UPDATE SET counter = ?2", [keyID, Int(counter)])
+    }
+
+    public func quota(of room: RoomName) -> QuotaRecord? {
+        query("SELECT quota_day_start, quota_bytes FROM rooms WHERE room = ?1 AND quota_day_start IS NOT NULL", [room.hex]) { row in
+            QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 0)), bytes: sqlite3_column_int64(row, 1))
+        }
+    }
+
+    public func setQuota(_ record: QuotaRecord, of room: RoomName) {
+        run("INSERT INTO rooms (room, quota_day_start, quota_bytes) VALUES (?1, ?2, ?3) ON CONFLICT(room) DO UPDATE SET quota_day_start = ?2, quota_bytes = ?3",
+            [room.hex, Int(record.dayStart), Int(record.bytes)])
+    }
+
+    public func deleteRoom(_ room: RoomName) {
+        lock.withLock {
+            _ = try? executeLocked("BEGIN")
+            runLocked("DELETE FROM ephemeral WHERE room = ?1", [room.hex])
+            runLocked("DELETE FROM rooms WHERE room = ?1", [room.hex])
+            _ = try? executeLocked("COMMIT")
+        }
+    }
+
+    /// Deletes expired ephemeral records in every room (housekeeping).
+    public func pruneExpired(now: UInt64) {
+        run("DELETE FROM ephemeral WHERE expires_at < ?1", [Int(now)])
+    }
+
+    // MARK: SQLite plumbing
+
+    private enum Value { case text(String), integer(Int), null }
+
+    private func putEphemeral(_ room: RoomName, _ kind: String, _ secret: String, _ expiresAt: UInt64, _ keyID: String?, _ publicKey: String?) {
+        run("INSERT OR REPLACE INTO ephemeral (room, kind, secret, expires_at, key_id, public_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            [room.hex, kind, secret, Int(expiresAt), keyID as Any, publicKey as Any])
+    }
+
+    private func execute(_ sql: String) throws {
+        try lock.withLock { try executeLocked(sql) }
+    }
+
+    private func executeLocked(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(db, sql, nil, nil, &error) == SQLITE_OK else {
+            let message = error.map { String(cString: $0) } ?? "unknown"
+            sqlite3_free(error)
+            throw Failure.statement(message)
+        }
+    }
+
+    private func prepared(_ sql: String) -> OpaquePointer? {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK else { return nil }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ statement: OpaquePointer, _ values: [Any]) {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            switch value {
+            case let text as String: sqlite3_bind_text(statement, index, text, -1, tether_sqlite_transient())
+            case let integer as Int: sqlite3_bind_int64(statement, index, Int64(integer))
+            default: sqlite3_bind_null(statement, index)
+            }
+        }
+    }
+
+    /// Runs a statement; a storage failure is reported and treated as "nothing stored" (fail closed
+    /// for reads: an unreadable verifier reads as absent, which refuses signed joins).
+    private func run(_ sql: String, _ values: [Any]) {
+        lock.withLock { runLocked(sql, values) }
+    }
+
+    private func runLocked(_ sql: String, _ values: [Any]) {
+        guard let statement = prepared(sql) else { return report(sql) }
+        defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+        bind(statement, values)
+        var status = sqlite3_step(statement)
+        while status == SQLITE_ROW { status = sqlite3_step(statement) }
+        if status != SQLITE_DONE { report(sql) }
+    }
+
+    /// The first row's value, or nil if there is none.
+    private func query<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) -> R? {
+        lock.withLock {
+            guard let statement = prepared(sql) else {
+                report(sql)
+                return nil
+            }
+            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+            bind(statement, values)
+            guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
+            let result = row(statement)
+            // Finish RETURNING statements so the write commits.
+            while sqlite3_step(statement) == SQLITE_ROW {}
+            return result
+        }
+    }
+
+    private func report(_ sql: String) {
+        FileHandle.standardError.write(Data("relay: storage error: \(String(cString: sqlite3_errmsg(db)))\n".utf8))
+    }
+}
+
+private func text(_ statement: OpaquePointer, _ column: Int32) -> String? {
+    guard sqlite3_column_type(statement, column) != SQLITE_NULL, let bytes = sqlite3_column_text(statement, column) else { return nil }
+    return String(cString: bytes)
+}

@@ -1,0 +1,89 @@
+import Foundation
+import TetherRelay
+import TetherWire
+import XCTest
+
+/// The same behaviour from every `RoomStore`: the in-memory double and SQLite.
+class RoomStoreContract: XCTestCase {
+    func makeStore() throws -> any RoomStore { InMemoryRoomStore() }
+    private let room = RoomName(header: String(repeating: "d", count: 64))!
+    private let other = RoomName(header: String(repeating: "e", count: 64))!
+
+    func testVerifierCyclesActivityAndQuota() throws {
+        let store = try makeStore()
+        XCTAssertNil(store.verifier(of: room))
+        XCTAssertEqual(store.pairingCycles(of: room), 0)
+        store.setPairingCycles(3, of: room)
+        XCTAssertEqual(store.pairingCycles(of: room), 3)
+        store.setVerifier("V", of: room, now: 10)
+        XCTAssertEqual(store.verifier(of: room), "V")
+        XCTAssertNil(store.verifier(of: other))
+        XCTAssertNil(store.quota(of: room))
+        store.setQuota(QuotaRecord(dayStart: 5, bytes: 6), of: room)
+        XCTAssertEqual(store.quota(of: room), QuotaRecord(dayStart: 5, bytes: 6))
+        store.touch(room, at: 20)
+        store.deleteRoom(room)
+        XCTAssertNil(store.verifier(of: room))
+        XCTAssertEqual(store.pairingCycles(of: room), 0)
+        XCTAssertNil(store.quota(of: room))
+    }
+
+    func testEphemeralRecordsAreSingleUseAndExpire() throws {
+        let store = try makeStore()
+        store.putChallenge("c1", expiresAt: 100, in: room)
+        store.putChallenge("c2", expiresAt: 50, in: room)
+        XCTAssertEqual(store.liveChallenges(in: room, now: 60), 1, "expired ones are pruned")
+        XCTAssertFalse(store.consumeChallenge("c1", in: other, now: 60), "per room")
+        XCTAssertTrue(store.consumeChallenge("c1", in: room, now: 100))
+        XCTAssertFalse(store.consumeChallenge("c1", in: room, now: 60), "single use")
+        store.putChallenge("c3", expiresAt: 100, in: room)
+        XCTAssertFalse(store.consumeChallenge("c3", in: room, now: 101), "expired")
+        XCTAssertFalse(store.consumeChallenge("c3", in: room, now: 50), "and gone")
+
+        store.putTicket("t", TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p"), in: room)
+        XCTAssertEqual(store.consumeTicket("t", in: room, now: 100), TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p"))
+        XCTAssertNil(store.consumeTicket("t", in: room, now: 0))
+
+        store.putRegistrationToken("K", RegistrationTokenRecord(expiresAt: 100, attestKeyID: "k", attestPublicKey: nil), in: room)
+        XCTAssertEqual(store.registrationToken("K", in: room, now: 100)?.attestKeyID, "k")
+        XCTAssertNil(store.registrationToken("K", in: room, now: 101))
+        XCTAssertNotNil(store.registrationToken("K", in: room, now: 99), "reading does not consume")
+        store.deleteRegistrationToken("K", in: room)
+        XCTAssertNil(store.registrationToken("K", in: room, now: 0))
+
+        XCTAssertNil(store.assertionCounter(for: "k"))
+        store.setAssertionCounter(7, for: "k")
+        XCTAssertEqual(store.assertionCounter(for: "k"), 7)
+    }
+}
+
+final class InMemoryRoomStoreTests: RoomStoreContract {}
+
+final class SQLiteRoomStoreTests: RoomStoreContract {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-db-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: directory) }
+
+    override func makeStore() throws -> any RoomStore { try SQLiteRoomStore(path: directory.appendingPathComponent("relay.db").path) }
+
+    func testEstablishedRoomsSurviveReopening() throws {
+        let room = RoomName(header: String(repeating: "f", count: 64))!
+        do {
+            let store = try makeStore()
+            store.setVerifier("V", of: room, now: 1)
+            store.setPairingCycles(2, of: room)
+        }
+        let reopened = try makeStore()
+        XCTAssertEqual(reopened.verifier(of: room), "V")
+        XCTAssertEqual(reopened.pairingCycles(of: room), 2)
+    }
+
+    func testAnUnopenableDatabaseIsAnError() {
+        XCTAssertThrowsError(try SQLiteRoomStore(path: "/nonexistent-dir/relay.db"))
+    }
+}
