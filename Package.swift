@@ -40,7 +40,9 @@ let package = Package(
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: Services
-        .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
+        // Rooms are confined to their loop like the network layer, so the same release setting applies.
+        .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "CSQLite"],
+                swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: Programs
         .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherNet"], swiftSettings: strict),
