@@ -6,8 +6,8 @@ import TetherWire
 /// The companion relay on TetherNet: the entry gate and per-IP limits (relay.md §2.3), rooms on
 /// the loop their name maps to, and each room's `RoomMachine` driven by its sockets.
 ///
-/// Not yet here (relay issue, next steps): the room-level HTTP endpoints (§4), SQLite storage,
-/// /metrics and /healthz, sharding.
+/// Not yet here (relay issue, next steps): housekeeping alarms, the room cap, /healthz, the
+/// metrics push, sharding.
 public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
@@ -22,6 +22,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     /// Rooms of each loop (touched only on that loop).
     private let rooms: [RoomTable]
     private let log: @Sendable (String) -> Void
+    /// The §2.10 counters, served on loopback `/metrics`.
+    public let metrics = RelayMetrics()
 
     public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,
                 log: (@Sendable (String) -> Void)? = nil) {
@@ -33,6 +35,13 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         rooms = group.loops.map { _ in RoomTable() }
+    }
+
+    /// Loops the relay's group should have: one per core, except with in-process TLS, where a
+    /// session stays on the loop that accepted it and so every room must share that one loop.
+    /// TLS at a proxy (the recommended deployment) keeps all cores.
+    public static func loopCount(for configuration: RelayConfiguration) -> Int? {
+        configuration.tlsCertificatePath != nil ? 1 : nil
     }
 
     /// Binds and starts serving; returns the bound port.
@@ -63,7 +72,9 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
 
     /// §2.2: the gate, the `/attest*` limiter, then the room's endpoint, run on the room's loop.
     public func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
+        if request.head.path == "/metrics" { return scrape(request, reply: reply) }
         if let refusal = gateRefusal(request.head) { return reply(refusal) }
+        metrics.httpRequest()
         let room = roomName(request.head)!
         let path = String(request.head.path)
         if path.hasPrefix("/attest") {
@@ -83,6 +94,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
                 write("relay \(room.logTag) teardown reason=room deleted")
                 table.closeRoom(room, code: 1000, reason: "room deleted")
             }
+            if outcome.status == 500 { metrics.httpError() }
             reply(.json(outcome.status, Array(outcome.json.utf8)))
         }
     }
@@ -109,24 +121,31 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     // MARK: WebSocket upgrade (§2.3)
 
     public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
-        if let refusal = gateRefusal(request.head) { return .refuse(refusal) }
+        if let refusal = gateRefusal(request.head) {
+            metrics.upgradeRejected(.gate)
+            return .refuse(refusal)
+        }
         let room = roomName(request.head)!
         let ip = clientIP(request)
         let now = Self.milliseconds()
-        let admitted: HTTPResponse? = gate.withLock {
-            guard wsLimiter.hit(ip, now: now) else { return .text(429, "rate limited") }
-            guard socketsPerIP[ip, default: 0] < configuration.maxSocketsPerIP else { return .text(429, "too many connections") }
-            guard totalSockets < configuration.maxTotalSockets else { return .text(503, "capacity") }
+        let refused: (HTTPResponse, RelayMetrics.Rejection)? = gate.withLock {
+            guard wsLimiter.hit(ip, now: now) else { return (.text(429, "rate limited"), .rate_limited) }
+            guard socketsPerIP[ip, default: 0] < configuration.maxSocketsPerIP else { return (.text(429, "too many connections"), .ip_cap) }
+            guard totalSockets < configuration.maxTotalSockets else { return (.text(503, "capacity"), .total_cap) }
             socketsPerIP[ip, default: 0] += 1
             totalSockets += 1
             return nil
         }
-        if let admitted { return .refuse(admitted) }
+        if let (response, reason) = refused {
+            metrics.upgradeRejected(reason)
+            return .refuse(response)
+        }
         guard case .upgrade = handshake else {
             release(ip)
             if case let .refuse(response) = handshake { return .refuse(response) }
             return .refuse(.text(400, "bad upgrade"))
         }
+        metrics.upgradeAccepted()
         let index = room.bucket % group.loops.count
         let target = group.loops[index]
         let table = rooms[index]
@@ -139,9 +158,23 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
             } else if let tcp = transport as? TCPConnection {
                 tcp.handoff(to: target) { attach($0) }
             } else {
-                attach(transport)   // TLS connections stay on their accepting loop for now
+                // A TLS session cannot move between loops, and a room's table must only be
+                // touched from its own loop; `loopCount(for:)` gives TLS a single loop so this
+                // never happens — if it does, dropping the socket beats a data race.
+                transport.close()
+                release(ip)
             }
         }
+    }
+
+    var socketsLive: Int { gate.withLock { totalSockets } }
+
+    /// Occupancy summed over every loop's rooms, each read on its own loop, then `done`.
+    func occupancy(from index: Int = 0, adding sum: RelayMetrics.Occupancy = .init(),
+                   _ done: @escaping @Sendable (RelayMetrics.Occupancy) -> Void) {
+        guard index < group.loops.count else { return done(sum) }
+        let table = rooms[index]
+        group.loops[index].execute { [self] in occupancy(from: index + 1, adding: table.occupancy(adding: sum), done) }
     }
 
     func release(_ ip: String) {
@@ -194,6 +227,20 @@ final class RoomTable: @unchecked Sendable {
     }
 
     func closeRoom(_ room: RoomName, code: UInt16, reason: String) { rooms[room]?.closeAll(code: code, reason: reason) }
+
+    func occupancy(adding sum: RelayMetrics.Occupancy) -> RelayMetrics.Occupancy {
+        var sum = sum
+        for host in rooms.values {
+            sum.rooms += 1
+            switch (host.machine.admitted(.mac) != nil, host.machine.admitted(.phone) != nil) {
+            case (true, true): sum.both += 1
+            case (true, false): sum.macOnly += 1
+            case (false, true): sum.phoneOnly += 1
+            case (false, false): sum.neither += 1
+            }
+        }
+        return sum
+    }
 }
 
 /// One resident room: its machine, its sockets, and the actions performed on them.
@@ -232,9 +279,15 @@ final class RoomHost {
         armDeadline()
     }
 
-    func gone(_ id: SocketID) {
+    func gone(_ id: SocketID, code: UInt16, reason: String) {
         guard let socket = sockets.removeValue(forKey: id) else { return }
         server.release(socket.ip)
+        let lived = RelayServer.milliseconds() &- socket.openedAt
+        server.metrics.socketLifetime(milliseconds: lived)
+        if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
+            server.metrics.keepaliveTermination()
+            server.write("relay \(machine.room.logTag) keepalive no-pong; terminating role=\(machine.role(of: id)?.rawValue ?? "?") lived=\(lived)ms")
+        }
         perform(machine.disconnected(id))
         if sockets.isEmpty, machine.isEmpty { onEmpty() }
     }
@@ -245,7 +298,9 @@ final class RoomHost {
         for action in actions {
             switch action {
             case let .send(id, text): sockets[id]?.connection?.send(text: Array(text.utf8))
-            case let .close(id, code, reason): sockets[id]?.connection?.close(code: code, reason: reason)
+            case let .close(id, code, reason):
+                server.metrics.closed(code: code, reason: reason)
+                sockets[id]?.connection?.close(code: code, reason: reason)
             case let .log(line): server.write(line)
             case .forward: break
             }
@@ -271,6 +326,7 @@ final class RoomSocket: WebSocketDelegate {
     let id: SocketID
     unowned let host: RoomHost
     let ip: String
+    let openedAt = RelayServer.milliseconds()
     var connection: WebSocketConnection?
 
     init(id: SocketID, host: RoomHost, ip: String) {
@@ -284,6 +340,6 @@ final class RoomSocket: WebSocketDelegate {
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
         connection = nil
-        host.gone(id)
+        host.gone(id, code: code, reason: reason)
     }
 }

@@ -90,6 +90,15 @@ public final class RoomMachine {
         sockets.first { $0.value.state == .admitted(role) }?.key
     }
 
+    /// The role a socket is admitted as or has claimed in its Hello; nil before any Hello.
+    public func role(of id: SocketID) -> RelayRole? {
+        switch sockets[id]?.state {
+        case let .admitted(role)?: role
+        case let .challenged(_, hello)?: hello.role
+        default: nil
+        }
+    }
+
     public func isAdmitted(_ id: SocketID) -> Bool {
         if case .admitted? = sockets[id]?.state { return true }
         return false

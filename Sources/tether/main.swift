@@ -64,7 +64,7 @@ case "relay":
     let relay: RelayServer
     let port: UInt16
     do {
-        group = try EventLoopGroup()
+        group = try EventLoopGroup(count: RelayServer.loopCount(for: configuration))
         relay = RelayServer(configuration: configuration, group: group, store: store)
         port = try relay.start()
     } catch {

@@ -6,6 +6,8 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          both directions, then the phone leaves and the mac sees "peer gone"
   gate   an Origin header (403 forbidden), a bad room (400 bad room), a phone with no mac
          (refused "mac offline" then close 1008)
+  metrics  the gate scenario, then a parked mac, then loopback /metrics scrapes (plain, with a
+         query and an Origin: 200) and proxied-looking ones (X-Forwarded-For, CF-Connecting-IP: 403)
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
 """
@@ -168,6 +170,33 @@ async def gate(url):
     return out
 
 
+def scrape(url, headers=None, target="/metrics"):
+    parsed = urlparse(url)
+    request = urllib.request.Request("http://%s%s" % (parsed.netloc, target), headers=headers or {})
+    try:
+        with urllib.request.urlopen(request) as response:
+            return [response.status, response.headers.get("content-type"), response.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.headers.get("content-type"), error.read().decode()]
+
+
+async def metrics(url):
+    await gate(url)
+    mac, _, _ = await admit(url, room(), "mac")
+    out = {}
+    status, content_type, body = scrape(url)
+    out["status"], out["content_type"] = status, content_type
+    out["series"] = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line and not line.startswith("#")}
+    out["help_lines"] = sum(1 for line in body.splitlines() if line.startswith("# HELP"))
+    out["type_lines"] = sum(1 for line in body.splitlines() if line.startswith("# TYPE"))
+    out["query_status"] = scrape(url, target="/metrics?x=1")[0]
+    out["origin_status"] = scrape(url, {"Origin": "https://evil.example"})[0]
+    out["forwarded"] = scrape(url, {"X-Forwarded-For": "127.0.0.1"})[::2]
+    out["cf"] = scrape(url, {"CF-Connecting-IP": "127.0.0.1"})[::2]
+    await mac.close()
+    return out
+
+
 async def register(url):
     """Pairs and registers a room; prints what a later rejoin needs."""
     r = room()
@@ -196,5 +225,5 @@ if __name__ == "__main__":
     if scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     else:
-        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register}[scenario](url))
+        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics}[scenario](url))
     print(json.dumps(result))

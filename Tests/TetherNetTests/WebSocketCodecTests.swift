@@ -196,9 +196,13 @@ final class WebSocketCodecTests: XCTestCase {
 
         var version8 = good
         version8[3] = ("Sec-WebSocket-Version", "8")
-        guard case let .refuse(refusal) = WebSocketHandshake.serverResponse(to: request(version8)) else { return XCTFail("accepted v8") }
-        XCTAssertEqual(refusal.status, 426)
-        XCTAssertEqual(refusal.headers["Sec-WebSocket-Version"], "13")
+        guard case .upgrade = WebSocketHandshake.serverResponse(to: request(version8)) else { return XCTFail("refused hybi-08") }
+        var version7 = good
+        version7[3] = ("Sec-WebSocket-Version", "7")
+        guard case let .refuse(refusal) = WebSocketHandshake.serverResponse(to: request(version7)) else { return XCTFail("accepted v7") }
+        XCTAssertEqual(refusal.status, 400)
+        XCTAssertEqual(refusal.headers["Sec-WebSocket-Version"], "13, 8")
+        guard case .refuse = WebSocketHandshake.serverResponse(to: request(Array(good.dropLast()))) else { return XCTFail("accepted without a version") }
 
         var badKey = good
         badKey[2] = ("Sec-WebSocket-Key", "short")

@@ -43,12 +43,12 @@ final class WebSocketServerTests: XCTestCase {
 
     // MARK: Handshake rules
 
-    func testVersionOtherThan13Gets426WithTheSupportedVersion() throws {
+    func testVersionOtherThan13Or8Gets400WithTheSupportedVersions() throws {
         let client = try RawClient(port: port)
-        client.send("GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n")
+        client.send("GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 12\r\n\r\n")
         let response = client.readText()
-        XCTAssertTrue(response.hasPrefix("HTTP/1.1 426 "), response)
-        XCTAssertTrue(response.contains("Sec-WebSocket-Version: 13\r\n"))
+        XCTAssertTrue(response.hasPrefix("HTTP/1.1 400 "), response)
+        XCTAssertTrue(response.contains("Sec-WebSocket-Version: 13, 8\r\n"))
     }
 
     func testTheApplicationCanRefuseBeforeThe101() throws {
@@ -78,7 +78,11 @@ final class WebSocketServerTests: XCTestCase {
         var parser = WebSocketFrameParser(role: .client, maxFramePayload: 1 << 20)
         parser.feed(rest)
         while let frame = try parser.nextFrame() {
-            if frame.opcode == .close { return frame.payload.count >= 2 ? UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]) : nil }
+            if frame.opcode == .close {
+                // Transport failures close with the bare code, as the reference does (relay.md §2.7).
+                XCTAssertEqual(frame.payload.count, 2, "close frame carries a reason", file: file, line: line)
+                return frame.payload.count >= 2 ? UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]) : nil
+            }
         }
         return nil
     }

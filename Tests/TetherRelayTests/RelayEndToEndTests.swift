@@ -132,3 +132,26 @@ extension RelayEndToEndTests {
         XCTAssertEqual((rejoined["signed"] as? [String: Any])?["ok"] as? Bool, true)
     }
 }
+
+extension RelayEndToEndTests {
+    func testMetricsAnswerOnlyADirectLoopbackScrapeAndCountWhatHappened() throws {
+        let result = try client("metrics")
+        XCTAssertEqual(result["status"] as? Int, 200)
+        XCTAssertEqual(result["content_type"] as? String, "text/plain; version=0.0.4")
+        XCTAssertEqual(result["query_status"] as? Int, 200)
+        XCTAssertEqual(result["origin_status"] as? Int, 200, "/metrics is answered before the Origin gate")
+        XCTAssertEqual(result["forwarded"] as? [AnyHashable], [403, "forbidden"])
+        XCTAssertEqual(result["cf"] as? [AnyHashable], [403, "forbidden"])
+        let series = try XCTUnwrap(result["series"] as? [String: Double])
+        XCTAssertEqual(series["relay_phone_no_mac_total"], 1)
+        XCTAssertEqual(series["relay_quota_exceeded_total"], 0)
+        XCTAssertEqual(series["relay_ws_upgrades_rejected_total{reason=\"gate\"}"], 2)
+        XCTAssertEqual(series["relay_ws_upgrades_total"], 2)
+        XCTAssertEqual(series["relay_rooms_live"], 1)
+        XCTAssertEqual(series["relay_rooms_mac_only"], 1)
+        XCTAssertEqual(series["relay_sockets_live"], 1)
+        XCTAssertEqual(series["relay_socket_lifetime_seconds_count"], 1, "the phone's socket closed")
+        XCTAssertEqual(series["relay_socket_lifetime_seconds_bucket{le=\"+Inf\"}"], 1)
+        XCTAssertEqual(result["help_lines"] as? Int, result["type_lines"] as? Int)
+    }
+}

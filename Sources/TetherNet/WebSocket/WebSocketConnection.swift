@@ -98,6 +98,10 @@ public final class WebSocketConnection: TransportDelegate {
         }
     }
 
+    /// The local reason given to the delegate when a keepalive ping went unanswered (the peer
+    /// itself sees no close frame, only the TCP reset: 1006).
+    public static let keepaliveTimeoutReason = "keepalive timeout"
+
     /// Starts the close handshake; the connection ends when the peer answers (or after the timeout).
     public func close(code: UInt16 = WebSocketCloseCode.normal, reason: String = "") {
         guard !finished, !sentClose else { return }
@@ -179,12 +183,14 @@ public final class WebSocketConnection: TransportDelegate {
         }
     }
 
-    /// A protocol violation: send its close code and end.
+    /// A protocol violation: send its close code and end. The close frame carries the code only —
+    /// the reason stays local (the delegate still sees it) because clients compare the transport
+    /// closes to the reference's, which are bare codes (relay.md §2.7: 1009 with an empty reason).
     private func fail(_ error: WebSocketProtocolError) {
         guard !finished else { return }
         if !sentClose {
             sentClose = true
-            send(.close, WebSocketFrameEncoder.closePayload(code: error.closeCode, reason: error.reason))
+            send(.close, WebSocketFrameEncoder.closePayload(code: error.closeCode, reason: ""))
         }
         finishAfterFlush(code: error.closeCode, reason: error.reason)
     }
@@ -212,7 +218,7 @@ public final class WebSocketConnection: TransportDelegate {
     func keepaliveTick() {
         guard !finished else { return }
         if awaitingPong {
-            terminate(code: WebSocketCloseCode.abnormal, reason: "keepalive timeout")
+            terminate(code: WebSocketCloseCode.abnormal, reason: Self.keepaliveTimeoutReason)
             return
         }
         awaitingPong = true

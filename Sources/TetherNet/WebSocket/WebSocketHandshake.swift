@@ -4,6 +4,7 @@ import TetherWire
 /// The opening handshake (RFC 6455 §4).
 public enum WebSocketHandshake {
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+    static let supportedVersions: Set<String> = ["13", "8"]
 
     /// `Sec-WebSocket-Accept` for a client key: base64(SHA-1(key ‖ GUID)).
     public static func accept(forKey key: String) -> String {
@@ -18,17 +19,19 @@ public enum WebSocketHandshake {
     }
 
     /// Validates an upgrade request: GET over HTTP/1.1, `Upgrade: websocket`,
-    /// `Connection: upgrade`, one `Sec-WebSocket-Key` decoding to 16 bytes, and version 13
-    /// (anything else → 426 with `Sec-WebSocket-Version: 13`). No extension or subprotocol is
-    /// ever accepted, so the 101 carries neither.
+    /// `Connection: upgrade`, one `Sec-WebSocket-Key` decoding to 16 bytes, and version 13 or 8.
+    /// Version 8 (hybi-08) frames exactly like 13, and the companion relay's reference accepts
+    /// both; anything else is refused 400 with `Sec-WebSocket-Version: 13, 8` (relay.md §2.6)
+    /// rather than RFC 6455's suggested 426, because real clients were written against that.
+    /// No extension or subprotocol is ever accepted, so the 101 carries neither.
     public static func serverResponse(to request: HTTPRequestHead) -> ServerDecision {
         guard request.method == "GET", request.version == .http11 else { return .refuse(.text(400, "bad upgrade method or version")) }
         guard request.headers.containsToken("websocket", in: "Upgrade") else { return .refuse(.text(400, "missing Upgrade: websocket")) }
         guard request.headers.containsToken("upgrade", in: "Connection") else { return .refuse(.text(400, "missing Connection: upgrade")) }
         let versions = request.headers.values("Sec-WebSocket-Version")
-        guard versions.count == 1, versions[0].trimmingASCIIWhitespace() == "13" else {
-            var refusal = HTTPResponse.text(426, "unsupported WebSocket version")
-            refusal.headers.add("Sec-WebSocket-Version", "13")
+        guard versions.count == 1, supportedVersions.contains(String(versions[0].trimmingASCIIWhitespace())) else {
+            var refusal = HTTPResponse.text(400, "missing or invalid Sec-WebSocket-Version")
+            refusal.headers.add("Sec-WebSocket-Version", "13, 8")
             return .refuse(refusal)
         }
         let keys = request.headers.values("Sec-WebSocket-Key")
