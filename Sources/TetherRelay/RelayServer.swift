@@ -19,6 +19,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private let endpoints: RoomEndpoints
     private var socketsPerIP: [String: Int] = [:]
     private var totalSockets = 0
+    /// Rooms with a host on some loop (§2.6 "resident"), for the `maxRooms` cap.
+    private var resident: Set<RoomName> = []
     /// Rooms of each loop (touched only on that loop).
     private let rooms: [RoomTable]
     private let log: @Sendable (String) -> Void
@@ -82,6 +84,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
             let now = Self.milliseconds()
             guard gate.withLock({ attestLimiter.hit(ip, now: now) }) else { return reply(.text(429, "rate limited")) }
         }
+        guard gate.withLock({ hasRoomFor(room) }) else { return reply(.text(503, "capacity")) }
         guard request.head.method == "POST", RoomEndpoints.routes.contains(path) else {
             return reply(.text(501, "not implemented", contentType: "text/plain;charset=UTF-8"))
         }
@@ -132,6 +135,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
             guard wsLimiter.hit(ip, now: now) else { return (.text(429, "rate limited"), .rate_limited) }
             guard socketsPerIP[ip, default: 0] < configuration.maxSocketsPerIP else { return (.text(429, "too many connections"), .ip_cap) }
             guard totalSockets < configuration.maxTotalSockets else { return (.text(503, "capacity"), .total_cap) }
+            guard hasRoomFor(room) else { return (.text(503, "capacity"), .room_cap) }
             socketsPerIP[ip, default: 0] += 1
             totalSockets += 1
             return nil
@@ -168,6 +172,15 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     }
 
     var socketsLive: Int { gate.withLock { totalSockets } }
+
+    /// §2.2 step 6 / §2.3 step 5: a resident room is always served; a new one only under the cap.
+    /// Called with `gate` held.
+    private func hasRoomFor(_ room: RoomName) -> Bool {
+        resident.count < configuration.maxRooms || resident.contains(room)
+    }
+
+    func roomBecameResident(_ room: RoomName) { _ = gate.withLock { resident.insert(room) } }
+    func roomLeft(_ room: RoomName) { _ = gate.withLock { resident.remove(room) } }
 
     /// Occupancy summed over every loop's rooms, each read on its own loop, then `done`.
     func occupancy(from index: Int = 0, adding sum: RelayMetrics.Occupancy = .init(),
@@ -212,10 +225,12 @@ final class RoomTable: @unchecked Sendable {
 
     func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String) {
         let host = rooms[room] ?? {
-            let host = RoomHost(machine: server.makeMachine(for: room), server: server, loop: transport.loop) { [unowned self] in
+            let host = RoomHost(machine: server.makeMachine(for: room), server: server, loop: transport.loop) { [unowned self, unowned server] in
                 rooms[room] = nil
+                server.roomLeft(room)
             }
             rooms[room] = host
+            server.roomBecameResident(room)
             return host
         }()
         nextSocket += 1

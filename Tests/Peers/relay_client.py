@@ -8,6 +8,8 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          (refused "mac offline" then close 1008)
   metrics  the gate scenario, then a parked mac, then loopback /metrics scrapes (plain, with a
          query and an Origin: 200) and proxied-looking ones (X-Forwarded-For, CF-Connecting-IP: 403)
+  roomcap  (relay started with a room cap of 1) a mac parks in one room; a second room is refused
+         503 capacity for an upgrade and for HTTP; the first room still admits its phone
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
 """
@@ -197,6 +199,22 @@ async def metrics(url):
     return out
 
 
+async def roomcap(url):
+    out = {}
+    first = room()
+    mac, _, _ = await admit(url, first, "mac")
+    try:
+        await websockets.connect(url, additional_headers={"x-relay-room": room()})
+    except InvalidStatus as refused:
+        out["upgrade"] = [refused.response.status_code, refused.response.body.decode()]
+    out["http"] = post_raw(url, room(), "/attest/challenge")
+    phone, _, result = await admit(url, first, "phone")
+    out["resident_phone"] = result
+    await phone.close()
+    await mac.close()
+    return out
+
+
 async def register(url):
     """Pairs and registers a room; prints what a later rejoin needs."""
     r = room()
@@ -225,5 +243,5 @@ if __name__ == "__main__":
     if scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     else:
-        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics}[scenario](url))
+        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap}[scenario](url))
     print(json.dumps(result))

@@ -26,7 +26,7 @@ final class RelayEndToEndTests: XCTestCase {
     }
 
     /// Starts `tether relay --local` on a fresh port with `database`; waits for its start-up line.
-    func startRelay(database: String) throws {
+    func startRelay(database: String, _ extra: [String] = []) throws {
         let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
@@ -34,7 +34,7 @@ final class RelayEndToEndTests: XCTestCase {
         port = freePort()
         process = Process()
         process.executableURL = binary
-        process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", database]
+        process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", database] + extra
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -153,5 +153,16 @@ extension RelayEndToEndTests {
         XCTAssertEqual(series["relay_socket_lifetime_seconds_count"], 1, "the phone's socket closed")
         XCTAssertEqual(series["relay_socket_lifetime_seconds_bucket{le=\"+Inf\"}"], 1)
         XCTAssertEqual(result["help_lines"] as? Int, result["type_lines"] as? Int)
+    }
+}
+
+extension RelayEndToEndTests {
+    func testANewRoomBeyondTheResidentCapIsRefusedButResidentRoomsStillServe() throws {
+        tearDown()
+        try startRelay(database: ":memory:", ["--relay-max-rooms", "1"])
+        let result = try client("roomcap")
+        XCTAssertEqual(result["upgrade"] as? [AnyHashable], [503, "capacity"])
+        XCTAssertEqual(result["http"] as? [AnyHashable], [503, "capacity"])
+        XCTAssertEqual((result["resident_phone"] as? [String: Any])?["ok"] as? Bool, true)
     }
 }
