@@ -10,6 +10,9 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          query and an Origin: 200) and proxied-looking ones (X-Forwarded-For, CF-Connecting-IP: 403)
   roomcap  (relay started with a room cap of 1) a mac parks in one room; a second room is refused
          503 capacity for an upgrade and for HTTP; the first room still admits its phone
+  oversize  two pairs: one mac sends 300 KiB (over the 256 KiB admitted cap: 1009 "frame too large"),
+         the other 600 KiB (over the 512 KiB transport cap: 1009 with an empty reason); each phone
+         sees 1001 "peer gone"
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
 """
@@ -215,6 +218,28 @@ async def roomcap(url):
     return out
 
 
+async def closes_of(ws, peer):
+    out = []
+    for side in (ws, peer):
+        try:
+            while True:
+                await side.recv()
+        except ConnectionClosed as closed:
+            out.append([closed.rcvd.code, closed.rcvd.reason] if closed.rcvd else None)
+    return out
+
+
+async def oversize(url):
+    out = {}
+    for name, size in (("app_cap", 300 * 1024), ("transport_cap", 600 * 1024)):
+        r = room()
+        mac, _, _ = await admit(url, r, "mac")
+        phone, _, _ = await admit(url, r, "phone")
+        await mac.send(os.urandom(size))
+        out[name] = await closes_of(mac, phone)
+    return out
+
+
 async def register(url):
     """Pairs and registers a room; prints what a later rejoin needs."""
     r = room()
@@ -243,5 +268,5 @@ if __name__ == "__main__":
     if scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     else:
-        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap}[scenario](url))
+        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize}[scenario](url))
     print(json.dumps(result))

@@ -166,3 +166,11 @@ extension RelayEndToEndTests {
         XCTAssertEqual((result["resident_phone"] as? [String: Any])?["ok"] as? Bool, true)
     }
 }
+
+extension RelayEndToEndTests {
+    func testOversizedFramesCloseTheSenderAndThePeerHearsPeerGone() throws {
+        let result = try client("oversize")
+        XCTAssertEqual(result["app_cap"] as? [[AnyHashable]], [[1009, "frame too large"], [1001, "peer gone"]])
+        XCTAssertEqual(result["transport_cap"] as? [[AnyHashable]], [[1009, ""], [1001, "peer gone"]])
+    }
+}
