@@ -11,7 +11,7 @@ import TetherWire
 public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
-    private let store: any RoomStore
+    let store: any RoomStore
     private var http: HTTPServer?
     private let gate = NetLock()
     private var wsLimiter: FixedWindowLimiter<String>
@@ -22,7 +22,9 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     /// Rooms with a host on some loop (§2.6 "resident"), for the `maxRooms` cap.
     private var resident: Set<RoomName> = []
     /// Rooms of each loop (touched only on that loop).
-    private let rooms: [RoomTable]
+    let rooms: [RoomTable]
+    /// The housekeeping sweep's timer (touched only on the first loop).
+    var housekeepingTimer: EventLoop.TimerID?
     private let log: @Sendable (String) -> Void
     /// The §2.10 counters, served on loopback `/metrics`.
     public let metrics = RelayMetrics()
@@ -57,12 +59,15 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         }
         let server = HTTPServer(group: group, configuration: http, delegate: self)
         self.http = server
-        return try server.start()
+        let port = try server.start()
+        startHousekeeping()
+        return port
     }
 
     /// Graceful stop: no new connections, every room's sockets closed 1001 `server shutting down`.
     public func shutdown() {
         http?.stopAccepting()
+        stopHousekeeping()
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }

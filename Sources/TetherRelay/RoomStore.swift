@@ -34,6 +34,15 @@ public protocol RoomStore: AnyObject {
     func setQuota(_ record: QuotaRecord, of room: RoomName)
     /// Removes everything stored for the room.
     func deleteRoom(_ room: RoomName)
+
+    // Housekeeping (§6.4), across all rooms.
+    /// Deletes expired tickets, registration tokens and challenges everywhere, and gives an
+    /// established room with no recorded activity the activity `now` (never reaped on sight).
+    func pruneExpired(now: UInt64)
+    /// Up to `limit` established rooms whose last activity is before `cutoff`.
+    func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomName]
+    /// When an established room was last active (nil if unknown or not established).
+    func lastActivity(of room: RoomName) -> UInt64?
 }
 
 /// A room's relayed bytes in its current 24-hour window.
@@ -150,6 +159,29 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
             rooms[room, default: Room()].verifier = verifier
             rooms[room]?.lastActivity = now
         }
+    }
+
+    public func pruneExpired(now: UInt64) {
+        change { rooms in
+            for name in Array(rooms.keys) {
+                var room = rooms[name]!
+                room.tickets = room.tickets.filter { $0.value.expiresAt >= now }
+                room.registrationTokens = room.registrationTokens.filter { $0.value.expiresAt >= now }
+                room.challenges = room.challenges.filter { $0.value >= now }
+                if room.verifier != nil, room.lastActivity == nil { room.lastActivity = now }
+                rooms[name] = room
+            }
+        }
+    }
+
+    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomName] {
+        read { rooms in
+            Array(rooms.lazy.filter { $0.value.verifier != nil && ($0.value.lastActivity ?? .max) < cutoff }.map(\.key).prefix(limit))
+        }
+    }
+
+    public func lastActivity(of room: RoomName) -> UInt64? {
+        read { rooms in rooms[room].flatMap { $0.verifier != nil ? $0.lastActivity : nil } }
     }
 
     public func assertionCounter(for keyID: String) -> UInt32? { lock.withLock { counters[keyID] } }

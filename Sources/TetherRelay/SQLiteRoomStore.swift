@@ -41,6 +41,9 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
                 room TEXT NOT NULL, kind TEXT NOT NULL, secret TEXT NOT NULL, expires_at INTEGER NOT NULL,
                 key_id TEXT, public_key TEXT, PRIMARY KEY (room, kind, secret));
             CREATE TABLE IF NOT EXISTS assertion_counters (key_id TEXT PRIMARY KEY, counter INTEGER NOT NULL);
+            -- The 15 s housekeeping sweep reads these ranges; without the indexes it scans every room.
+            CREATE INDEX IF NOT EXISTS rooms_idle ON rooms (last_activity) WHERE verifier IS NOT NULL;
+            CREATE INDEX IF NOT EXISTS ephemeral_expiry ON ephemeral (expires_at);
             """)
     }
 
@@ -149,9 +152,21 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         }
     }
 
-    /// Deletes expired ephemeral records in every room (housekeeping).
     public func pruneExpired(now: UInt64) {
-        run("DELETE FROM ephemeral WHERE expires_at < ?1", [Int(now)])
+        run("DELETE FROM ephemeral WHERE expires_at < ?1", [Int(clamping: now)])
+        run("UPDATE rooms SET last_activity = ?1 WHERE verifier IS NOT NULL AND last_activity IS NULL", [Int(clamping: now)])
+    }
+
+    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomName] {
+        queryAll("SELECT room FROM rooms WHERE verifier IS NOT NULL AND last_activity < ?1 LIMIT ?2", [Int(clamping: cutoff), limit]) {
+            text($0, 0).flatMap { RoomName(header: $0) }
+        }.compactMap { $0 }
+    }
+
+    public func lastActivity(of room: RoomName) -> UInt64? {
+        query("SELECT last_activity FROM rooms WHERE room = ?1 AND verifier IS NOT NULL AND last_activity IS NOT NULL", [room.hex]) {
+            UInt64(sqlite3_column_int64($0, 0))
+        }
     }
 
     // MARK: SQLite plumbing
@@ -224,6 +239,21 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
             // Finish RETURNING statements so the write commits.
             while sqlite3_step(statement) == SQLITE_ROW {}
             return result
+        }
+    }
+
+    /// Every row's value.
+    private func queryAll<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) -> [R] {
+        lock.withLock {
+            guard let statement = prepared(sql) else {
+                report(sql)
+                return []
+            }
+            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+            bind(statement, values)
+            var rows: [R] = []
+            while sqlite3_step(statement) == SQLITE_ROW { rows.append(row(statement)) }
+            return rows
         }
     }
 

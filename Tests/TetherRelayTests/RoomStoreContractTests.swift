@@ -28,6 +28,30 @@ class RoomStoreContract: XCTestCase {
         XCTAssertNil(store.quota(of: room))
     }
 
+    func testHousekeepingPrunesExpiredRecordsEverywhereAndFindsIdleEstablishedRooms() throws {
+        let store = try makeStore()
+        store.putChallenge("c", expiresAt: 100, in: room)
+        store.putTicket("t", TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p"), in: other)
+        store.putRegistrationToken("K", RegistrationTokenRecord(expiresAt: 300), in: other)
+        store.pruneExpired(now: 200)
+        XCTAssertEqual(store.liveChallenges(in: room, now: 0), 0, "pruned even when read with an earlier clock")
+        XCTAssertNil(store.consumeTicket("t", in: other, now: 0))
+        XCTAssertNotNil(store.registrationToken("K", in: other, now: 0), "live records stay")
+
+        XCTAssertEqual(store.idleRooms(lastActivityBefore: .max, limit: 10), [], "pairing rooms are never reaped")
+        store.setVerifier("V", of: room, now: 1_000)
+        store.setVerifier("W", of: other, now: 5_000)
+        XCTAssertEqual(store.lastActivity(of: room), 1_000)
+        XCTAssertEqual(store.idleRooms(lastActivityBefore: 1_000, limit: 10), [])
+        XCTAssertEqual(store.idleRooms(lastActivityBefore: 1_001, limit: 10), [room])
+        XCTAssertEqual(Set(store.idleRooms(lastActivityBefore: 6_000, limit: 10)), [room, other])
+        XCTAssertEqual(store.idleRooms(lastActivityBefore: 6_000, limit: 1).count, 1)
+        store.touch(room, at: 7_000)
+        XCTAssertEqual(store.idleRooms(lastActivityBefore: 6_000, limit: 10), [other])
+        store.deleteRoom(other)
+        XCTAssertNil(store.lastActivity(of: other))
+    }
+
     func testEphemeralRecordsAreSingleUseAndExpire() throws {
         let store = try makeStore()
         store.putChallenge("c1", expiresAt: 100, in: room)

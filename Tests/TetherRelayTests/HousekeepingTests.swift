@@ -1,0 +1,63 @@
+import TetherNet
+import TetherRelay
+import TetherWire
+import XCTest
+
+/// The store-wide sweep (§6.4) on an in-process relay, without sockets.
+final class HousekeepingTests: XCTestCase {
+    private let day: UInt64 = 86_400_000
+
+    func testASweepReapsOnlyEstablishedRoomsIdlePastTheTTLAndPrunesExpiredRecords() throws {
+        let group = try EventLoopGroup(count: 2)
+        defer { group.shutdown() }
+        var configuration = RelayConfiguration()
+        configuration.establishedIdleTTLms = Int64(30 * day)
+        let store = InMemoryRoomStore()
+        let lines = LogLines()
+        let server = RelayServer(configuration: configuration, group: group, store: store) { lines.append($0) }
+        let now: UInt64 = 100 * day
+        let idle = RoomName(header: String(repeating: "a", count: 64))!
+        let fresh = RoomName(header: String(repeating: "b", count: 64))!
+        let pairing = RoomName(header: String(repeating: "c", count: 64))!
+        store.setVerifier("V", of: idle, now: now - 30 * day - 1)
+        store.setVerifier("W", of: fresh, now: now - 30 * day)
+        store.putChallenge("old", expiresAt: now - 1, in: pairing)
+        store.putChallenge("live", expiresAt: now + 1, in: pairing)
+        store.setPairingCycles(2, of: pairing)
+
+        server.housekeep(now: now)
+        for loop in group.loops { try loop.submitAndWait {} }
+
+        XCTAssertNil(store.room(idle), "idle past the TTL: torn down, nothing survives")
+        XCTAssertEqual(store.verifier(of: fresh), "W", "exactly at the TTL is not yet idle")
+        XCTAssertEqual(store.room(pairing)?.challenges, ["live": now + 1])
+        XCTAssertEqual(store.pairingCycles(of: pairing), 2)
+        XCTAssertEqual(lines.all, ["relay \(idle.logTag) teardown reason=room expired"])
+    }
+
+    func testARoomRefreshedBeforeItsLoopRunsTheReapIsKept() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        var configuration = RelayConfiguration()
+        configuration.establishedIdleTTLms = 1_000
+        let store = InMemoryRoomStore()
+        let server = RelayServer(configuration: configuration, group: group, store: store) { _ in }
+        let room = RoomName(header: String(repeating: "d", count: 64))!
+        store.setVerifier("V", of: room, now: 1)
+        let loop = group.loops[0]
+        // Hold the loop so the reap queues behind a refresh (a signed join on the room's loop).
+        try loop.submitAndWait {
+            server.housekeep(now: 5_000)
+            store.touch(room, at: 4_999)
+        }
+        try loop.submitAndWait {}
+        XCTAssertEqual(store.verifier(of: room), "V")
+    }
+}
+
+private final class LogLines: @unchecked Sendable {
+    private let lock = NetLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}
