@@ -6,8 +6,7 @@ import TetherWire
 /// The companion relay on TetherNet: the entry gate and per-IP limits (relay.md §2.3), rooms on
 /// the loop their name maps to, and each room's `RoomMachine` driven by its sockets.
 ///
-/// Not yet here (relay issue, next steps): housekeeping alarms, the room cap, /healthz, the
-/// metrics push, sharding.
+/// Not yet here (relay issue, next steps): the metrics push, sharding, App Attest verification.
 public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
@@ -80,6 +79,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     /// §2.2: the gate, the `/attest*` limiter, then the room's endpoint, run on the room's loop.
     public func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
         if request.head.path == "/metrics" { return scrape(request, reply: reply) }
+        if request.head.path == "/healthz" { return health(request, reply: reply) }
         if let refusal = gateRefusal(request.head) { return reply(refusal) }
         metrics.httpRequest()
         let room = roomName(request.head)!

@@ -198,6 +198,8 @@ async def metrics(url):
     out["origin_status"] = scrape(url, {"Origin": "https://evil.example"})[0]
     out["forwarded"] = scrape(url, {"X-Forwarded-For": "127.0.0.1"})[::2]
     out["cf"] = scrape(url, {"CF-Connecting-IP": "127.0.0.1"})[::2]
+    out["healthz"] = scrape(url, target="/healthz")[::2]
+    out["healthz_forwarded"] = scrape(url, {"X-Forwarded-For": "127.0.0.1"}, target="/healthz")[::2]
     await mac.close()
     return out
 

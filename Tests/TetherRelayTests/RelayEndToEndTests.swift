@@ -142,6 +142,8 @@ extension RelayEndToEndTests {
         XCTAssertEqual(result["origin_status"] as? Int, 200, "/metrics is answered before the Origin gate")
         XCTAssertEqual(result["forwarded"] as? [AnyHashable], [403, "forbidden"])
         XCTAssertEqual(result["cf"] as? [AnyHashable], [403, "forbidden"])
+        XCTAssertEqual(result["healthz"] as? [AnyHashable], [200, "ok\n"])
+        XCTAssertEqual(result["healthz_forwarded"] as? [AnyHashable], [403, "forbidden"])
         let series = try XCTUnwrap(result["series"] as? [String: Double])
         XCTAssertEqual(series["relay_phone_no_mac_total"], 1)
         XCTAssertEqual(series["relay_quota_exceeded_total"], 0)
