@@ -154,8 +154,11 @@ extension RelayConfiguration {
         c.metricsPushToken = values["RELAY_METRICS_PUSH_TOKEN"]
         c.metricsPushMs = try positiveInteger(values, "RELAY_METRICS_PUSH_MS", default: c.metricsPushMs)
         if (c.metricsPushURL == nil) != (c.metricsPushToken == nil) {
-            throw .init(variable: c.metricsPushURL == nil ? "RELAY_METRICS_PUSH_URL" : "RELAY_METRICS_PUSH_TOKEN",
-                        message: "metrics push needs both RELAY_METRICS_PUSH_URL and RELAY_METRICS_PUSH_TOKEN")
+            // §2.11: half a push configuration is a warning, not a refusal to start — the
+            // reference behaves so, and an env file that runs it must run Tether.
+            notes.append("warning: metrics push needs both RELAY_METRICS_PUSH_URL and RELAY_METRICS_PUSH_TOKEN; push stays off")
+            c.metricsPushURL = nil
+            c.metricsPushToken = nil
         }
         if let url = c.metricsPushURL, !(url.hasPrefix("https://") || url.hasPrefix("http://")) {
             throw .init(variable: "RELAY_METRICS_PUSH_URL", message: "must be an http(s) URL")

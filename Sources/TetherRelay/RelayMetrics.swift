@@ -25,6 +25,7 @@ public final class RelayMetrics: @unchecked Sendable {
     private var httpRequests = 0
     private var wsUpgrades = 0
     private var httpErrors = 0
+    private var pushErrors = 0
     private var rejected: [Rejection: Int] = [:]
     private var lifetimeCounts = [Int](repeating: 0, count: RelayMetrics.lifetimeBounds.count + 1)
     private var lifetimeSum = 0.0
@@ -56,6 +57,23 @@ public final class RelayMetrics: @unchecked Sendable {
         }
     }
 
+    /// Failed outbound pushes (§2.11).
+    public func pushFailed() { lock.withLock { pushErrors += 1 } }
+
+    /// The §2.11 push body: a flat JSON object of the headline counters and the two live gauges.
+    public func pushBody(timestamp: UInt64, roomsLive: Int, socketsLive: Int) -> String {
+        lock.withLock {
+            let fields: [(String, String)] = [
+                ("ts", String(timestamp)), ("ws_upgrades_total", String(wsUpgrades)),
+                ("ws_upgrades_rejected_total", String(rejected.values.reduce(0, +))),
+                ("http_requests_total", String(httpRequests)), ("http_errors_total", String(httpErrors)),
+                ("process_exceptions_total", "0"), ("quota_exceeded_total", String(quotaExceeded)),
+                ("rooms_live", String(roomsLive)), ("sockets_live", String(socketsLive)),
+            ]
+            return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+        }
+    }
+
     /// The Prometheus text exposition (format 0.0.4).
     public func render(occupancy: Occupancy, socketsLive: Int) -> String {
         lock.withLock {
@@ -70,7 +88,7 @@ public final class RelayMetrics: @unchecked Sendable {
             counter("quota_exceeded_total", "Sockets closed because a room quota was exceeded.", quotaExceeded)
             counter("phone_no_mac_total", "Phone sockets closed because no mac was admitted.", phoneNoMac)
             counter("ws_keepalive_terminated_total", "WebSockets terminated for not answering a keepalive ping.", keepaliveTerminated)
-            counter("metrics_push_errors_total", "Failed outbound metrics pushes.", 0)
+            counter("metrics_push_errors_total", "Failed outbound metrics pushes.", pushErrors)
             counter("process_exceptions_total", "Unexpected errors swallowed by the process.", 0)
             // These three appear only once they have happened, as the reference's do.
             if httpRequests > 0 { counter("http_requests_total", "HTTP requests that passed the gate.", httpRequests) }

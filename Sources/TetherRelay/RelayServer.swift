@@ -24,6 +24,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     let rooms: [RoomTable]
     /// The housekeeping sweep's timer (touched only on the first loop).
     var housekeepingTimer: EventLoop.TimerID?
+    /// The outbound metrics push's timer (first loop only).
+    var metricsPushTimer: EventLoop.TimerID?
     private let log: @Sendable (String) -> Void
     /// The §2.10 counters, served on loopback `/metrics`.
     public let metrics = RelayMetrics()
@@ -60,6 +62,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         self.http = server
         let port = try server.start()
         startHousekeeping()
+        startMetricsPush()
         return port
     }
 
@@ -67,6 +70,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     public func shutdown() {
         http?.stopAccepting()
         stopHousekeeping()
+        stopMetricsPush()
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }

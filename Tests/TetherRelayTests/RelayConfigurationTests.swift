@@ -84,8 +84,14 @@ final class RelayConfigurationTests: XCTestCase {
         assertRefused(production.merging(["RELAY_MAX_ROOMS": "-1"]) { $1 }, naming: "RELAY_MAX_ROOMS")
         assertRefused(production.merging(["RELAY_WS_RATE_LIMIT": "-1"]) { $1 }, naming: "RELAY_WS_RATE_LIMIT")
         assertRefused(production.merging(["APPATTEST_ENV": "staging"]) { $1 }, naming: "APPATTEST_ENV")
-        assertRefused(production.merging(["RELAY_METRICS_PUSH_URL": "https://m.example"]) { $1 }, naming: "RELAY_METRICS_PUSH_TOKEN")
         assertRefused(production.merging(["RELAY_TLS_CERT": "/x.pem"]) { $1 }, naming: "RELAY_TLS_KEY")
+    }
+
+    func testHalfAMetricsPushConfigurationWarnsAndLeavesPushOff() throws {
+        let (c, notes) = try load(production.merging(["RELAY_METRICS_PUSH_URL": "https://m.example"]) { $1 })
+        XCTAssertNil(c.metricsPushURL)
+        XCTAssertNil(c.metricsPushToken)
+        XCTAssertTrue(notes.contains { $0.hasPrefix("warning: metrics push needs both") }, "\(notes)")
     }
 
     func testZeroCapsMeanTheDefaultAndZeroLimitsMeanOff() throws {
