@@ -29,6 +29,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private let log: @Sendable (String) -> Void
     /// The §2.10 counters, served on loopback `/metrics`.
     public let metrics = RelayMetrics()
+    private var verboseLog: Bool
 
     public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,
                 log: (@Sendable (String) -> Void)? = nil) {
@@ -40,6 +41,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         rooms = group.loops.map { _ in RoomTable() }
+        verboseLog = configuration.verboseLog
     }
 
     /// Loops the relay's group should have: one per core, except with in-process TLS, where a
@@ -107,6 +109,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
                 table.closeRoom(room, code: 1000, reason: "room deleted")
             }
             if outcome.status == 500 { metrics.httpError() }
+            diagnostic("relay \(room.logTag) POST \(path) -> \(outcome.status)")
             reply(.json(outcome.status, Array(outcome.json.utf8)))
         }
     }
@@ -224,6 +227,17 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
 
     func write(_ line: String) { log(line) }
 
+    /// `RELAY_LOG`: verbose diagnostics, flipped at runtime by SIGUSR2 (§9.1).
+    public var verbose: Bool {
+        get { gate.withLock { verboseLog } }
+        set { gate.withLock { verboseLog = newValue } }
+    }
+
+    /// A verbose-only line (still zero-PII: tags, never names, IPs or content).
+    func diagnostic(_ line: @autoclosure () -> String) {
+        if verbose { log(line()) }
+    }
+
     static func milliseconds() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
 }
 
@@ -303,15 +317,27 @@ final class RoomHost {
         armDeadline()
     }
 
-    func gone(_ id: SocketID, code: UInt16, reason: String) {
+    func gone(_ id: SocketID, code: UInt16, reason: String, failedWithProtocolError: Bool) {
         guard let socket = sockets.removeValue(forKey: id) else { return }
         server.release(socket.ip)
         let lived = RelayServer.milliseconds() &- socket.openedAt
         server.metrics.socketLifetime(milliseconds: lived)
+        let tag = machine.room.logTag, role = machine.role(of: id)?.rawValue ?? "?"
         if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
             server.metrics.keepaliveTermination()
-            server.write("relay \(machine.room.logTag) keepalive no-pong; terminating role=\(machine.role(of: id)?.rawValue ?? "?") lived=\(lived)ms")
+            server.write("relay \(tag) keepalive no-pong; terminating role=\(role) lived=\(lived)ms")
         }
+        // §9.1: one line per severed socket. Only the relay's own reasons are written — a
+        // client's close reason is its text, and client text never reaches the log.
+        let line: String
+        if let sent = socket.closedByRelay {
+            line = "initiator=relay role=\(role) state=\(machine.stateName(of: id)) code=\(sent.code)\(sent.reason.isEmpty ? "" : " reason=\(sent.reason)")"
+        } else if failedWithProtocolError {
+            line = "initiator=error role=\(role) state=\(machine.stateName(of: id)) code=\(code)"
+        } else {
+            line = "initiator=remote role=\(role) state=\(machine.stateName(of: id)) code=\(code)"
+        }
+        server.write("relay \(tag) disconnect \(line) lived=\(lived)ms")
         perform(machine.disconnected(id))
         if sockets.isEmpty, machine.isEmpty { onEmpty() }
     }
@@ -324,6 +350,7 @@ final class RoomHost {
             case let .send(id, text): sockets[id]?.connection?.send(text: Array(text.utf8))
             case let .close(id, code, reason):
                 server.metrics.closed(code: code, reason: reason)
+                if let socket = sockets[id], socket.closedByRelay == nil { socket.closedByRelay = (code, reason) }
                 sockets[id]?.connection?.close(code: code, reason: reason)
             case let .log(line): server.write(line)
             case .forward: break
@@ -351,6 +378,8 @@ final class RoomSocket: WebSocketDelegate {
     unowned let host: RoomHost
     let ip: String
     let openedAt = RelayServer.milliseconds()
+    /// The close the relay started, if it did (for the disconnect line).
+    var closedByRelay: (code: UInt16, reason: String)?
     var connection: WebSocketConnection?
 
     init(id: SocketID, host: RoomHost, ip: String) {
@@ -364,6 +393,6 @@ final class RoomSocket: WebSocketDelegate {
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
         connection = nil
-        host.gone(id, code: code, reason: reason)
+        host.gone(id, code: code, reason: reason, failedWithProtocolError: socket.failedWithProtocolError)
     }
 }

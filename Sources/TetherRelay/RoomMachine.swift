@@ -65,6 +65,8 @@ public final class RoomMachine {
     private let store: any RoomStore
     private let random: (Int) -> [UInt8]
     private var sockets: [SocketID: Socket] = [:]
+    /// Sockets this machine closed, until their disconnect: what they were, for the log line.
+    private var closing: [SocketID: State] = [:]
     private var admissionWindow: FixedWindow
     private var frameWindow: FixedWindow
     private var quota: QuotaRecord?
@@ -90,9 +92,19 @@ public final class RoomMachine {
         sockets.first { $0.value.state == .admitted(role) }?.key
     }
 
+    /// The socket's admission state as the disconnect log names it (relay.md §9.1).
+    public func stateName(of id: SocketID) -> String {
+        switch sockets[id]?.state ?? closing[id] {
+        case .hello?: "hello"
+        case .challenged?: "challenged"
+        case .admitted?: "admitted"
+        case nil: "?"
+        }
+    }
+
     /// The role a socket is admitted as or has claimed in its Hello; nil before any Hello.
     public func role(of id: SocketID) -> RelayRole? {
-        switch sockets[id]?.state {
+        switch sockets[id]?.state ?? closing[id] {
         case let .admitted(role)?: role
         case let .challenged(_, hello)?: hello.role
         default: nil
@@ -139,6 +151,7 @@ public final class RoomMachine {
     /// The I/O layer reports a socket gone that the room did not close itself (the client closed,
     /// a transport error, keepalive). An admitted socket's peer is closed 1001 `peer gone` (§3.13).
     public func disconnected(_ id: SocketID) -> [RoomAction] {
+        closing[id] = nil
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
         guard case let .admitted(role) = socket.state, let peer = admitted(role == .mac ? .phone : .mac) else { return [] }
         return close(peer, 1001, "peer gone")
@@ -316,7 +329,8 @@ public final class RoomMachine {
     /// Closes `id` and forgets it at once: frames it sends meanwhile are dropped (§3.1 Tether),
     /// and its going away never propagates to a peer.
     private func close(_ id: SocketID, _ code: UInt16, _ reason: String) -> [RoomAction] {
-        guard sockets.removeValue(forKey: id) != nil else { return [] }
+        guard let socket = sockets.removeValue(forKey: id) else { return [] }
+        closing[id] = socket.state
         return [.close(id, code: code, reason: reason)]
     }
 }

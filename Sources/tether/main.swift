@@ -59,6 +59,7 @@ case "relay":
     sigemptyset(&stopSignals)
     sigaddset(&stopSignals, SIGINT)
     sigaddset(&stopSignals, SIGTERM)
+    sigaddset(&stopSignals, SIGUSR2)
     pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
     let group: EventLoopGroup
     let relay: RelayServer
@@ -74,7 +75,11 @@ case "relay":
     // Written straight to the descriptor so a supervisor (or a test) sees it at once.
     FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(configuration.databasePath), attest=\(configuration.local ? "false" : attest))\n".utf8))
     var received: Int32 = 0
-    sigwait(&stopSignals, &received)
+    // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
+    while sigwait(&stopSignals, &received) == 0, received == SIGUSR2 {
+        relay.verbose.toggle()
+        FileHandle.standardError.write(Data("relay: verbose logging \(relay.verbose ? "on" : "off") (SIGUSR2)\n".utf8))
+    }
     FileHandle.standardError.write(Data("relay: shutting down\n".utf8))
     relay.shutdown()
     group.shutdown()

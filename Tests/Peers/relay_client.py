@@ -129,6 +129,7 @@ async def pair(url):
     r = room()
     mac, challenge, mac_result = await admit(url, r, "mac")
     out["nonce_length"] = len(challenge["nonce"])
+    out["room"] = r
     out["mac_result"] = mac_result
     phone, _, phone_result = await admit(url, r, "phone")
     out["phone_ok"] = phone_result.get("ok")

@@ -7,6 +7,8 @@ import XCTest
 final class RelayEndToEndTests: XCTestCase {
     private var process: Process!
     private var port: UInt16 = 0
+    /// The relay's stderr (its log), for the zero-PII and lifecycle-line checks.
+    private var logFile: URL!
 
     /// A port that was free a moment ago (local mode builds its origin from the configured port).
     private func freePort() -> UInt16 {
@@ -37,7 +39,9 @@ final class RelayEndToEndTests: XCTestCase {
         process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", database] + extra
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        logFile = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: logFile)
         try process.run()
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
@@ -54,6 +58,20 @@ final class RelayEndToEndTests: XCTestCase {
             process.interrupt()
             process.waitUntilExit()
         }
+        if let logFile { try? FileManager.default.removeItem(at: logFile) }
+    }
+
+    /// The log so far, once it has stopped growing (lines are written as sockets close).
+    func logLines() -> [String] {
+        var previous = -1
+        var text = ""
+        for _ in 0..<20 {
+            text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            if text.utf8.count == previous { break }
+            previous = text.utf8.count
+            usleep(50_000)
+        }
+        return text.split(separator: "\n").map(String.init)
     }
 
     func client(_ scenario: String, _ extra: [String] = []) throws -> [String: Any] {
@@ -71,6 +89,15 @@ final class RelayEndToEndTests: XCTestCase {
         XCTAssertEqual(result["phone_to_mac_ok"] as? Bool, true)
         XCTAssertEqual(result["mac_to_phone_ok"] as? Bool, true)
         XCTAssertEqual(result["mac_close"] as? [AnyHashable], [1001, "peer gone"])
+
+        let log = logLines()
+        let room = try XCTUnwrap(result["room"] as? String)
+        let tag = try XCTUnwrap(log.first { $0.hasSuffix(" connect") }?.split(separator: " ")[1])
+        XCTAssertEqual(log.filter { $0.hasPrefix("relay \(tag) ") && $0.contains(" admit role=") }.count, 2, "\(log)")
+        XCTAssertTrue(log.contains { $0.hasPrefix("relay \(tag) disconnect initiator=remote role=phone state=admitted code=1000 lived=") }, "\(log)")
+        XCTAssertTrue(log.contains { $0.hasPrefix("relay \(tag) disconnect initiator=relay role=mac state=admitted code=1001 reason=peer gone lived=") }, "\(log)")
+        XCTAssertFalse(log.joined().contains(room), "room names never reach the log")
+        XCTAssertFalse(log.filter { $0.hasPrefix("relay ") }.joined().contains("127.0.0.1"), "nor do client IPs")
     }
 
     func testGateRefusalsAndMacOffline() throws {
@@ -174,5 +201,17 @@ extension RelayEndToEndTests {
         let result = try client("oversize")
         XCTAssertEqual(result["app_cap"] as? [[AnyHashable]], [[1009, "frame too large"], [1001, "peer gone"]])
         XCTAssertEqual(result["transport_cap"] as? [[AnyHashable]], [[1009, ""], [1001, "peer gone"]])
+    }
+}
+
+extension RelayEndToEndTests {
+    func testSIGUSR2TogglesVerboseLinesAtRuntime() throws {
+        _ = try client("roomcap")   // some HTTP traffic while verbose is off
+        XCTAssertFalse(logLines().contains { $0.contains(" POST /attest/challenge -> ") })
+        kill(process.processIdentifier, SIGUSR2)
+        XCTAssertTrue(logLines().contains("relay: verbose logging on (SIGUSR2)"))
+        _ = try client("roomcap")
+        XCTAssertTrue(logLines().contains { $0.hasPrefix("relay ") && $0.hasSuffix(" POST /attest/challenge -> 200") }, "\(logLines())")
+        XCTAssertTrue(process.isRunning)
     }
 }

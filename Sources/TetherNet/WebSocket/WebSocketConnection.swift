@@ -41,6 +41,9 @@ public final class WebSocketConnection: TransportDelegate {
     private var parser: WebSocketFrameParser
     private var assembler: WebSocketMessageAssembler
     private var sentClose = false
+    /// True once the connection ended because the peer broke the protocol (1002/1007/1009 from
+    /// this side), so an application can tell a transport error from a close the peer chose.
+    public private(set) var failedWithProtocolError = false
     private var receivedClose: (UInt16, String)?
     private var finished = false
     private var awaitingPong = false
@@ -188,6 +191,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// closes to the reference's, which are bare codes (relay.md §2.7: 1009 with an empty reason).
     private func fail(_ error: WebSocketProtocolError) {
         guard !finished else { return }
+        failedWithProtocolError = true
         if !sentClose {
             sentClose = true
             send(.close, WebSocketFrameEncoder.closePayload(code: error.closeCode, reason: ""))
