@@ -47,6 +47,11 @@ def join_key(room_secret):
     return Ed25519PrivateKey.from_private_bytes(seed)
 
 
+def verifier_of(key):
+    """The room verifier V: the join key's raw public key, base64."""
+    return base64.b64encode(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)).decode()
+
+
 def post(url, room_name, path, body):
     parsed = urlparse(url)
     request = urllib.request.Request("http://%s%s" % (parsed.netloc, path), data=json.dumps(body).encode() if body is not None else None,
@@ -84,7 +89,7 @@ async def lifecycle(url):
     r = room()
     secret = os.urandom(32)
     key = join_key(secret)
-    verifier = base64.b64encode(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)).decode()
+    verifier = verifier_of(key)
     mac, _, _ = await admit(url, r, "mac")
     phone, _, phone_result = await admit(url, r, "phone")
     token = phone_result["registrationToken"]
@@ -248,7 +253,7 @@ async def register(url):
     r = room()
     secret = os.urandom(32)
     key = join_key(secret)
-    verifier = base64.b64encode(key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)).decode()
+    verifier = verifier_of(key)
     mac, _, _ = await admit(url, r, "mac")
     phone, _, phone_result = await admit(url, r, "phone")
     status, body = post(url, r, "/register", {"registrationToken": phone_result["registrationToken"], "verifier": verifier})
