@@ -13,6 +13,8 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
   oversize  two pairs: one mac sends 300 KiB (over the 256 KiB admitted cap: 1009 "frame too large"),
          the other 600 KiB (over the 512 KiB transport cap: 1009 with an empty reason); each phone
          sees 1001 "peer gone"
+  silent  (relay started with a short keepalive) a raw-socket client upgrades and then never
+         answers a ping; reports how the connection ended (no close frame: the relay drops TCP)
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
 """
@@ -248,6 +250,31 @@ async def oversize(url):
     return out
 
 
+async def silent(url):
+    import socket
+    import time
+    parsed = urlparse(url)
+    sock = socket.create_connection((parsed.hostname, parsed.port))
+    sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                  "x-relay-room: %s\r\n\r\n" % (parsed.netloc, room())).encode())
+    sock.settimeout(10)
+    received = b""
+    started = time.monotonic()
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    head, _, frames = received.partition(b"\r\n\r\n")
+    opcodes = []
+    while len(frames) >= 2:
+        length = frames[1] & 0x7F
+        opcodes.append(frames[0] & 0x0F)
+        frames = frames[2 + length:]
+    return {"status_line": head.split(b"\r\n")[0].decode(), "opcodes": opcodes, "seconds": time.monotonic() - started}
+
+
 async def register(url):
     """Pairs and registers a room; prints what a later rejoin needs."""
     r = room()
@@ -276,5 +303,5 @@ if __name__ == "__main__":
     if scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     else:
-        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize}[scenario](url))
+        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize, "silent": silent}[scenario](url))
     print(json.dumps(result))

@@ -215,3 +215,18 @@ extension RelayEndToEndTests {
         XCTAssertTrue(process.isRunning)
     }
 }
+
+extension RelayEndToEndTests {
+    func testASocketThatNeverAnswersAPingIsDroppedWithoutACloseFrameAndCounted() throws {
+        tearDown()
+        try startRelay(database: ":memory:", ["--relay-keepalive-ms", "300"])
+        let result = try client("silent")
+        XCTAssertEqual(result["status_line"] as? String, "HTTP/1.1 101 Switching Protocols")
+        XCTAssertEqual(result["opcodes"] as? [Int], [0x9], "one ping, then TCP dropped: no close frame (the client sees 1006)")
+        let seconds = try XCTUnwrap(result["seconds"] as? Double)
+        XCTAssertGreaterThan(seconds, 0.25)
+        XCTAssertLessThan(seconds, 3)
+        XCTAssertTrue(logLines().contains { $0.contains(" keepalive no-pong; terminating role=? lived=") }, "\(logLines())")
+        XCTAssertTrue(logLines().contains { $0.contains(" disconnect initiator=remote role=? state=hello code=1006 lived=") }, "\(logLines())")
+    }
+}
