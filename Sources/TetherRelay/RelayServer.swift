@@ -350,8 +350,9 @@ final class RoomHost {
             case let .send(id, text): sockets[id]?.connection?.send(text: Array(text.utf8))
             case let .close(id, code, reason):
                 server.metrics.closed(code: code, reason: reason)
-                if let socket = sockets[id], socket.closedByRelay == nil { socket.closedByRelay = (code, reason) }
-                sockets[id]?.connection?.close(code: code, reason: reason)
+                guard let socket = sockets[id] else { continue }
+                if socket.closedByRelay == nil { socket.closedByRelay = (code, reason) }
+                socket.connection?.close(code: code, reason: reason)
             case let .log(line): server.write(line)
             case .forward: break
             }

@@ -85,9 +85,8 @@ async def admit(url, room_name, role, key=None, origin=None):
     return ws, challenge, result
 
 
-async def lifecycle(url):
-    out = {}
-    origin = "http://" + urlparse(url).netloc
+async def pair_and_register(url):
+    """A fresh room paired in open mode and registered with a new roomSecret's verifier."""
     r = room()
     secret = os.urandom(32)
     key = join_key(secret)
@@ -95,7 +94,14 @@ async def lifecycle(url):
     mac, _, _ = await admit(url, r, "mac")
     phone, _, phone_result = await admit(url, r, "phone")
     token = phone_result["registrationToken"]
-    out["register"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier})
+    registered = post(url, r, "/register", {"registrationToken": token, "verifier": verifier})
+    return r, secret, key, verifier, token, mac, phone, registered
+
+
+async def lifecycle(url):
+    out = {}
+    origin = "http://" + urlparse(url).netloc
+    r, _, key, verifier, token, mac, phone, out["register"] = await pair_and_register(url)
     out["register_again"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier})
     out["attest_open_mode"] = post(url, r, "/attest", {"challenge": "x", "attestationObject": "y"})
     unsigned, _, unsigned_result = await admit(url, r, "mac")
@@ -277,13 +283,7 @@ async def silent(url):
 
 async def register(url):
     """Pairs and registers a room; prints what a later rejoin needs."""
-    r = room()
-    secret = os.urandom(32)
-    key = join_key(secret)
-    verifier = verifier_of(key)
-    mac, _, _ = await admit(url, r, "mac")
-    phone, _, phone_result = await admit(url, r, "phone")
-    status, body = post(url, r, "/register", {"registrationToken": phone_result["registrationToken"], "verifier": verifier})
+    r, secret, _, _, _, mac, phone, (status, _) = await pair_and_register(url)
     await phone.close()
     await mac.close()
     return {"room": r, "secret": secret.hex(), "status": status}

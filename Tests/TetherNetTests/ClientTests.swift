@@ -116,13 +116,7 @@ final class PythonPeerProcess {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.readData(ofLength: 1)
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = output.fileHandleForReading.readFirstLine().trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("PORT "), let port = UInt16(text.dropFirst(5)) else { throw NetError.invalidAddress("peer said \(text)") }
         self.port = port
     }

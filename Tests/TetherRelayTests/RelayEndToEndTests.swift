@@ -43,14 +43,9 @@ final class RelayEndToEndTests: XCTestCase {
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: logFile)
         try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.readData(ofLength: 1)
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        XCTAssertTrue(String(decoding: line, as: UTF8.self).hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(database), attest=false)"),
-                      String(decoding: line, as: UTF8.self))
+        let line = output.fileHandleForReading.readFirstLine()
+        XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(database), attest=false)"),
+                      line)
     }
 
     override func tearDown() {
