@@ -45,7 +45,7 @@ let package = Package(
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherNet"], swiftSettings: strict),
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherNet", "TetherWire"], swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
 

@@ -1,5 +1,5 @@
 import Foundation
-import TetherWire
+public import TetherWire
 
 /// Everything `tether relay` is configured with (relay.md §7.1), read from an env-file, the
 /// environment and command-line flags (in that order of precedence, lowest first) under the
@@ -39,6 +39,8 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var tlsKeyPath: String?
     /// Newcomer mode: loopback only, open admission, a local http origin.
     public var local = false
+    /// `RELAY_SHARD_MAP`: a map to publish to the shared store at start-up (§8).
+    public var shardMap: ShardMap?
 
     public init() {}
 }
@@ -77,6 +79,7 @@ public struct RelaySetting: Sendable {
         RelaySetting(name: "RELAY_METRICS_PUSH_URL", defaultText: "unset", help: "push metrics here (needs the token too)"),
         RelaySetting(name: "RELAY_METRICS_PUSH_TOKEN", defaultText: "unset", help: "bearer token for the metrics push"),
         RelaySetting(name: "RELAY_METRICS_PUSH_MS", defaultText: "60000", help: "metrics push interval"),
+        RelaySetting(name: "RELAY_SHARD_MAP", defaultText: "unset", help: "shard map JSON file to publish at start (resolver v2; a newer one in the database wins; also `tether shardmap`)"),
         RelaySetting(name: "RELAY_TLS_CERT", defaultText: "unset", help: "serve TLS with this PEM chain (also --tls-cert)"),
         RelaySetting(name: "RELAY_TLS_KEY", defaultText: "unset", help: "PEM private key for RELAY_TLS_CERT (also --tls-key)"),
     ]
@@ -187,10 +190,27 @@ extension RelayConfiguration {
                 throw .init(variable: "APP_ID", message: "required in attestation mode (set ATTEST_REQUIRED=false for open mode)")
             }
         }
+        if let path = values["RELAY_SHARD_MAP"] {
+            c.shardMap = try loadShardMap(path)
+            let host = ShardOwnershipHost.of(origin: c.origin)
+            if let map = c.shardMap, !map.hosts.contains(host) {
+                notes.append("warning: RELAY_SHARD_MAP gives this node (\(host), from RELAY_ORIGIN) no bucket: it will answer 421 for every room")
+            }
+        }
         if c.clientIP.shouldWarnBehindProxy(boundToLoopback: isLoopback(c.host)), !local {
             notes.append("warning: bound to loopback without RELAY_TRUST_PROXY or RELAY_TRUST_CLOUDFLARE: behind a proxy every client shares one rate-limit bucket")
         }
         return (c, notes)
+    }
+
+    /// Reads and validates a shard map file; any fault names `RELAY_SHARD_MAP`.
+    public static func loadShardMap(_ path: String, variable: String = "RELAY_SHARD_MAP") throws(RelayConfigurationError) -> ShardMap {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .init(variable: variable, message: "cannot read \(path)") }
+        do {
+            return try ShardMap(json: Array(data))
+        } catch {
+            throw .init(variable: variable, message: "\(path): \(error)")
+        }
     }
 
     static func isLoopback(_ host: String) -> Bool {

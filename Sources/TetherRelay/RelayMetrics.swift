@@ -1,4 +1,4 @@
-public import TetherNet
+import TetherNet
 
 /// The relay's Prometheus counters (relay.md §2.10). Names, order and appearance rules are the
 /// reference's, so its dashboard and monitor read a Tether relay unchanged. Nothing here is keyed
@@ -6,7 +6,7 @@ public import TetherNet
 public final class RelayMetrics: @unchecked Sendable {
     /// Why an upgrade was refused, as the `reason` label spells it.
     public enum Rejection: String, Sendable, CaseIterable {
-        case gate, rate_limited, ip_cap, total_cap, room_cap
+        case gate, misdirected, rate_limited, ip_cap, total_cap, room_cap
     }
 
     /// Occupancy computed at scrape time from the resident rooms.

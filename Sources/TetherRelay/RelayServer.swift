@@ -6,7 +6,7 @@ import TetherWire
 /// The companion relay on TetherNet: the entry gate and per-IP limits (relay.md §2.3), rooms on
 /// the loop their name maps to, and each room's `RoomMachine` driven by its sockets.
 ///
-/// Not yet here (relay issue, next steps): the metrics push, sharding, App Attest verification.
+/// Not yet here: App Attest verification (its own issue; attestation mode refuses `/attest`).
 public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
@@ -26,6 +26,10 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     var housekeepingTimer: EventLoop.TimerID?
     /// The outbound metrics push's timer (first loop only).
     var metricsPushTimer: EventLoop.TimerID?
+    /// The shard-map poll's timer (first loop only).
+    var shardMapTimer: EventLoop.TimerID?
+    /// The buckets this node serves (§8).
+    public let sharding: ShardOwnership
     private let log: @Sendable (String) -> Void
     /// The §2.10 counters, served on loopback `/metrics`.
     public let metrics = RelayMetrics()
@@ -41,6 +45,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         rooms = group.loops.map { _ in RoomTable() }
+        sharding = ShardOwnership(origin: configuration.origin)
         verboseLog = configuration.verboseLog
     }
 
@@ -60,11 +65,16 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
             http.tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
         }
+        if let map = configuration.shardMap, !store.publishShardMap(map) {
+            write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(store.shardMap()?.version ?? 0), and versions only grow")
+        }
+        if let map = store.shardMap() { sharding.adopt(map) }
         let server = HTTPServer(group: group, configuration: http, delegate: self)
         self.http = server
         let port = try server.start()
         startHousekeeping()
         startMetricsPush()
+        startShardMapWatch()
         return port
     }
 
@@ -73,6 +83,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         http?.stopAccepting()
         stopHousekeeping()
         stopMetricsPush()
+        stopShardMapWatch()
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }
@@ -86,6 +97,9 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     public func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
         if request.head.path == "/metrics" { return scrape(request, reply: reply) }
         if request.head.path == "/healthz" { return health(request, reply: reply) }
+        if request.head.path == "/shardmap.json", request.head.method == "GET" || request.head.method == "HEAD" {
+            return serveShardMap(reply: reply)
+        }
         if let refusal = gateRefusal(request.head) { return reply(refusal) }
         metrics.httpRequest()
         let room = roomName(request.head)!
@@ -114,11 +128,11 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         }
     }
 
-    /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header.
+    /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header, then (§8.4) the room's owner.
     private func gateRefusal(_ head: HTTPRequestHead) -> HTTPResponse? {
         if head.headers.contains("Origin") { return .text(403, "forbidden") }
-        guard roomName(head) != nil else { return .text(400, "bad room") }
-        return nil
+        guard let room = roomName(head) else { return .text(400, "bad room") }
+        return misdirected(room)
     }
 
     /// The `x-relay-room` value, trimmed; duplicates are joined with ", " and so fail.
@@ -137,7 +151,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
 
     public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
         if let refusal = gateRefusal(request.head) {
-            metrics.upgradeRejected(.gate)
+            metrics.upgradeRejected(refusal.status == 421 ? .misdirected : .gate)
             return .refuse(refusal)
         }
         let room = roomName(request.head)!
@@ -265,6 +279,13 @@ final class RoomTable: @unchecked Sendable {
     }
 
     func closeRoom(_ room: RoomName, code: UInt16, reason: String) { rooms[room]?.closeAll(code: code, reason: reason) }
+
+    /// Closes every room for which `close` gives a code and reason.
+    func closeRooms(_ close: (RoomName) -> (code: UInt16, reason: String)?) {
+        for (room, host) in Array(rooms) {
+            if let (code, reason) = close(room) { host.closeAll(code: code, reason: reason) }
+        }
+    }
 
     func occupancy(adding sum: RelayMetrics.Occupancy) -> RelayMetrics.Occupancy {
         var sum = sum

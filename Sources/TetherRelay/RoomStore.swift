@@ -43,6 +43,12 @@ public protocol RoomStore: AnyObject {
     func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomName]
     /// When an established room was last active (nil if unknown or not established).
     func lastActivity(of room: RoomName) -> UInt64?
+
+    // Sharding (§8.3): the map lives next to the durable room records, shared by every node.
+    /// The current shard map, if one was ever published (none: this node owns every bucket).
+    func shardMap() -> ShardMap?
+    /// Stores `map` if its version is above the stored one (versions only grow); true if stored.
+    func publishShardMap(_ map: ShardMap) -> Bool
 }
 
 /// A room's relayed bytes in its current 24-hour window.
@@ -99,6 +105,7 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
     private let lock = NSLock()
     private var rooms: [RoomName: Room] = [:]
     private var counters: [String: UInt32] = [:]
+    private var map: ShardMap?
 
     public init() {}
 
@@ -186,6 +193,16 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
 
     public func assertionCounter(for keyID: String) -> UInt32? { lock.withLock { counters[keyID] } }
     public func setAssertionCounter(_ counter: UInt32, for keyID: String) { lock.withLock { counters[keyID] = counter } }
+
+    public func shardMap() -> ShardMap? { lock.withLock { map } }
+
+    public func publishShardMap(_ map: ShardMap) -> Bool {
+        lock.withLock {
+            guard map.version > self.map?.version ?? -1 else { return false }
+            self.map = map
+            return true
+        }
+    }
 
     // Test helpers.
     public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[room, default: Room()].verifier = verifier } }

@@ -41,6 +41,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
                 room TEXT NOT NULL, kind TEXT NOT NULL, secret TEXT NOT NULL, expires_at INTEGER NOT NULL,
                 key_id TEXT, public_key TEXT, PRIMARY KEY (room, kind, secret));
             CREATE TABLE IF NOT EXISTS assertion_counters (key_id TEXT PRIMARY KEY, counter INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS shard_map (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL, json TEXT NOT NULL);
             -- The 15 s housekeeping sweep reads these ranges; without the indexes it scans every room.
             CREATE INDEX IF NOT EXISTS rooms_idle ON rooms (last_activity) WHERE verifier IS NOT NULL;
             CREATE INDEX IF NOT EXISTS ephemeral_expiry ON ephemeral (expires_at);
@@ -167,6 +168,18 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         query("SELECT last_activity FROM rooms WHERE room = ?1 AND verifier IS NOT NULL AND last_activity IS NOT NULL", [room.hex]) {
             UInt64(sqlite3_column_int64($0, 0))
         }
+    }
+
+    public func shardMap() -> ShardMap? {
+        // A row that no longer parses (edited by hand) reads as absent rather than as a map
+        // clients would refuse; the node then owns everything until a valid map is published.
+        query("SELECT json FROM shard_map WHERE id = 1", []) { text($0, 0) }?.flatMap { try? ShardMap(json: Array($0.utf8)) }
+    }
+
+    public func publishShardMap(_ map: ShardMap) -> Bool {
+        // The version test is inside the statement, so two nodes publishing at once cannot lower it.
+        query("INSERT INTO shard_map (id, version, json) VALUES (1, ?1, ?2) ON CONFLICT(id) DO UPDATE SET version = ?1, json = ?2 WHERE ?1 > shard_map.version RETURNING version",
+              [map.version, map.json]) { _ in true } ?? false
     }
 
     // MARK: SQLite plumbing

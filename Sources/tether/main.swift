@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import TetherNet
 import TetherRelay
+import TetherWire
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data("tether: \(message)\n".utf8))
@@ -15,6 +16,7 @@ usage: tether <command> [options]
 
 commands:
   relay     run the companion relay (tether relay --help)
+  shardmap  show or publish the resolver v2 shard map in a relay database (tether shardmap --help)
 
 """
 
@@ -25,21 +27,66 @@ guard let command = arguments.first else {
 }
 arguments.removeFirst()
 
+/// The environment with an env-file (`--config`, the reference's /etc/iterm2-companion-relay.env)
+/// beneath it; removes `--config FILE` from `arguments`.
+func relayEnvironment(_ arguments: inout [String], command: String) -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment
+    if let index = arguments.firstIndex(of: "--config") {
+        guard index + 1 < arguments.count, let text = try? String(contentsOfFile: arguments[index + 1], encoding: .utf8) else {
+            fail("\(command): --config needs a readable env-file")
+        }
+        environment = RelayConfiguration.parseEnvironmentFile(text).merging(environment) { _, fromEnvironment in fromEnvironment }
+        arguments.removeSubrange(index...(index + 1))
+    }
+    return environment
+}
+
 switch command {
+case "shardmap":
+    let help = """
+    usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]
+           tether shardmap publish MAP.json [--config ENV-FILE] [--relay-db PATH]
+
+    The shard map (resolver v2) lives in the relay database every node shares. `publish`
+    validates MAP.json as clients do and stores it only if its version is above the stored one;
+    running nodes adopt it within a second and close moved rooms with 4421 `reshard <owner>`.
+
+    """
+    if arguments.isEmpty || arguments.contains("--help") || arguments.contains("-h") {
+        print(help, terminator: "")
+        exit(arguments.isEmpty ? 2 : 0)
+    }
+    var environment = relayEnvironment(&arguments, command: "shardmap")
+    if let index = arguments.firstIndex(of: "--relay-db") {
+        guard index + 1 < arguments.count else { fail("shardmap: --relay-db needs a path") }
+        environment["RELAY_DB"] = arguments[index + 1]
+        arguments.removeSubrange(index...(index + 1))
+    }
+    let path = environment["RELAY_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "relay.db"
+    guard path != ":memory:" else { fail("shardmap: RELAY_DB is :memory:, which no node shares") }
+    let store: SQLiteRoomStore
+    do { store = try SQLiteRoomStore(path: path) } catch { fail("shardmap: RELAY_DB: \(error)", code: 1) }
+    switch (arguments.first, arguments.count) {
+    case ("show", 1):
+        guard let map = store.shardMap() else { fail("shardmap: no map published in \(path) (each node owns every bucket)", code: 1) }
+        print(map.json)
+    case ("publish", 2):
+        let map: ShardMap
+        do { map = try RelayConfiguration.loadShardMap(arguments[1], variable: "shardmap") } catch { fail("\(error)", code: 1) }
+        guard store.publishShardMap(map) else {
+            fail("shardmap: version \(map.version) not published: \(path) holds version \(store.shardMap()?.version ?? 0); every change must raise it", code: 1)
+        }
+        print("shardmap: published version \(map.version) to \(path)")
+    default:
+        fail("shardmap: expected `show` or `publish MAP.json` (see --help)")
+    }
+    exit(0)
 case "relay":
     if arguments.contains("--help") || arguments.contains("-h") {
         print(RelayConfiguration.helpText)
         exit(0)
     }
-    // An env-file (the reference's /etc/iterm2-companion-relay.env) sits below the environment.
-    var environment = ProcessInfo.processInfo.environment
-    if let index = arguments.firstIndex(of: "--config") {
-        guard index + 1 < arguments.count, let text = try? String(contentsOfFile: arguments[index + 1], encoding: .utf8) else {
-            fail("relay: --config needs a readable env-file")
-        }
-        environment = RelayConfiguration.parseEnvironmentFile(text).merging(environment) { _, fromEnvironment in fromEnvironment }
-        arguments.removeSubrange(index...(index + 1))
-    }
+    let environment = relayEnvironment(&arguments, command: "relay")
     let configuration: RelayConfiguration
     let notes: [String]
     do {

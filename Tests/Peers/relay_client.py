@@ -15,6 +15,9 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          sees 1001 "peer gone"
   silent  (relay started with a short keepalive) a raw-socket client upgrades and then never
          answers a ping; reports how the connection ended (no close frame: the relay drops TCP)
+  shard  (relay started with a shard map giving it buckets 0-32767) /shardmap.json, 421 for a foreign
+         room over HTTP and upgrade, then `tether shardmap publish` moves a live paired room away:
+         both legs close 4421 "reshard <owner>" and the bucket that moved in is served
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
 """
@@ -298,10 +301,92 @@ async def rejoin(url, r, secret_hex):
     return {"unsigned": unsigned_result, "signed": signed_result}
 
 
+def room_in(low, high):
+    """A random room whose bucket (its last 4 hex digits) lies in [low, high]."""
+    while True:
+        r = room()
+        if low <= int(r[-4:], 16) <= high:
+            return r
+
+
+def request_full(url, room_name, path, method="POST", headers=None):
+    """[status, selected headers, body] of a plain HTTP request."""
+    parsed = urlparse(url)
+    fields = {"x-relay-room": room_name} if room_name else {}
+    fields.update(headers or {})
+    request = urllib.request.Request("http://%s%s" % (parsed.netloc, path), data=b"{}" if method == "POST" else None,
+                                     headers=fields, method=method)
+    try:
+        response = urllib.request.urlopen(request)
+    except urllib.error.HTTPError as error:
+        response = error
+    wanted = ("content-type", "cache-control", "x-relay-owner", "content-length")
+    return [response.status, {k: response.headers.get(k) for k in wanted if response.headers.get(k) is not None}, response.read().decode()]
+
+
+def raw_upgrade(url, room_name):
+    """An upgrade written by hand, so the refusal is seen byte for byte: [status line, headers, body]."""
+    import socket
+    parsed = urlparse(url)
+    sock = socket.create_connection((parsed.hostname, parsed.port))
+    sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                  "x-relay-room: %s\r\n\r\n" % (parsed.netloc, room_name)).encode())
+    sock.settimeout(10)
+    received = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    fields = {line.split(":", 1)[0].lower(): line.split(":", 1)[1].strip() for line in lines[1:]}
+    return [lines[0], fields, body.decode()]
+
+
+async def shard(url, binary, db):
+    """(relay started with a map giving it buckets 0-32767 and relay2.example the rest)"""
+    import subprocess
+    import tempfile
+    out = {}
+    own = urlparse(url).netloc
+    mine, theirs = room_in(0, 32767), room_in(32768, 65535)
+    out["map"] = request_full(url, None, "/shardmap.json", method="GET")
+    out["map_head"] = request_full(url, None, "/shardmap.json", method="HEAD")
+    out["map_with_origin"] = request_full(url, None, "/shardmap.json", method="GET", headers={"Origin": "https://evil.example"})[0]
+    out["http_misdirected"] = request_full(url, theirs, "/attest/challenge")
+    out["http_origin_first"] = request_full(url, theirs, "/attest/challenge", headers={"Origin": "https://evil.example"})[::2]
+    out["http_bad_room_first"] = request_full(url, theirs.upper(), "/attest/challenge")[::2]
+    out["http_mine"] = request_full(url, mine, "/attest/challenge")[0]
+    out["upgrade_misdirected"] = raw_upgrade(url, theirs)
+    mac, _, _ = await admit(url, mine, "mac")
+    phone, _, phone_result = await admit(url, mine, "phone")
+    out["phone_ok"] = phone_result.get("ok")
+    moved = {"version": 2, "ranges": [{"low": 0, "high": 32767, "host": "relay3.example"},
+                                      {"low": 32768, "high": 65535, "host": own}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(moved, handle)
+    published = subprocess.run([binary, "shardmap", "publish", handle.name, "--relay-db", db], capture_output=True, text=True)
+    os.unlink(handle.name)
+    out["publish"] = [published.returncode, published.stdout.strip()]
+    out["closes"] = await asyncio.wait_for(closes_of(mac, phone), 10)
+    out["map_after"] = json.loads(request_full(url, None, "/shardmap.json", method="GET")[2])
+    out["upgrade_moved"] = raw_upgrade(url, mine)[0::2]
+    newly_mine, _, newly_mine_result = await admit(url, theirs, "mac")
+    out["newly_mine_mac"] = newly_mine_result
+    await newly_mine.close()
+    series = scrape(url)[2]
+    out["misdirected_metric"] = [line for line in series.splitlines() if 'reason="misdirected"' in line]
+    return out
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
+    elif scenario == "shard":
+        result = asyncio.run(shard(url, sys.argv[3], sys.argv[4]))
     else:
         result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize, "silent": silent}[scenario](url))
     print(json.dumps(result))

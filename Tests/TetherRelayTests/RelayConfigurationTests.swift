@@ -1,3 +1,4 @@
+import Foundation
 import TetherRelay
 import XCTest
 
@@ -127,6 +128,22 @@ final class RelayConfigurationTests: XCTestCase {
     func testLoopbackWithoutATrustFlagWarns() throws {
         XCTAssertTrue(try load(production).1.contains { $0.contains("RELAY_TRUST_PROXY") })
         XCTAssertTrue(try load(production.merging(["RELAY_HOST": "0.0.0.0"]) { $1 }).1.isEmpty)
+    }
+
+    func testAShardMapFileIsValidatedAtStartAndAMapWithoutThisNodeWarns() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("map-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"version":3,"ranges":[{"low":0,"high":65535,"host":"relay.example.com"}]}"#.utf8).write(to: file)
+        var env = production
+        env["RELAY_SHARD_MAP"] = file.path
+        let (c, notes) = try load(env)
+        XCTAssertEqual(c.shardMap?.version, 3)
+        XCTAssertFalse(notes.contains { $0.contains("RELAY_SHARD_MAP") })
+        env["RELAY_ORIGIN"] = "https://relay2.example.com"
+        XCTAssertTrue(try load(env).1.contains { $0.contains("RELAY_SHARD_MAP gives this node (relay2.example.com, from RELAY_ORIGIN) no bucket") })
+        try Data(#"{"version":3,"ranges":[{"low":0,"high":65534,"host":"relay.example.com"}]}"#.utf8).write(to: file)
+        assertRefused(env, naming: "RELAY_SHARD_MAP")
+        assertRefused(production, ["--relay-shard-map", "/nonexistent/map.json"], naming: "RELAY_SHARD_MAP")
     }
 
     func testHelpDocumentsEverySetting() {

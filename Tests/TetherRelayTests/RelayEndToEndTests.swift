@@ -28,19 +28,19 @@ final class RelayEndToEndTests: XCTestCase {
     }
 
     /// Starts `tether relay --local` on a fresh port with `database`; waits for its start-up line.
-    func startRelay(database: String, _ extra: [String] = []) throws {
+    func startRelay(database: String, _ extra: [String] = [], port fixed: UInt16? = nil) throws {
         let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
         }
-        port = freePort()
+        port = fixed ?? freePort()
         process = Process()
         process.executableURL = binary
         process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", database] + extra
         let output = Pipe()
         process.standardOutput = output
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: logFile)
         try process.run()
         let line = output.fileHandleForReading.readFirstLine()
@@ -223,5 +223,61 @@ extension RelayEndToEndTests {
         XCTAssertLessThan(seconds, 3)
         XCTAssertTrue(logLines().contains { $0.contains(" keepalive no-pong; terminating role=? lived=") }, "\(logLines())")
         XCTAssertTrue(logLines().contains { $0.contains(" disconnect initiator=remote role=? state=hello code=1006 lived=") }, "\(logLines())")
+    }
+}
+
+extension RelayEndToEndTests {
+    func testShardingServesTheMapRefusesForeignRoomsWith421AndClosesMovedRooms4421() throws {
+        tearDown()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("relay.db").path
+        let mapFile = directory.appendingPathComponent("map.json")
+        let port = freePort()
+        // Local mode's origin is http://127.0.0.1:<port>, so the node's map host is 127.0.0.1:<port>.
+        let map = #"{"version":1,"ranges":[{"low":0,"high":32767,"host":"127.0.0.1:\#(port)"},{"low":32768,"high":65535,"host":"relay2.example"}]}"#
+        try Data(map.utf8).write(to: mapFile)
+        try startRelay(database: database, ["--relay-shard-map", mapFile.path], port: port)
+        let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether").path
+        let result = try client("shard", [binary, database])
+
+        let served = try XCTUnwrap(result["map"] as? [Any])
+        XCTAssertEqual(served[0] as? Int, 200)
+        XCTAssertEqual((served[1] as? [String: String])?["content-type"], "application/json")
+        XCTAssertEqual((served[1] as? [String: String])?["cache-control"], "no-store")
+        XCTAssertEqual(served[2] as? String, map, "the published map, compact")
+        let head = try XCTUnwrap(result["map_head"] as? [Any])
+        XCTAssertEqual(head[0] as? Int, 200)
+        XCTAssertEqual(head[2] as? String, "", "HEAD has no body")
+        XCTAssertEqual(result["map_with_origin"] as? Int, 200, "the map is public: Origin does not matter")
+
+        let misdirected = try XCTUnwrap(result["http_misdirected"] as? [Any])
+        XCTAssertEqual(misdirected[0] as? Int, 421)
+        XCTAssertEqual((misdirected[1] as? [String: String])?["x-relay-owner"], "relay2.example")
+        XCTAssertEqual((misdirected[1] as? [String: String])?["content-type"], "text/plain")
+        XCTAssertEqual(misdirected[2] as? String, "misdirected")
+        XCTAssertEqual(result["http_origin_first"] as? [AnyHashable], [403, "forbidden"])
+        XCTAssertEqual(result["http_bad_room_first"] as? [AnyHashable], [400, "bad room"])
+        XCTAssertEqual(result["http_mine"] as? Int, 200)
+
+        let upgrade = try XCTUnwrap(result["upgrade_misdirected"] as? [Any])
+        XCTAssertEqual(upgrade[0] as? String, "HTTP/1.1 421 Misdirected Request")
+        let fields = try XCTUnwrap(upgrade[1] as? [String: String])
+        XCTAssertEqual(fields["x-relay-owner"], "relay2.example")
+        XCTAssertEqual(fields["connection"], "close")
+        XCTAssertEqual(fields["content-type"], "text/plain")
+        XCTAssertEqual(fields["content-length"], "11")
+        XCTAssertEqual(upgrade[2] as? String, "misdirected")
+
+        XCTAssertEqual(result["phone_ok"] as? Bool, true)
+        XCTAssertEqual((result["publish"] as? [Any])?.first as? Int, 0)
+        XCTAssertEqual(result["closes"] as? [[AnyHashable]], [[4421, "reshard relay3.example"], [4421, "reshard relay3.example"]],
+                       "both legs hear the relay's own close; no peer-gone propagation")
+        XCTAssertEqual((result["map_after"] as? [String: Any])?["version"] as? Int, 2)
+        XCTAssertEqual(result["upgrade_moved"] as? [String], ["HTTP/1.1 421 Misdirected Request", "misdirected"])
+        XCTAssertEqual((result["newly_mine_mac"] as? [String: Any])?["ok"] as? Bool, true, "the bucket that moved in is served")
+        XCTAssertEqual(result["misdirected_metric"] as? [String], [#"relay_ws_upgrades_rejected_total{reason="misdirected"} 2"#])
+        XCTAssertTrue(logLines().contains("relay: shard map version 2 adopted; this node (127.0.0.1:\(port)) owns 32768 of 65536 buckets"), "\(logLines())")
     }
 }

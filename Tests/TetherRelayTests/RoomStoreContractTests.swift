@@ -52,6 +52,20 @@ class RoomStoreContract: XCTestCase {
         XCTAssertNil(store.lastActivity(of: other))
     }
 
+    func testTheShardMapIsPublishedOnlyWithAHigherVersion() throws {
+        let store = try makeStore()
+        XCTAssertNil(store.shardMap())
+        let first = try ShardMap.single(host: "a.example", version: 1)
+        XCTAssertTrue(store.publishShardMap(first))
+        XCTAssertEqual(store.shardMap(), first)
+        XCTAssertFalse(store.publishShardMap(try ShardMap.single(host: "b.example", version: 1)), "versions only grow")
+        XCTAssertFalse(store.publishShardMap(try ShardMap.single(host: "b.example", version: 0)))
+        XCTAssertEqual(store.shardMap(), first)
+        let second = try ShardMap(version: 2, ranges: [.init(low: 0, high: 9, host: "a.example"), .init(low: 10, high: 65535, host: "b.example")])
+        XCTAssertTrue(store.publishShardMap(second))
+        XCTAssertEqual(store.shardMap(), second)
+    }
+
     func testEphemeralRecordsAreSingleUseAndExpire() throws {
         let store = try makeStore()
         store.putChallenge("c1", expiresAt: 100, in: room)
@@ -94,6 +108,14 @@ final class SQLiteRoomStoreTests: RoomStoreContract {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(at: directory) }
 
     override func makeStore() throws -> any RoomStore { try SQLiteRoomStore(path: directory.appendingPathComponent("relay.db").path) }
+
+    func testAMapPublishedThroughOneConnectionIsSeenByAnotherAndARaceCannotLowerIt() throws {
+        let node = try makeStore(), operatorTool = try makeStore()
+        XCTAssertTrue(operatorTool.publishShardMap(try ShardMap.single(host: "a.example", version: 5)))
+        XCTAssertEqual(node.shardMap()?.version, 5)
+        XCTAssertFalse(node.publishShardMap(try ShardMap.single(host: "b.example", version: 4)), "a node starting with an older RELAY_SHARD_MAP")
+        XCTAssertEqual(operatorTool.shardMap()?.hosts, ["a.example"])
+    }
 
     func testEstablishedRoomsSurviveReopening() throws {
         let room = RoomName(header: String(repeating: "f", count: 64))!

@@ -1,0 +1,64 @@
+import TetherNet
+public import TetherWire
+
+extension RelayServer {
+    /// How often a node reads the shared map (§8.5 step 2: the old owner stops serving a moved
+    /// bucket "immediately"). One single-row read a second is nothing next to the traffic, and a
+    /// moved bucket is dropped within a second of the new map's commit.
+    static let shardMapPollMs: UInt64 = 1_000
+
+    /// §8.4: the 421 for a room whose bucket another node owns, or nil when this node serves it.
+    func misdirected(_ room: RoomName) -> HTTPResponse? {
+        guard let owner = sharding.foreignOwner(of: room) else { return nil }
+        var response = HTTPResponse.text(421, "misdirected")
+        response.headers.add("x-relay-owner", owner)
+        return response
+    }
+
+    /// §8.3: `GET`/`HEAD /shardmap.json`, before the gate; the map is public.
+    func serveShardMap(reply: @escaping @Sendable (HTTPResponse) -> Void) {
+        guard let map = sharding.document else { return reply(.text(404, "no shard map")) }
+        reply(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json"), ("Cache-Control", "no-store")]),
+                           body: Array(map.json.utf8)))
+    }
+
+    /// Publishes `map` to the shared store (versions only grow) and adopts it here at once.
+    public func publish(_ map: ShardMap) -> Bool {
+        let stored = store.publishShardMap(map)
+        refreshShardMap()
+        return stored
+    }
+
+    func startShardMapWatch() {
+        let loop = group.loops[0]
+        loop.execute { [self] in
+            shardMapTimer = loop.schedule(after: .milliseconds(Self.shardMapPollMs)) { [weak self] in
+                guard let self else { return }
+                refreshShardMap()
+                startShardMapWatch()
+            }
+        }
+    }
+
+    func stopShardMapWatch() {
+        let loop = group.loops[0]
+        _ = try? loop.submitAndWait { [self] in
+            if let shardMapTimer { loop.cancel(shardMapTimer) }
+            shardMapTimer = nil
+        }
+    }
+
+    /// Adopts a newer stored map, then closes every socket of every resident room this node no
+    /// longer owns with 4421 `reshard <owner>` (§8.4) — each room on its own loop. Both legs get
+    /// the close: it is the relay's, so peer propagation does not apply.
+    func refreshShardMap() {
+        guard let map = store.shardMap(), sharding.adopt(map) else { return }
+        write("relay: shard map version \(map.version) adopted; this node (\(sharding.host)) owns \(sharding.ownedBuckets(in: map)) of \(RoomName.bucketCount) buckets")
+        for (index, loop) in group.loops.enumerated() {
+            let table = rooms[index]
+            loop.execute { [sharding] in
+                table.closeRooms { room in sharding.foreignOwner(of: room).map { (4421, ShardOwnership.reshardReason(owner: $0)) } }
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import TetherNet
+public import TetherWire
+
+/// Which buckets this node serves (relay.md §8.3): all of them until a shard map is published,
+/// then those of the ranges whose host is this node's own (`RELAY_ORIGIN` without its scheme).
+/// Read on every room-scoped request and upgrade, replaced when a newer map is seen.
+public final class ShardOwnership: @unchecked Sendable {
+    /// This node's host as the map spells it: `host` or `host:port`.
+    public let host: String
+    private let lock = NetLock()
+    private var held: ShardMap?
+
+    public init(host: String, map: ShardMap? = nil) {
+        self.host = host
+        held = map
+    }
+
+    public convenience init(origin: String) { self.init(host: ShardOwnershipHost.of(origin: origin)) }
+
+    public var map: ShardMap? { lock.withLock { held } }
+
+    /// The map clients should fetch: the published one, or — before any is published — version 0
+    /// with this node owning every bucket, so a lone node can serve v2 links by itself and any
+    /// published map (version ≥ 1) supersedes it. Nil only if this node's own host is not a valid
+    /// map host (a hand-set local origin), when there is nothing truthful to publish.
+    public var document: ShardMap? {
+        lock.withLock { held } ?? (try? ShardMap.single(host: host, version: 0))
+    }
+
+    /// The host that owns `room` when it is not this node; nil when this node serves it.
+    public func foreignOwner(of room: RoomName) -> String? {
+        lock.withLock {
+            guard let held else { return nil }
+            let owner = held.owner(of: room)
+            return owner == host ? nil : owner
+        }
+    }
+
+    /// Takes `map` if its version is above the held one; true if it did.
+    @discardableResult
+    public func adopt(_ map: ShardMap) -> Bool {
+        lock.withLock {
+            guard map.version > held?.version ?? 0 else { return false }
+            held = map
+            return true
+        }
+    }
+
+    /// How many buckets `map` gives this node.
+    public func ownedBuckets(in map: ShardMap) -> Int {
+        map.ranges.filter { $0.host == host }.reduce(0) { $0 + $1.high - $1.low + 1 }
+    }
+
+    /// The close reason for a socket whose room moved to `owner`: `reshard <owner>`, or bare
+    /// `reshard` (which clients recognise too) when the host would overflow the 123-byte limit.
+    public static func reshardReason(owner: String) -> String {
+        let reason = "reshard \(owner)"
+        return reason.utf8.count <= 123 ? reason : "reshard"
+    }
+}
+
+/// A node's map host from its origin (§8.3: `RELAY_ORIGIN` is exactly `https://<host>`).
+enum ShardOwnershipHost {
+    /// `https://relay.example.com:8443` → `relay.example.com:8443`.
+    static func of(origin: String) -> String {
+        guard let range = origin.range(of: "://") else { return origin }
+        return String(origin[range.upperBound...])
+    }
+}
