@@ -33,22 +33,28 @@ public protocol RoomStore: AnyObject {
     func quota(of room: RoomName) -> QuotaRecord?
     func setQuota(_ record: QuotaRecord, of room: RoomName)
     /// Removes everything stored for the room.
-    func deleteRoom(_ room: RoomName)
+    func deleteRoom(_ key: RoomKey)
 
     // Housekeeping (§6.4), across all rooms.
     /// Deletes expired tickets, registration tokens and challenges everywhere, and gives an
     /// established room with no recorded activity the activity `now` (never reaped on sight).
     func pruneExpired(now: UInt64)
-    /// Up to `limit` established rooms whose last activity is before `cutoff`.
-    func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomName]
+    /// Up to `limit` established rooms whose last activity is before `cutoff` (by key: the
+    /// store never holds names).
+    func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey]
     /// When an established room was last active (nil if unknown or not established).
-    func lastActivity(of room: RoomName) -> UInt64?
+    func lastActivity(of key: RoomKey) -> UInt64?
 
     // Sharding (§8.3): the map lives next to the durable room records, shared by every node.
     /// The current shard map, if one was ever published (none: this node owns every bucket).
     func shardMap() -> ShardMap?
     /// Stores `map` if its version is above the stored one (versions only grow); true if stored.
     func publishShardMap(_ map: ShardMap) -> Bool
+}
+
+extension RoomStore {
+    public func deleteRoom(_ room: RoomName) { deleteRoom(RoomKey(room)) }
+    public func lastActivity(of room: RoomName) -> UInt64? { lastActivity(of: RoomKey(room)) }
 }
 
 /// A room's relayed bytes in its current 24-hour window.
@@ -103,68 +109,69 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var rooms: [RoomName: Room] = [:]
+    /// By key, like the SQLite store, so both answer housekeeping the same way.
+    private var rooms: [RoomKey: Room] = [:]
     private var counters: [String: UInt32] = [:]
     private var map: ShardMap?
 
     public init() {}
 
-    private func read<R>(_ body: ([RoomName: Room]) -> R) -> R { lock.withLock { body(rooms) } }
-    private func change<R>(_ body: (inout [RoomName: Room]) -> R) -> R { lock.withLock { body(&rooms) } }
+    private func read<R>(_ body: ([RoomKey: Room]) -> R) -> R { lock.withLock { body(rooms) } }
+    private func change<R>(_ body: (inout [RoomKey: Room]) -> R) -> R { lock.withLock { body(&rooms) } }
 
-    public func verifier(of room: RoomName) -> String? { read { $0[room]?.verifier } }
-    public func pairingCycles(of room: RoomName) -> Int { read { $0[room]?.pairingCycles ?? 0 } }
-    public func setPairingCycles(_ cycles: Int, of room: RoomName) { change { $0[room, default: Room()].pairingCycles = cycles } }
-    public func touch(_ room: RoomName, at now: UInt64) { change { $0[room, default: Room()].lastActivity = now } }
+    public func verifier(of room: RoomName) -> String? { read { $0[RoomKey(room)]?.verifier } }
+    public func pairingCycles(of room: RoomName) -> Int { read { $0[RoomKey(room)]?.pairingCycles ?? 0 } }
+    public func setPairingCycles(_ cycles: Int, of room: RoomName) { change { $0[RoomKey(room), default: Room()].pairingCycles = cycles } }
+    public func touch(_ room: RoomName, at now: UInt64) { change { $0[RoomKey(room), default: Room()].lastActivity = now } }
 
     public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
         change { rooms in
-            guard let record = rooms[room]?.tickets.removeValue(forKey: ticket) else { return nil }
+            guard let record = rooms[RoomKey(room)]?.tickets.removeValue(forKey: ticket) else { return nil }
             return record.expiresAt < now ? nil : record
         }
     }
 
     public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
-        change { $0[room, default: Room()].registrationTokens[token] = record }
+        change { $0[RoomKey(room), default: Room()].registrationTokens[token] = record }
     }
 
-    public func quota(of room: RoomName) -> QuotaRecord? { read { $0[room]?.quota } }
-    public func setQuota(_ record: QuotaRecord, of room: RoomName) { change { $0[room, default: Room()].quota = record } }
+    public func quota(of room: RoomName) -> QuotaRecord? { read { $0[RoomKey(room)]?.quota } }
+    public func setQuota(_ record: QuotaRecord, of room: RoomName) { change { $0[RoomKey(room), default: Room()].quota = record } }
 
-    public func deleteRoom(_ room: RoomName) { change { $0[room] = nil } }
+    public func deleteRoom(_ key: RoomKey) { change { $0[key] = nil } }
 
     public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName) {
-        change { $0[room, default: Room()].challenges[challenge] = expiresAt }
+        change { $0[RoomKey(room), default: Room()].challenges[challenge] = expiresAt }
     }
 
     public func liveChallenges(in room: RoomName, now: UInt64) -> Int {
         change { rooms in
-            guard var entry = rooms[room] else { return 0 }
+            guard var entry = rooms[RoomKey(room)] else { return 0 }
             entry.challenges = entry.challenges.filter { $0.value >= now }
-            rooms[room] = entry
+            rooms[RoomKey(room)] = entry
             return entry.challenges.count
         }
     }
 
     public func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool {
         change { rooms in
-            guard let expiresAt = rooms[room]?.challenges.removeValue(forKey: challenge) else { return false }
+            guard let expiresAt = rooms[RoomKey(room)]?.challenges.removeValue(forKey: challenge) else { return false }
             return expiresAt >= now
         }
     }
 
-    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { change { $0[room, default: Room()].tickets[ticket] = record } }
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { change { $0[RoomKey(room), default: Room()].tickets[ticket] = record } }
 
     public func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord? {
-        read { rooms in rooms[room]?.registrationTokens[token].flatMap { $0.expiresAt >= now ? $0 : nil } }
+        read { rooms in rooms[RoomKey(room)]?.registrationTokens[token].flatMap { $0.expiresAt >= now ? $0 : nil } }
     }
 
-    public func deleteRegistrationToken(_ token: String, in room: RoomName) { change { $0[room]?.registrationTokens[token] = nil } }
+    public func deleteRegistrationToken(_ token: String, in room: RoomName) { change { $0[RoomKey(room)]?.registrationTokens[token] = nil } }
 
     public func setVerifier(_ verifier: String, of room: RoomName, now: UInt64) {
         change { rooms in
-            rooms[room, default: Room()].verifier = verifier
-            rooms[room]?.lastActivity = now
+            rooms[RoomKey(room), default: Room()].verifier = verifier
+            rooms[RoomKey(room)]?.lastActivity = now
         }
     }
 
@@ -181,14 +188,14 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         }
     }
 
-    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomName] {
+    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey] {
         read { rooms in
             Array(rooms.lazy.filter { $0.value.verifier != nil && ($0.value.lastActivity ?? .max) < cutoff }.map(\.key).prefix(limit))
         }
     }
 
-    public func lastActivity(of room: RoomName) -> UInt64? {
-        read { rooms in rooms[room].flatMap { $0.verifier != nil ? $0.lastActivity : nil } }
+    public func lastActivity(of key: RoomKey) -> UInt64? {
+        read { rooms in rooms[key].flatMap { $0.verifier != nil ? $0.lastActivity : nil } }
     }
 
     public func assertionCounter(for keyID: String) -> UInt32? { lock.withLock { counters[keyID] } }
@@ -205,6 +212,6 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
     }
 
     // Test helpers.
-    public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[room, default: Room()].verifier = verifier } }
-    public func room(_ room: RoomName) -> Room? { read { $0[room] } }
+    public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[RoomKey(room), default: Room()].verifier = verifier } }
+    public func room(_ room: RoomName) -> Room? { read { $0[RoomKey(room)] } }
 }

@@ -34,9 +34,11 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         try execute("""
             PRAGMA journal_mode=WAL;
             PRAGMA synchronous=NORMAL;
+            -- Deleted rows (spent tickets, tokens, reaped rooms) are zeroed, not left in free pages.
+            PRAGMA secure_delete=ON;
             CREATE TABLE IF NOT EXISTS rooms (
                 room TEXT PRIMARY KEY, verifier TEXT, pairing_cycles INTEGER NOT NULL DEFAULT 0,
-                last_activity INTEGER, quota_day_start INTEGER, quota_bytes INTEGER);
+                last_activity INTEGER, quota_day_start INTEGER, quota_bytes INTEGER, bucket INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE IF NOT EXISTS ephemeral (
                 room TEXT NOT NULL, kind TEXT NOT NULL, secret TEXT NOT NULL, expires_at INTEGER NOT NULL,
                 key_id TEXT, public_key TEXT, PRIMARY KEY (room, kind, secret));
@@ -46,6 +48,40 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
             CREATE INDEX IF NOT EXISTS rooms_idle ON rooms (last_activity) WHERE verifier IS NOT NULL;
             CREATE INDEX IF NOT EXISTS ephemeral_expiry ON ephemeral (expires_at);
             """)
+        try migrateToRoomKeys()
+    }
+
+    /// Schema 1 keys every row by `RoomKey`, never by the room name. A database written before it
+    /// (user_version 0, names in the `room` columns) is rewritten in one transaction on open, so
+    /// nothing stored is lost and no name stays behind. Fresh databases have no rows to rewrite.
+    private func migrateToRoomKeys() throws {
+        let version = query("PRAGMA user_version", []) { sqlite3_column_int64($0, 0) } ?? 0
+        guard version < 1 else { return }
+        let hasBucket = queryAll("PRAGMA table_info(rooms)", []) { text($0, 1) }.contains("bucket")
+        try lock.withLock {
+            try executeLocked("BEGIN IMMEDIATE")
+            do {
+                if !hasBucket { try executeLocked("ALTER TABLE rooms ADD COLUMN bucket INTEGER NOT NULL DEFAULT 0") }
+                for (table, hasBucketColumn) in [("rooms", true), ("ephemeral", false)] {
+                    for name in queryAllLocked("SELECT DISTINCT room FROM \(table)", [], { text($0, 0) }).compactMap({ $0 }) {
+                        guard let room = RoomName(header: name) else { continue }
+                        let key = RoomKey(room)
+                        if hasBucketColumn {
+                            runLocked("UPDATE rooms SET room = ?1, bucket = ?2 WHERE room = ?3", [key.hex, key.bucket, name])
+                        } else {
+                            runLocked("UPDATE \(table) SET room = ?1 WHERE room = ?2", [key.hex, name])
+                        }
+                    }
+                }
+                try executeLocked("PRAGMA user_version = 1")
+                try executeLocked("COMMIT")
+                // The old pages' images, names included, must not linger in the log either.
+                _ = try? executeLocked("PRAGMA wal_checkpoint(TRUNCATE)")
+            } catch {
+                _ = try? executeLocked("ROLLBACK")
+                throw error
+            }
+        }
     }
 
     deinit {
@@ -56,24 +92,26 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     // MARK: RoomStore
 
     public func verifier(of room: RoomName) -> String? {
-        query("SELECT verifier FROM rooms WHERE room = ?1", [room.hex]) { text($0, 0) } ?? nil
+        query("SELECT verifier FROM rooms WHERE room = ?1", [RoomKey(room).hex]) { text($0, 0) } ?? nil
     }
 
     public func pairingCycles(of room: RoomName) -> Int {
-        query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+        query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [RoomKey(room).hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
     }
 
     public func setPairingCycles(_ cycles: Int, of room: RoomName) {
-        run("INSERT INTO rooms (room, pairing_cycles) VALUES (?1, ?2) ON CONFLICT(room) DO UPDATE SET pairing_cycles = ?2", [room.hex, cycles])
+        let key = RoomKey(room)
+        run("INSERT INTO rooms (room, bucket, pairing_cycles) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET pairing_cycles = ?2", [key.hex, cycles, key.bucket])
     }
 
     public func touch(_ room: RoomName, at now: UInt64) {
-        run("INSERT INTO rooms (room, last_activity) VALUES (?1, ?2) ON CONFLICT(room) DO UPDATE SET last_activity = ?2", [room.hex, Int(now)])
+        let key = RoomKey(room)
+        run("INSERT INTO rooms (room, bucket, last_activity) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET last_activity = ?2", [key.hex, Int(now), key.bucket])
     }
 
     public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
         let record: TicketRecord?? = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'ticket' AND secret = ?2 RETURNING expires_at, key_id, public_key",
-                                           [room.hex, ticket]) { row in
+                                           [RoomKey(room).hex, ticket]) { row in
             TicketRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), keyID: text(row, 1) ?? "", publicKey: text(row, 2) ?? "")
         }
         guard let found = record ?? nil, found.expiresAt >= now else { return nil }
@@ -89,13 +127,13 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     }
 
     public func liveChallenges(in room: RoomName, now: UInt64) -> Int {
-        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND expires_at < ?2", [room.hex, Int(now)])
-        return query("SELECT count(*) FROM ephemeral WHERE room = ?1 AND kind = 'challenge'", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND expires_at < ?2", [RoomKey(room).hex, Int(now)])
+        return query("SELECT count(*) FROM ephemeral WHERE room = ?1 AND kind = 'challenge'", [RoomKey(room).hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
     }
 
     public func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool {
         let expiresAt = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND secret = ?2 RETURNING expires_at",
-                              [room.hex, challenge]) { UInt64(sqlite3_column_int64($0, 0)) }
+                              [RoomKey(room).hex, challenge]) { UInt64(sqlite3_column_int64($0, 0)) }
         return expiresAt.map { $0 >= now } ?? false
     }
 
@@ -105,7 +143,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     public func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord? {
         let record = query("SELECT expires_at, key_id, public_key FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2",
-                           [room.hex, token]) { row in
+                           [RoomKey(room).hex, token]) { row in
             RegistrationTokenRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), attestKeyID: text(row, 1), attestPublicKey: text(row, 2))
         }
         guard let record, record.expiresAt >= now else { return nil }
@@ -113,14 +151,15 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     }
 
     public func deleteRegistrationToken(_ token: String, in room: RoomName) {
-        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [room.hex, token])
+        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [RoomKey(room).hex, token])
     }
 
     public func setVerifier(_ verifier: String, of room: RoomName, now: UInt64) {
+        let key = RoomKey(room)
         lock.withLock {
             _ = try? executeLocked("PRAGMA synchronous=FULL")
-            runLocked("INSERT INTO rooms (room, verifier, last_activity) VALUES (?1, ?2, ?3) ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3",
-                      [room.hex, verifier, Int(now)])
+            runLocked("INSERT INTO rooms (room, bucket, verifier, last_activity) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3",
+                      [key.hex, verifier, Int(now), key.bucket])
             _ = try? executeLocked("PRAGMA synchronous=NORMAL")
         }
     }
@@ -134,21 +173,22 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     }
 
     public func quota(of room: RoomName) -> QuotaRecord? {
-        query("SELECT quota_day_start, quota_bytes FROM rooms WHERE room = ?1 AND quota_day_start IS NOT NULL", [room.hex]) { row in
+        query("SELECT quota_day_start, quota_bytes FROM rooms WHERE room = ?1 AND quota_day_start IS NOT NULL", [RoomKey(room).hex]) { row in
             QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 0)), bytes: sqlite3_column_int64(row, 1))
         }
     }
 
     public func setQuota(_ record: QuotaRecord, of room: RoomName) {
-        run("INSERT INTO rooms (room, quota_day_start, quota_bytes) VALUES (?1, ?2, ?3) ON CONFLICT(room) DO UPDATE SET quota_day_start = ?2, quota_bytes = ?3",
-            [room.hex, Int(record.dayStart), Int(record.bytes)])
+        let key = RoomKey(room)
+        run("INSERT INTO rooms (room, bucket, quota_day_start, quota_bytes) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET quota_day_start = ?2, quota_bytes = ?3",
+            [key.hex, Int(record.dayStart), Int(record.bytes), key.bucket])
     }
 
-    public func deleteRoom(_ room: RoomName) {
+    public func deleteRoom(_ key: RoomKey) {
         lock.withLock {
             _ = try? executeLocked("BEGIN")
-            runLocked("DELETE FROM ephemeral WHERE room = ?1", [room.hex])
-            runLocked("DELETE FROM rooms WHERE room = ?1", [room.hex])
+            runLocked("DELETE FROM ephemeral WHERE room = ?1", [key.hex])
+            runLocked("DELETE FROM rooms WHERE room = ?1", [key.hex])
             _ = try? executeLocked("COMMIT")
         }
     }
@@ -158,14 +198,14 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         run("UPDATE rooms SET last_activity = ?1 WHERE verifier IS NOT NULL AND last_activity IS NULL", [Int(clamping: now)])
     }
 
-    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomName] {
-        queryAll("SELECT room FROM rooms WHERE verifier IS NOT NULL AND last_activity < ?1 LIMIT ?2", [Int(clamping: cutoff), limit]) {
-            text($0, 0).flatMap { RoomName(header: $0) }
+    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey] {
+        queryAll("SELECT room, bucket FROM rooms WHERE verifier IS NOT NULL AND last_activity < ?1 LIMIT ?2", [Int(clamping: cutoff), limit]) { row in
+            text(row, 0).map { RoomKey(hex: $0, bucket: Int(sqlite3_column_int64(row, 1))) }
         }.compactMap { $0 }
     }
 
-    public func lastActivity(of room: RoomName) -> UInt64? {
-        query("SELECT last_activity FROM rooms WHERE room = ?1 AND verifier IS NOT NULL AND last_activity IS NOT NULL", [room.hex]) {
+    public func lastActivity(of key: RoomKey) -> UInt64? {
+        query("SELECT last_activity FROM rooms WHERE room = ?1 AND verifier IS NOT NULL AND last_activity IS NOT NULL", [key.hex]) {
             UInt64(sqlite3_column_int64($0, 0))
         }
     }
@@ -188,7 +228,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     private func putEphemeral(_ room: RoomName, _ kind: String, _ secret: String, _ expiresAt: UInt64, _ keyID: String?, _ publicKey: String?) {
         run("INSERT OR REPLACE INTO ephemeral (room, kind, secret, expires_at, key_id, public_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            [room.hex, kind, secret, Int(expiresAt), keyID as Any, publicKey as Any])
+            [RoomKey(room).hex, kind, secret, Int(expiresAt), keyID as Any, publicKey as Any])
     }
 
     private func execute(_ sql: String) throws {
@@ -257,17 +297,19 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     /// Every row's value.
     private func queryAll<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) -> [R] {
-        lock.withLock {
-            guard let statement = prepared(sql) else {
-                report(sql)
-                return []
-            }
-            defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
-            bind(statement, values)
-            var rows: [R] = []
-            while sqlite3_step(statement) == SQLITE_ROW { rows.append(row(statement)) }
-            return rows
+        lock.withLock { queryAllLocked(sql, values, row) }
+    }
+
+    private func queryAllLocked<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) -> [R] {
+        guard let statement = prepared(sql) else {
+            report(sql)
+            return []
         }
+        defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
+        bind(statement, values)
+        var rows: [R] = []
+        while sqlite3_step(statement) == SQLITE_ROW { rows.append(row(statement)) }
+        return rows
     }
 
     private func report(_ sql: String) {

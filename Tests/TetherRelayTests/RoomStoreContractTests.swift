@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import TetherRelay
 import TetherWire
@@ -43,11 +44,11 @@ class RoomStoreContract: XCTestCase {
         store.setVerifier("W", of: other, now: 5_000)
         XCTAssertEqual(store.lastActivity(of: room), 1_000)
         XCTAssertEqual(store.idleRooms(lastActivityBefore: 1_000, limit: 10), [])
-        XCTAssertEqual(store.idleRooms(lastActivityBefore: 1_001, limit: 10), [room])
-        XCTAssertEqual(Set(store.idleRooms(lastActivityBefore: 6_000, limit: 10)), [room, other])
+        XCTAssertEqual(store.idleRooms(lastActivityBefore: 1_001, limit: 10), [RoomKey(room)])
+        XCTAssertEqual(Set(store.idleRooms(lastActivityBefore: 6_000, limit: 10)), [RoomKey(room), RoomKey(other)])
         XCTAssertEqual(store.idleRooms(lastActivityBefore: 6_000, limit: 1).count, 1)
         store.touch(room, at: 7_000)
-        XCTAssertEqual(store.idleRooms(lastActivityBefore: 6_000, limit: 10), [other])
+        XCTAssertEqual(store.idleRooms(lastActivityBefore: 6_000, limit: 10), [RoomKey(other)])
         store.deleteRoom(other)
         XCTAssertNil(store.lastActivity(of: other))
     }
@@ -115,6 +116,56 @@ final class SQLiteRoomStoreTests: RoomStoreContract {
         XCTAssertEqual(node.shardMap()?.version, 5)
         XCTAssertFalse(node.publishShardMap(try ShardMap.single(host: "b.example", version: 4)), "a node starting with an older RELAY_SHARD_MAP")
         XCTAssertEqual(operatorTool.shardMap()?.hosts, ["a.example"])
+    }
+
+    private func fileBytes() -> [UInt8] {
+        ["relay.db", "relay.db-wal"].flatMap { (try? Data(contentsOf: directory.appendingPathComponent($0))).map(Array.init) ?? [] }
+    }
+
+    func testTheDatabaseHoldsRoomKeysNeverRoomNames() throws {
+        let room = RoomName(header: "611c035897cf71eebc08e531616a3470f666cd001532e1bd4957dd762efae220")!
+        do {
+            let store = try makeStore()
+            store.setPairingCycles(1, of: room)
+            store.putChallenge("c", expiresAt: 10, in: room)
+            store.putTicket("t", TicketRecord(expiresAt: 10, keyID: "k", publicKey: "p"), in: room)
+            store.setQuota(QuotaRecord(dayStart: 1, bytes: 2), of: room)
+            store.setVerifier("V", of: room, now: 1)
+            XCTAssertEqual(store.idleRooms(lastActivityBefore: 2, limit: 1), [RoomKey(room)])
+            XCTAssertEqual(RoomKey(room).bucket, 57888)
+            XCTAssertEqual(RoomKey(room).logTag, room.logTag)
+        }
+        let bytes = fileBytes()
+        XCTAssertFalse(bytes.contains(Array(room.hex.utf8)), "the name is the rendezvous secret")
+        XCTAssertTrue(bytes.contains(Array(RoomKey(room).hex.utf8)))
+    }
+
+    func testADatabaseWrittenWithRoomNamesIsRewrittenToKeysOnOpenLosingNothing() throws {
+        let room = RoomName(header: "de5613dbe578aeb70a6885a481e0252dbc4bb279bcb120235a38cda8a999d07e")!
+        let path = directory.appendingPathComponent("relay.db").path
+        var db: OpaquePointer?
+        XCTAssertEqual(sqlite3_open(path, &db), SQLITE_OK)
+        let legacy = """
+            PRAGMA journal_mode=WAL;
+            CREATE TABLE rooms (room TEXT PRIMARY KEY, verifier TEXT, pairing_cycles INTEGER NOT NULL DEFAULT 0,
+                                last_activity INTEGER, quota_day_start INTEGER, quota_bytes INTEGER);
+            CREATE TABLE ephemeral (room TEXT NOT NULL, kind TEXT NOT NULL, secret TEXT NOT NULL, expires_at INTEGER NOT NULL,
+                                    key_id TEXT, public_key TEXT, PRIMARY KEY (room, kind, secret));
+            INSERT INTO rooms VALUES ('\(room.hex)', 'V', 2, 1000, NULL, NULL);
+            INSERT INTO ephemeral VALUES ('\(room.hex)', 'challenge', 'c', 99999, NULL, NULL);
+            """
+        XCTAssertEqual(sqlite3_exec(db, legacy, nil, nil, nil), SQLITE_OK)
+        sqlite3_close(db)
+        do {
+            let store = try makeStore()
+            XCTAssertEqual(store.verifier(of: room), "V")
+            XCTAssertEqual(store.pairingCycles(of: room), 2)
+            XCTAssertEqual(store.liveChallenges(in: room, now: 0), 1)
+            XCTAssertEqual(store.idleRooms(lastActivityBefore: 2_000, limit: 5), [RoomKey(room)])
+            XCTAssertEqual(store.idleRooms(lastActivityBefore: 2_000, limit: 5).first?.bucket, 53374)
+        }
+        XCTAssertFalse(fileBytes().contains(Array(room.hex.utf8)), "no name stays behind")
+        XCTAssertEqual(try makeStore().verifier(of: room), "V", "a second open does not rewrite again")
     }
 
     func testEstablishedRoomsSurviveReopening() throws {
