@@ -25,6 +25,7 @@ public final class RelayMetrics: @unchecked Sendable {
     private var httpRequests = 0
     private var wsUpgrades = 0
     private var httpErrors = 0
+    private var processExceptions = 0
     private var pushErrors = 0
     private var rejected: [Rejection: Int] = [:]
     private var lifetimeCounts = [Int](repeating: 0, count: RelayMetrics.lifetimeBounds.count + 1)
@@ -34,6 +35,8 @@ public final class RelayMetrics: @unchecked Sendable {
 
     public func httpRequest() { lock.withLock { httpRequests += 1 } }
     public func httpError() { lock.withLock { httpErrors += 1 } }
+    /// An internal fault the process survived (§7.1 process protection).
+    public func processException() { lock.withLock { processExceptions += 1 } }
     public func upgradeAccepted() { lock.withLock { wsUpgrades += 1 } }
     public func upgradeRejected(_ reason: Rejection) { lock.withLock { rejected[reason, default: 0] += 1 } }
     public func keepaliveTermination() { lock.withLock { keepaliveTerminated += 1 } }
@@ -67,7 +70,7 @@ public final class RelayMetrics: @unchecked Sendable {
                 ("ts", String(timestamp)), ("ws_upgrades_total", String(wsUpgrades)),
                 ("ws_upgrades_rejected_total", String(rejected.values.reduce(0, +))),
                 ("http_requests_total", String(httpRequests)), ("http_errors_total", String(httpErrors)),
-                ("process_exceptions_total", "0"), ("quota_exceeded_total", String(quotaExceeded)),
+                ("process_exceptions_total", String(processExceptions)), ("quota_exceeded_total", String(quotaExceeded)),
                 ("rooms_live", String(roomsLive)), ("sockets_live", String(socketsLive)),
             ]
             return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
@@ -89,7 +92,7 @@ public final class RelayMetrics: @unchecked Sendable {
             counter("phone_no_mac_total", "Phone sockets closed because no mac was admitted.", phoneNoMac)
             counter("ws_keepalive_terminated_total", "WebSockets terminated for not answering a keepalive ping.", keepaliveTerminated)
             counter("metrics_push_errors_total", "Failed outbound metrics pushes.", pushErrors)
-            counter("process_exceptions_total", "Unexpected errors swallowed by the process.", 0)
+            counter("process_exceptions_total", "Internal faults (storage errors) survived by the process.", processExceptions)
             // These three appear only once they have happened, as the reference's do.
             if httpRequests > 0 { counter("http_requests_total", "HTTP requests that passed the gate.", httpRequests) }
             if wsUpgrades > 0 { counter("ws_upgrades_total", "Accepted WebSocket upgrades.", wsUpgrades) }

@@ -34,6 +34,11 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     /// The §2.10 counters, served on loopback `/metrics`.
     public let metrics = RelayMetrics()
     private var verboseLog: Bool
+    private var faults = FaultBudget()
+    /// Called when internal faults exceed the budget (§7.1); `tether relay` exits 1 so its
+    /// supervisor restarts it. Called at most once.
+    public var onFaultBudgetExceeded: @Sendable () -> Void = {}
+    private var faultBudgetExceeded = false
 
     public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,
                 log: (@Sendable (String) -> Void)? = nil) {
@@ -47,6 +52,22 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         rooms = group.loops.map { _ in RoomTable() }
         sharding = ShardOwnership(origin: configuration.origin)
         verboseLog = configuration.verboseLog
+        (store as? SQLiteRoomStore)?.onFault = { [weak self] in self?.fault("storage error", $0) }
+    }
+
+    /// An internal fault survived (§7.1): counted, logged as `relay: <kind> (continuing): <msg>`,
+    /// and, past the budget, handed to `onFaultBudgetExceeded`. `message` must be zero-PII.
+    public func fault(_ kind: String, _ message: String) {
+        metrics.processException()
+        write("relay: \(kind) (continuing): \(message)")
+        let exceeded = gate.withLock {
+            guard faults.record(now: Self.milliseconds()), !faultBudgetExceeded else { return false }
+            faultBudgetExceeded = true
+            return true
+        }
+        guard exceeded else { return }
+        write("relay: more than \(faults.limit) internal faults within \(faults.window / 1000) s; exiting for a clean restart")
+        onFaultBudgetExceeded()
     }
 
     /// Loops the relay's group should have: one per core, except with in-process TLS, where a

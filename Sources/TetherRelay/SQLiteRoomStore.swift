@@ -21,6 +21,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     private let db: OpaquePointer
     private let lock = NSLock()
     private var statements: [String: OpaquePointer] = [:]
+    private var faultHandler: (@Sendable (String) -> Void)?
 
     public init(path: String) throws {
         var handle: OpaquePointer?
@@ -287,7 +288,11 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
             }
             defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
             bind(statement, values)
-            guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
+            let status = sqlite3_step(statement)
+            guard status == SQLITE_ROW else {
+                if status != SQLITE_DONE { report(sql) }
+                return nil
+            }
             let result = row(statement)
             // Finish RETURNING statements so the write commits.
             while sqlite3_step(statement) == SQLITE_ROW {}
@@ -308,12 +313,30 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
         bind(statement, values)
         var rows: [R] = []
-        while sqlite3_step(statement) == SQLITE_ROW { rows.append(row(statement)) }
+        var status = sqlite3_step(statement)
+        while status == SQLITE_ROW {
+            rows.append(row(statement))
+            status = sqlite3_step(statement)
+        }
+        if status != SQLITE_DONE { report(sql) }
         return rows
     }
 
+    /// Receives each storage fault's message (SQLite's text: never a bound value, so never a key,
+    /// secret or room). Unset, faults go to standard error.
+    public var onFault: (@Sendable (String) -> Void)? {
+        get { lock.withLock { faultHandler } }
+        set { lock.withLock { faultHandler = newValue } }
+    }
+
+    /// Called with `lock` held.
     private func report(_ sql: String) {
-        FileHandle.standardError.write(Data("relay: storage error: \(String(cString: sqlite3_errmsg(db)))\n".utf8))
+        let message = String(cString: sqlite3_errmsg(db))
+        if let faultHandler {
+            faultHandler(message)
+        } else {
+            FileHandle.standardError.write(Data("relay: storage error: \(message)\n".utf8))
+        }
     }
 }
 

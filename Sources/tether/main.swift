@@ -114,6 +114,7 @@ case "relay":
     do {
         group = try EventLoopGroup(count: RelayServer.loopCount(for: configuration))
         relay = RelayServer(configuration: configuration, group: group, store: store)
+        relay.onFaultBudgetExceeded = { exit(1) }
         port = try relay.start()
     } catch {
         fail("relay: cannot start: \(error)", code: 1)
