@@ -18,6 +18,14 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
   shard  (relay started with a shard map giving it buckets 0-32767) /shardmap.json, 421 for a foreign
          room over HTTP and upgrade, then `tether shardmap publish` moves a live paired room away:
          both legs close 4421 "reshard <owner>" and the bucket that moved in is served
+  catalogue  (idle TTL 1 s) displacement and re-splice, slot occupied, bad hello, bad proof, too
+         many pending, the admission rate limit, the pairing-cycle cap, bad signature, invalid
+         UTF-8 (1007) and a protocol violation (1002) with peer gone, admission timeout, room expired
+  abuse  (20 frames/s, 100,000-byte quota) frame rate exceeded, daily quota exceeded and its
+         re-trip, then SIGTERM to the relay: server shutting down on both legs
+  limits  (trusting X-Forwarded-For; small caps) 429 too many connections, 503 capacity,
+         429 rate limited for upgrades and /attest*, 413 payload too large
+  attested  (attestation mode) ticket required, bad ticket, /attest refused
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
 """
@@ -381,12 +389,310 @@ async def shard(url, binary, db):
     return out
 
 
+class RawSocket:
+    """A WebSocket client written by hand, for frames a library refuses to send (invalid UTF-8,
+    reserved bits) and for watching exactly what the relay sends back."""
+
+    def __init__(self, url, room_name, headers=""):
+        import socket
+        parsed = urlparse(url)
+        self.sock = socket.create_connection((parsed.hostname, parsed.port))
+        self.sock.settimeout(40)
+        self.sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                           "x-relay-room: %s\r\n%s\r\n" % (parsed.netloc, room_name, headers)).encode())
+        self.buffer = b""
+        while b"\r\n\r\n" not in self.buffer:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                break
+            self.buffer += chunk
+        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        self.status = head.split(b"\r\n")[0].decode()
+
+    def send_frame(self, opcode, payload, first_byte=None):
+        mask = os.urandom(4)
+        byte0 = first_byte if first_byte is not None else 0x80 | opcode
+        length = len(payload)
+        if length < 126:
+            header = bytes([byte0, 0x80 | length])
+        elif length < 65536:
+            header = bytes([byte0, 0x80 | 126]) + struct.pack(">H", length)
+        else:
+            header = bytes([byte0, 0x80 | 127]) + struct.pack(">Q", length)
+        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def _read(self, count):
+        while len(self.buffer) < count:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError
+            self.buffer += chunk
+        out, self.buffer = self.buffer[:count], self.buffer[count:]
+        return out
+
+    def recv_frame(self):
+        """(opcode, payload) of the next frame, answering pings; None when TCP closes."""
+        try:
+            while True:
+                byte0, byte1 = self._read(2)
+                length = byte1 & 0x7F
+                if length == 126:
+                    length = struct.unpack(">H", self._read(2))[0]
+                elif length == 127:
+                    length = struct.unpack(">Q", self._read(8))[0]
+                payload = self._read(length)
+                if byte0 & 0x0F == 0x9:
+                    self.send_frame(0xA, payload)
+                    continue
+                return byte0 & 0x0F, payload
+        except (EOFError, OSError):
+            return None
+
+    def close_received(self):
+        """[code, reason] of the relay's close frame (skipping other frames), or None."""
+        while True:
+            frame = self.recv_frame()
+            if frame is None:
+                return None
+            if frame[0] == 0x8:
+                payload = frame[1]
+                return [struct.unpack(">H", payload[:2])[0], payload[2:].decode()] if len(payload) >= 2 else [None, ""]
+
+    def admit(self, role):
+        self.send_frame(0x1, json.dumps({"v": 1, "role": role}).encode())
+        self.recv_frame()
+        self.send_frame(0x1, b"{}")
+        return json.loads(self.recv_frame()[1])
+
+
+async def refusal(url, room_name, hello, proof):
+    """Result and close of a socket whose Hello or Proof the relay refuses."""
+    ws = await websockets.connect(url, additional_headers={"x-relay-room": room_name}, compression=None)
+    await ws.send(hello)
+    messages = []
+    try:
+        if proof is not None:
+            messages.append(json.loads(await ws.recv()).keys().__contains__("nonce"))
+            await ws.send(proof)
+        while True:
+            messages.append(json.loads(await ws.recv()))
+    except ConnectionClosed as closed:
+        return {"messages": messages, "close": [closed.rcvd.code, closed.rcvd.reason] if closed.rcvd else None}
+
+
+async def admission_timeout(url):
+    import time
+    started = time.monotonic()
+    raw = await asyncio.to_thread(RawSocket, url, room())
+    close = await asyncio.to_thread(raw.close_received)
+    return {"close": close, "seconds": time.monotonic() - started}
+
+
+async def room_expired(url):
+    r, _, _, _, _, mac, phone, (status, _) = await pair_and_register(url)
+    return {"register": status, "closes": await closes_of(mac, phone)}
+
+
+async def catalogue(url):
+    """(relay started with an established-room idle TTL of 1 s) every admission-time close."""
+    out = {}
+    slow = [asyncio.create_task(admission_timeout(url)), asyncio.create_task(room_expired(url))]
+
+    # Displacement: newest wins; the surviving peer is re-spliced, not closed.
+    r = room()
+    mac1, _, _ = await admit(url, r, "mac")
+    phone, _, _ = await admit(url, r, "phone")
+    mac2, _, mac2_result = await admit(url, r, "mac")
+    try:
+        await mac1.recv()
+    except ConnectionClosed as closed:
+        out["displaced"] = [closed.rcvd.code, closed.rcvd.reason]
+    await phone.send(b"after displacement")
+    out["respliced"] = (await mac2.recv()) == b"after displacement"
+    out["slot_occupied"] = await refusal(url, r, json.dumps({"v": 1, "role": "mac", "nonDisplacing": True}), "{}")
+    await mac2.send(b"incumbent untouched")
+    out["incumbent_untouched"] = (await phone.recv()) == b"incumbent untouched"
+    await phone.close()
+    await mac2.close()
+
+    out["bad_hello"] = await refusal(url, room(), "not json", None)
+    out["bad_hello_v"] = await refusal(url, room(), json.dumps({"v": "1", "role": "mac"}), None)
+    out["bad_proof"] = await refusal(url, room(), json.dumps({"v": 1, "role": "mac"}), "{not json")
+
+    # Pre-auth cap: a fifth pending socket evicts the oldest.
+    r = room()
+    pending = [await asyncio.to_thread(RawSocket, url, r) for _ in range(5)]
+    out["too_many_pending"] = await asyncio.to_thread(pending[0].close_received)
+    for raw in pending[1:]:
+        raw.sock.close()
+
+    # Admission rate limit: 40 Proofs per 10 s per room; the 41st is refused.
+    r = room()
+    results = []
+    for _ in range(40):
+        ws, _, result = await admit(url, r, "mac")
+        results.append(result.get("ok"))
+    out["forty_admitted"] = all(results)
+    out["rate_limited"] = await refusal(url, r, json.dumps({"v": 1, "role": "mac"}), "{}")
+    await ws.close()
+
+    # Pairing-cycle cap: one mac park allows 8 phone admissions; the 9th tears the room down.
+    r = room()
+    mac, _, _ = await admit(url, r, "mac")
+    phones = []
+    for _ in range(8):
+        p, _, result = await admit(url, r, "phone")
+        phones.append(result.get("ok"))
+    out["eight_phones"] = phones
+    ninth = await refusal(url, r, json.dumps({"v": 1, "role": "phone"}), "{}")
+    out["pairing_cycle_cap"] = ninth
+    try:
+        await mac.recv()
+    except ConnectionClosed as closed:
+        out["pairing_cycle_cap_mac"] = [closed.rcvd.code, closed.rcvd.reason]
+
+    # Signatures in an established room.
+    r, _, key, _, _, mac, phone, _ = await pair_and_register(url)
+    await phone.close()
+    await mac.close()
+    wrong = Ed25519PrivateKey.generate()
+    origin = "http://" + urlparse(url).netloc
+    ws = await websockets.connect(url, additional_headers={"x-relay-room": r}, compression=None)
+    await ws.send(json.dumps({"v": 1, "role": "mac"}))
+    nonce = base64.b64decode(json.loads(await ws.recv())["nonce"])
+    transcript = canonical("iterm2-relay-join", [b"\x01", b"\x01", nonce, r.encode(), origin.encode()])
+    await ws.send(json.dumps({"sig": base64.b64encode(wrong.sign(transcript)).decode()}))
+    out["bad_signature"] = json.loads(await ws.recv())
+    try:
+        await ws.recv()
+    except ConnectionClosed as closed:
+        out["bad_signature_close"] = [closed.rcvd.code, closed.rcvd.reason]
+
+    # Transport errors on an admitted socket: the sender gets the code, its peer "peer gone".
+    for name, frame in (("invalid_utf8", (0x1, b"\xff\xfe", None)), ("protocol_violation", (0x2, b"x", 0x80 | 0x40 | 0x2))):
+        r = room()
+        raw = await asyncio.to_thread(RawSocket, url, r)
+        out[name + "_admitted"] = (await asyncio.to_thread(raw.admit, "mac")).get("ok")
+        phone, _, _ = await admit(url, r, "phone")
+        opcode, payload, first = frame
+        raw.send_frame(opcode, payload, first)
+        sender = await asyncio.to_thread(raw.close_received)
+        try:
+            await phone.recv()
+        except ConnectionClosed as closed:
+            out[name] = [sender, [closed.rcvd.code, closed.rcvd.reason]]
+
+    out["admission_timeout"], out["room_expired"] = await asyncio.gather(*slow)
+    return out
+
+
+async def abuse(url, pid):
+    """(relay started with 20 frames/s per room and a 100,000-byte daily quota) the splice's caps,
+    then a graceful shutdown (SIGTERM to `pid`) with a pair still spliced."""
+    import signal
+    out = {}
+    r = room()
+    mac, _, _ = await admit(url, r, "mac")
+    phone, _, _ = await admit(url, r, "phone")
+    for i in range(25):
+        try:
+            await mac.send(b"x")
+        except ConnectionClosed:
+            break
+    out["frame_rate"] = await closes_of(mac, phone)
+
+    r = room()
+    mac, _, _ = await admit(url, r, "mac")
+    phone, _, _ = await admit(url, r, "phone")
+    await mac.send(os.urandom(60_000))
+    out["under_quota_delivered"] = len(await phone.recv()) == 60_000
+    await phone.send(os.urandom(60_000))
+    out["quota"] = await closes_of(mac, phone)
+    mac, _, mac_again = await admit(url, r, "mac")
+    phone, _, phone_again = await admit(url, r, "phone")
+    out["readmitted"] = [mac_again.get("ok"), phone_again.get("ok")]
+    await phone.send(b"y")
+    out["quota_retrips"] = await closes_of(mac, phone)
+    out["quota_metric"] = [line for line in scrape(url)[2].splitlines() if line.startswith("relay_quota_exceeded_total")]
+
+    r = room()
+    mac, _, _ = await admit(url, r, "mac")
+    phone, _, _ = await admit(url, r, "phone")
+    os.kill(pid, signal.SIGTERM)
+    out["shutdown"] = await closes_of(mac, phone)
+    return out
+
+
+async def limits(url):
+    """(relay trusting X-Forwarded-For, 2 sockets per IP, 4 in all, 6 upgrades and 3 /attest*
+    requests per IP per minute) the entry-level refusals."""
+    out = {}
+    held = []
+
+    def upgrade(ip):
+        raw = RawSocket(url, room(), "X-Forwarded-For: %s\r\n" % ip)
+        if raw.status.endswith("101 Switching Protocols"):
+            held.append(raw)
+            return [raw.status]
+        return [raw.status, raw.buffer.decode()]
+
+    out["ip_a"] = [upgrade("198.51.100.1") for _ in range(3)]
+    out["ip_b"] = [upgrade("198.51.100.2") for _ in range(2)]
+    out["ip_c"] = [upgrade("198.51.100.3") for _ in range(7)]
+
+    def attest(ip):
+        parsed = urlparse(url)
+        request = urllib.request.Request("http://%s/attest/challenge" % parsed.netloc, data=b"",
+                                         headers={"x-relay-room": room(), "X-Forwarded-For": ip}, method="POST")
+        try:
+            with urllib.request.urlopen(request) as response:
+                return [response.status]
+        except urllib.error.HTTPError as error:
+            return [error.code, error.read().decode()]
+
+    out["attest"] = [attest("198.51.100.4") for _ in range(4)]
+    out["attest_other_ip"] = attest("198.51.100.5")
+
+    import socket
+    parsed = urlparse(url)
+    sock = socket.create_connection((parsed.hostname, parsed.port))
+    sock.settimeout(10)
+    sock.sendall(("POST /register HTTP/1.1\r\nHost: %s\r\nx-relay-room: %s\r\nContent-Type: application/json\r\n"
+                  "Content-Length: 65537\r\n\r\n" % (parsed.netloc, room())).encode())
+    answer = sock.recv(65536).decode()
+    out["too_large"] = [answer.split("\r\n")[0], answer.partition("\r\n\r\n")[2]]
+    sock.close()
+    out["rejections"] = [line for line in scrape(url)[2].splitlines() if line.startswith("relay_ws_upgrades_rejected_total{")]
+    for raw in held:
+        raw.sock.close()
+    return out
+
+
+async def attested(url):
+    """(relay in attestation mode) a phone needs a ticket; /attest refuses until App Attest lands."""
+    out = {}
+    r = room()
+    mac, _, mac_result = await admit(url, r, "mac")
+    out["mac"] = mac_result
+    out["no_ticket"] = await refusal(url, r, json.dumps({"v": 1, "role": "phone"}), "{}")
+    out["bad_ticket"] = await refusal(url, r, json.dumps({"v": 1, "role": "phone"}), json.dumps({"ticket": "AAAA"}))
+    status, challenge = post(url, r, "/attest/challenge", None)
+    out["challenge"] = [status, len(challenge.get("challenge", ""))]
+    out["attest"] = post(url, r, "/attest", {"challenge": challenge.get("challenge"), "attestationObject": "o2NmbXQ=", "keyId": "AAAA"})
+    await mac.close()
+    return out
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
+    elif scenario == "abuse":
+        result = asyncio.run(abuse(url, int(sys.argv[3])))
     elif scenario == "shard":
         result = asyncio.run(shard(url, sys.argv[3], sys.argv[4]))
     else:
-        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize, "silent": silent}[scenario](url))
+        result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize, "silent": silent,
+                              "catalogue": catalogue, "limits": limits, "attested": attested}[scenario](url))
     print(json.dumps(result))

@@ -28,7 +28,7 @@ final class RelayEndToEndTests: XCTestCase {
     }
 
     /// Starts `tether relay --local` on a fresh port with `database`; waits for its start-up line.
-    func startRelay(database: String, _ extra: [String] = [], port fixed: UInt16? = nil) throws {
+    func startRelay(database: String, _ extra: [String] = [], port fixed: UInt16? = nil, local: Bool = true) throws {
         let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
@@ -36,7 +36,7 @@ final class RelayEndToEndTests: XCTestCase {
         port = fixed ?? freePort()
         process = Process()
         process.executableURL = binary
-        process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", database] + extra
+        process.arguments = ["relay"] + (local ? ["--local"] : []) + ["--relay-port", String(port), "--relay-db", database] + extra
         let output = Pipe()
         process.standardOutput = output
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString).log")
@@ -44,7 +44,7 @@ final class RelayEndToEndTests: XCTestCase {
         process.standardError = try FileHandle(forWritingTo: logFile)
         try process.run()
         let line = output.fileHandleForReading.readFirstLine()
-        XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(database), attest=false)"),
+        XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(database), attest=\(local ? "false" : "required"))"),
                       line)
     }
 
@@ -279,5 +279,106 @@ extension RelayEndToEndTests {
         XCTAssertEqual((result["newly_mine_mac"] as? [String: Any])?["ok"] as? Bool, true, "the bucket that moved in is served")
         XCTAssertEqual(result["misdirected_metric"] as? [String], [#"relay_ws_upgrades_rejected_total{reason="misdirected"} 2"#])
         XCTAssertTrue(logLines().contains("relay: shard map version 2 adopted; this node (127.0.0.1:\(port)) owns 32768 of 65536 buckets"), "\(logLines())")
+    }
+}
+
+extension RelayEndToEndTests {
+    /// A value from the peer's JSON as compact JSON with sorted keys (booleans stay booleans).
+    private func json(_ value: Any?) -> String {
+        guard let value, let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed]) else { return "nil" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The messages (a challenge shows as `true`) and the close of a refused socket.
+    private func refusal(_ value: Any?) -> (messages: [String], close: [AnyHashable]?) {
+        let object = value as? [String: Any]
+        return ((object?["messages"] as? [Any] ?? []).map { json($0) }, object?["close"] as? [AnyHashable])
+    }
+
+    func testEveryAdmissionTimeCloseOfTheCatalogueOnTheWire() throws {
+        tearDown()
+        try startRelay(database: ":memory:", ["--relay-established-idle-ttl-ms", "1000"])
+        let result = try client("catalogue")
+        XCTAssertEqual(result["displaced"] as? [AnyHashable], [1000, "displaced"])
+        XCTAssertEqual(result["respliced"] as? Bool, true, "the phone is spliced to the newcomer, not closed")
+        let occupied = refusal(result["slot_occupied"])
+        XCTAssertEqual(occupied.messages, ["true", #"{"error":"slot occupied","ok":false}"#])
+        XCTAssertEqual(occupied.close, [1008, "slot occupied"])
+        XCTAssertEqual(result["incumbent_untouched"] as? Bool, true)
+        for name in ["bad_hello", "bad_hello_v"] {
+            XCTAssertEqual(refusal(result[name]).messages, [], "no Result before a bad-hello close")
+            XCTAssertEqual(refusal(result[name]).close, [1008, "bad hello"])
+        }
+        XCTAssertEqual(refusal(result["bad_proof"]).messages, ["true", #"{"error":"bad proof","ok":false}"#])
+        XCTAssertEqual(refusal(result["bad_proof"]).close, [1008, "bad proof"])
+        XCTAssertEqual(result["too_many_pending"] as? [AnyHashable], [1008, "too many pending"])
+        XCTAssertEqual(result["forty_admitted"] as? Bool, true)
+        XCTAssertEqual(refusal(result["rate_limited"]).messages, ["true", #"{"error":"rate limited","ok":false}"#])
+        XCTAssertEqual(refusal(result["rate_limited"]).close, [1008, "rate limited"])
+        XCTAssertEqual(result["eight_phones"] as? [Bool], Array(repeating: true, count: 8))
+        XCTAssertEqual(refusal(result["pairing_cycle_cap"]).messages, ["true"], "no Result frame, only the close")
+        XCTAssertEqual(refusal(result["pairing_cycle_cap"]).close, [1000, "pairing cycle cap"])
+        XCTAssertEqual(result["pairing_cycle_cap_mac"] as? [AnyHashable], [1000, "pairing cycle cap"])
+        XCTAssertEqual(json(result["bad_signature"]), #"{"error":"bad signature","ok":false}"#)
+        XCTAssertEqual(result["bad_signature_close"] as? [AnyHashable], [1008, "bad signature"])
+        XCTAssertEqual(result["invalid_utf8_admitted"] as? Bool, true)
+        XCTAssertEqual(result["invalid_utf8"] as? [[AnyHashable]], [[1007, ""], [1001, "peer gone"]])
+        XCTAssertEqual(result["protocol_violation_admitted"] as? Bool, true)
+        XCTAssertEqual(result["protocol_violation"] as? [[AnyHashable]], [[1002, ""], [1001, "peer gone"]])
+        let timeout = try XCTUnwrap(result["admission_timeout"] as? [String: Any])
+        XCTAssertEqual(timeout["close"] as? [AnyHashable], [1008, "admission timeout"])
+        let seconds = try XCTUnwrap(timeout["seconds"] as? Double)
+        XCTAssertGreaterThanOrEqual(seconds, 15)
+        XCTAssertLessThanOrEqual(seconds, 30)
+        let expired = try XCTUnwrap(result["room_expired"] as? [String: Any])
+        XCTAssertEqual(expired["register"] as? Int, 200)
+        XCTAssertEqual(expired["closes"] as? [[AnyHashable]], [[1000, "room expired"], [1000, "room expired"]])
+    }
+
+    func testFrameRateDailyQuotaAndShutdownClosesOnTheWire() throws {
+        tearDown()
+        try startRelay(database: ":memory:", ["--relay-max-frames-per-sec", "20", "--relay-daily-byte-quota", "100000"])
+        let result = try client("abuse", [String(process.processIdentifier)])
+        XCTAssertEqual(result["frame_rate"] as? [[AnyHashable]], [[1008, "frame rate exceeded"], [1001, "peer gone"]])
+        XCTAssertEqual(result["under_quota_delivered"] as? Bool, true)
+        XCTAssertEqual(result["quota"] as? [[AnyHashable]], [[1008, "daily quota exceeded"], [1008, "daily quota exceeded"]])
+        XCTAssertEqual(result["readmitted"] as? [Bool], [true, true], "the room's state survives a trip")
+        XCTAssertEqual(result["quota_retrips"] as? [[AnyHashable]], [[1008, "daily quota exceeded"], [1008, "daily quota exceeded"]])
+        XCTAssertEqual(result["quota_metric"] as? [String], ["relay_quota_exceeded_total 4"])
+        XCTAssertEqual(result["shutdown"] as? [[AnyHashable]], [[1001, "server shutting down"], [1001, "server shutting down"]])
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+    }
+
+    func testEntryLevelRefusalsOnTheWire() throws {
+        tearDown()
+        try startRelay(database: ":memory:", ["--relay-trust-proxy", "true", "--relay-max-sockets-per-ip", "2", "--relay-max-total-sockets", "4",
+                                              "--relay-ws-rate-limit", "6", "--relay-attest-rate-limit", "3"])
+        let result = try client("limits")
+        let switching = ["HTTP/1.1 101 Switching Protocols"] as [AnyHashable]
+        XCTAssertEqual(result["ip_a"] as? [[AnyHashable]], [switching, switching, ["HTTP/1.1 429 Too Many Requests", "too many connections"]])
+        XCTAssertEqual(result["ip_b"] as? [[AnyHashable]], [switching, switching])
+        let capacity = ["HTTP/1.1 503 Service Unavailable", "capacity"] as [AnyHashable]
+        XCTAssertEqual(result["ip_c"] as? [[AnyHashable]], Array(repeating: capacity, count: 6) + [["HTTP/1.1 429 Too Many Requests", "rate limited"]],
+                       "the limiter counts refused upgrades too")
+        XCTAssertEqual(result["attest"] as? [[AnyHashable]], [[200], [200], [200], [429, "rate limited"]])
+        XCTAssertEqual(result["attest_other_ip"] as? [AnyHashable], [200])
+        XCTAssertEqual(result["too_large"] as? [String], ["HTTP/1.1 413 Payload Too Large", "payload too large"])
+        XCTAssertEqual(result["rejections"] as? [String], [#"relay_ws_upgrades_rejected_total{reason="ip_cap"} 1"#,
+                                                          #"relay_ws_upgrades_rejected_total{reason="rate_limited"} 1"#,
+                                                          #"relay_ws_upgrades_rejected_total{reason="total_cap"} 6"#])
+    }
+
+    func testAttestationModeRefusesPhonesWithoutAValidTicket() throws {
+        tearDown()
+        try startRelay(database: ":memory:", ["--relay-origin", "https://relay.test", "--app-id", "TEAMID.example.app"], local: false)
+        let result = try client("attested")
+        XCTAssertEqual(json(result["mac"]), #"{"ok":true}"#, "a pairing-mode mac needs nothing")
+        XCTAssertEqual(refusal(result["no_ticket"]).messages, ["true", #"{"error":"ticket required","ok":false}"#])
+        XCTAssertEqual(refusal(result["no_ticket"]).close, [1008, "ticket required"])
+        XCTAssertEqual(refusal(result["bad_ticket"]).messages, ["true", #"{"error":"bad ticket","ok":false}"#])
+        XCTAssertEqual(refusal(result["bad_ticket"]).close, [1008, "bad ticket"])
+        XCTAssertEqual(result["challenge"] as? [Int], [200, 44])
+        XCTAssertEqual((result["attest"] as? [Any])?.first as? Int, 403)
     }
 }
