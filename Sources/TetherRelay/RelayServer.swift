@@ -114,23 +114,38 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
 
     // MARK: HTTP
 
-    /// §2.2: the gate, the `/attest*` limiter, then the room's endpoint, run on the room's loop.
+    /// §2.2 steps 2–6, on the head alone, so they precede the body cap (step 7): the gate, the
+    /// request counter, the `/attest*` limiter and the room cap. The paths answered before the
+    /// gate (step 1) pass through to `respond`.
+    public func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? {
+        if Self.isAnsweredBeforeTheGate(head) { return nil }
+        if let refusal = gateRefusal(head) { return refusal }
+        metrics.httpRequest()
+        let room = roomName(head)!
+        if head.path.hasPrefix("/attest") {
+            let ip = clientIP(head, peer: peer)
+            let now = Self.milliseconds()
+            guard gate.withLock({ attestLimiter.hit(ip, now: now) }) else { return .text(429, "rate limited") }
+        }
+        guard gate.withLock({ hasRoomFor(room) }) else { return .text(503, "capacity") }
+        return nil
+    }
+
+    /// §2.2 step 1: `/metrics` (any method), `/healthz`, and `GET`/`HEAD /shardmap.json`.
+    static func isAnsweredBeforeTheGate(_ head: HTTPRequestHead) -> Bool {
+        head.path == "/metrics" || head.path == "/healthz"
+            || (head.path == "/shardmap.json" && (head.method == "GET" || head.method == "HEAD"))
+    }
+
+    /// §2.2 step 1, then step 8 for a request `screen` let through: the room's endpoint, run on
+    /// the room's loop.
     public func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
         if request.head.path == "/metrics" { return scrape(request, reply: reply) }
         if request.head.path == "/healthz" { return health(request, reply: reply) }
-        if request.head.path == "/shardmap.json", request.head.method == "GET" || request.head.method == "HEAD" {
-            return serveShardMap(reply: reply)
-        }
-        if let refusal = gateRefusal(request.head) { return reply(refusal) }
-        metrics.httpRequest()
-        let room = roomName(request.head)!
+        if Self.isAnsweredBeforeTheGate(request.head) { return serveShardMap(reply: reply) }
+        // `screen` has passed the gate, so the room header is present and valid.
+        guard let room = roomName(request.head) else { return reply(.text(400, "bad room")) }
         let path = String(request.head.path)
-        if path.hasPrefix("/attest") {
-            let ip = clientIP(request)
-            let now = Self.milliseconds()
-            guard gate.withLock({ attestLimiter.hit(ip, now: now) }) else { return reply(.text(429, "rate limited")) }
-        }
-        guard gate.withLock({ hasRoomFor(room) }) else { return reply(.text(503, "capacity")) }
         guard request.head.method == "POST", RoomEndpoints.routes.contains(path) else {
             return reply(.text(501, "not implemented", contentType: "text/plain;charset=UTF-8"))
         }
@@ -163,9 +178,9 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         return RoomName(header: values.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
     }
 
-    private func clientIP(_ request: HTTPServerRequest) -> String {
-        configuration.clientIP.clientIP(cfConnectingIP: request.head.headers["CF-Connecting-IP"],
-                                        forwardedFor: request.head.headers["X-Forwarded-For"], peer: request.peer?.host)
+    private func clientIP(_ head: HTTPRequestHead, peer: SocketAddress?) -> String {
+        configuration.clientIP.clientIP(cfConnectingIP: head.headers["CF-Connecting-IP"],
+                                        forwardedFor: head.headers["X-Forwarded-For"], peer: peer?.host)
     }
 
     // MARK: WebSocket upgrade (§2.3)
@@ -176,7 +191,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
             return .refuse(refusal)
         }
         let room = roomName(request.head)!
-        let ip = clientIP(request)
+        let ip = clientIP(request.head, peer: request.peer)
         let now = Self.milliseconds()
         let refused: (HTTPResponse, RelayMetrics.Rejection)? = gate.withLock {
             guard wsLimiter.hit(ip, now: now) else { return (.text(429, "rate limited"), .rate_limited) }

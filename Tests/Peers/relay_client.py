@@ -654,15 +654,21 @@ async def limits(url):
     out["attest"] = [attest("198.51.100.4") for _ in range(4)]
     out["attest_other_ip"] = attest("198.51.100.5")
 
-    import socket
-    parsed = urlparse(url)
-    sock = socket.create_connection((parsed.hostname, parsed.port))
-    sock.settimeout(10)
-    sock.sendall(("POST /register HTTP/1.1\r\nHost: %s\r\nx-relay-room: %s\r\nContent-Type: application/json\r\n"
-                  "Content-Length: 65537\r\n\r\n" % (parsed.netloc, room())).encode())
-    answer = sock.recv(65536).decode()
-    out["too_large"] = [answer.split("\r\n")[0], answer.partition("\r\n\r\n")[2]]
-    sock.close()
+    def declared_large(extra):
+        """A POST declaring a body over the cap, none of it sent: the answer comes from the head."""
+        import socket
+        parsed = urlparse(url)
+        sock = socket.create_connection((parsed.hostname, parsed.port))
+        sock.settimeout(10)
+        sock.sendall(("POST /register HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\n"
+                      "Content-Length: 65537\r\n\r\n" % (parsed.netloc, extra)).encode())
+        answer = sock.recv(65536).decode()
+        sock.close()
+        return [answer.split("\r\n")[0], answer.partition("\r\n\r\n")[2]]
+
+    out["too_large"] = declared_large("x-relay-room: %s\r\n" % room())
+    out["too_large_with_origin"] = declared_large("x-relay-room: %s\r\nOrigin: https://evil.example\r\n" % room())
+    out["too_large_bad_room"] = declared_large("x-relay-room: nope\r\n")
     out["rejections"] = [line for line in scrape(url)[2].splitlines() if line.startswith("relay_ws_upgrades_rejected_total{")]
     for raw in held:
         raw.sock.close()

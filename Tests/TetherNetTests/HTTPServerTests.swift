@@ -43,6 +43,15 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(result.stdout, "413")
     }
 
+    func testAScreenedRequestIsAnsweredOnItsHeadWithoutWaitingForItsBody() throws {
+        let client = try RawClient(port: port)
+        client.send("POST /screened HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n")
+        let text = client.readText()
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), text)
+        XCTAssertTrue(text.contains("Connection: close\r\n"), "the unread body cannot be skipped, so the connection closes")
+        XCTAssertTrue(text.hasSuffix("\r\n\r\nscreened"), text)
+    }
+
     func testPipelinedRequestsAreAnsweredInOrder() throws {
         let client = try RawClient(port: port)
         client.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nAPOST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nBGET /headers HTTP/1.1\r\nHost: h\r\nX-Dup: 1\r\nx-dup: 2\r\nConnection: close\r\n\r\n")

@@ -9,6 +9,8 @@ final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
     private var sockets: [WebSocketConnection] = []
 
     func bodyLimit(for head: HTTPRequestHead) -> Int { head.path == "/small" ? 10 : 64 * 1024 }
+    /// `/screened` is refused on its head, before its body (or its body cap) is considered.
+    func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? { head.path == "/screened" ? .text(403, "screened") : nil }
 
     func respond(to request: HTTPServerRequest) -> HTTPResponse {
         switch request.head.path {

@@ -364,6 +364,8 @@ extension RelayEndToEndTests {
         XCTAssertEqual(result["attest"] as? [[AnyHashable]], [[200], [200], [200], [429, "rate limited"]])
         XCTAssertEqual(result["attest_other_ip"] as? [AnyHashable], [200])
         XCTAssertEqual(result["too_large"] as? [String], ["HTTP/1.1 413 Payload Too Large", "payload too large"])
+        XCTAssertEqual(result["too_large_with_origin"] as? [String], ["HTTP/1.1 403 Forbidden", "forbidden"], "§2.2: the gate precedes the body cap")
+        XCTAssertEqual(result["too_large_bad_room"] as? [String], ["HTTP/1.1 400 Bad Request", "bad room"])
         XCTAssertEqual(result["rejections"] as? [String], [#"relay_ws_upgrades_rejected_total{reason="ip_cap"} 1"#,
                                                           #"relay_ws_upgrades_rejected_total{reason="rate_limited"} 1"#,
                                                           #"relay_ws_upgrades_rejected_total{reason="total_cap"} 6"#])

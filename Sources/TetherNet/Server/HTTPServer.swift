@@ -17,6 +17,10 @@ public enum WebSocketUpgradeDecision {
 
 /// The application behind an `HTTPServer`. Called on the connection's loop thread.
 public protocol HTTPServerDelegate: AnyObject, Sendable {
+    /// Called once a non-upgrade request's head is known, before its body is read: a response
+    /// refuses the request at once (without reading the body; the connection then closes), so
+    /// checks that must precede the body cap come first. Nil lets the request continue.
+    func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse?
     /// The body cap for this request's route (413 beyond); called once the head is known.
     func bodyLimit(for head: HTTPRequestHead) -> Int
     /// The response to a complete request.
@@ -32,6 +36,7 @@ public protocol HTTPServerDelegate: AnyObject, Sendable {
 }
 
 public extension HTTPServerDelegate {
+    func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? { nil }
     func bodyLimit(for head: HTTPRequestHead) -> Int { 64 * 1024 }
     func respond(to request: HTTPServerRequest) -> HTTPResponse { .text(501, "not implemented") }
     func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) { reply(respond(to: request)) }
@@ -216,6 +221,11 @@ final class HTTPServerConnection: TransportDelegate {
                     pendingHead = head
                     if head.isWebSocketUpgrade {
                         upgrade(head)
+                        return
+                    }
+                    if let refusal = server.delegate.screen(head, peer: connection.peer) {
+                        pendingHead = nil
+                        reply(refusal, closing: true, includeBody: head.method != "HEAD")
                         return
                     }
                     parser.bodyLimit = server.delegate.bodyLimit(for: head)
