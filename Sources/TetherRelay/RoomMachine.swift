@@ -71,6 +71,8 @@ public final class RoomMachine {
     private var frameWindow: FixedWindow
     private var quota: QuotaRecord?
     private var quotaPersistedBytes: Int64 = 0
+    /// A pairing-mode phone admission charged the stored cycle count during this mac park.
+    private var chargedCycles = false
 
     /// - Parameter random: the source of nonces and tokens; nil means the CSPRNG (tests fix it).
     public init(room: RoomName, configuration: Configuration, store: any RoomStore,
@@ -153,6 +155,7 @@ public final class RoomMachine {
     public func disconnected(_ id: SocketID) -> [RoomAction] {
         closing[id] = nil
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
+        endParkIfMacGone()
         guard case let .admitted(role) = socket.state, let peer = admitted(role == .mac ? .phone : .mac) else { return [] }
         return close(peer, 1001, "peer gone")
     }
@@ -251,6 +254,7 @@ public final class RoomMachine {
                     return [.log("relay \(room.logTag) teardown reason=pairing cycle cap")] + closeAll(code: 1000, reason: "pairing cycle cap")
                 }
                 store.setPairingCycles(cycles, of: room)
+                chargedCycles = true
             }
         }
         var actions: [RoomAction] = []
@@ -301,7 +305,7 @@ public final class RoomMachine {
     private func chargeQuota(_ size: Int, now: UInt64) -> Bool {
         var record = quota ?? store.quota(of: room) ?? QuotaRecord(dayStart: now, bytes: 0)
         if quota == nil { quotaPersistedBytes = record.bytes }
-        if now &- record.dayStart >= 86_400_000 {
+        if now &- record.dayStart >= QuotaRecord.window {
             record = QuotaRecord(dayStart: now, bytes: 0)
             store.setQuota(record, of: room)
             quotaPersistedBytes = 0
@@ -331,6 +335,16 @@ public final class RoomMachine {
     private func close(_ id: SocketID, _ code: UInt16, _ reason: String) -> [RoomAction] {
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
         closing[id] = socket.state
+        endParkIfMacGone()
         return [.close(id, code: code, reason: reason)]
+    }
+
+    /// §6.10 (Tether): the cycle count matters only while a mac is parked, and the next park
+    /// resets it, so once no mac is admitted the stored count goes — a pairing that never
+    /// completes leaves nothing behind.
+    private func endParkIfMacGone() {
+        guard chargedCycles, admitted(.mac) == nil else { return }
+        chargedCycles = false
+        store.setPairingCycles(0, of: room)
     }
 }

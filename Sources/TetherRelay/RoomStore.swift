@@ -8,6 +8,8 @@ public protocol RoomStore: AnyObject {
     /// The registered verifier `V` (as supplied, b64) once the room is established.
     func verifier(of room: RoomName) -> String?
     func pairingCycles(of room: RoomName) -> Int
+    /// 0 removes the count (§6.10: a record holding nothing else goes with it; a room never
+    /// parked in stays without one).
     func setPairingCycles(_ cycles: Int, of room: RoomName)
     /// Refreshes the established room's idle TTL.
     func touch(_ room: RoomName, at now: UInt64)
@@ -23,7 +25,8 @@ public protocol RoomStore: AnyObject {
     func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName)
     func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord?
     func deleteRegistrationToken(_ token: String, in room: RoomName)
-    /// Establishes the room: stores `V` (as supplied) and refreshes its activity.
+    /// Establishes the room: stores `V` (as supplied), refreshes its activity and drops its
+    /// pairing-cycle count.
     func setVerifier(_ verifier: String, of room: RoomName, now: UInt64)
     /// The highest App Attest assertion counter seen for a key (§4.3 step 6).
     func assertionCounter(for keyID: String) -> UInt32?
@@ -36,7 +39,8 @@ public protocol RoomStore: AnyObject {
     func deleteRoom(_ key: RoomKey)
 
     // Housekeeping (§6.4), across all rooms.
-    /// Deletes expired tickets, registration tokens and challenges everywhere, and gives an
+    /// Deletes expired tickets, registration tokens and challenges everywhere, ends quota records
+    /// whose 24 h window is over, drops room records left holding nothing (§6.10), and gives an
     /// established room with no recorded activity the activity `now` (never reaped on sight).
     func pruneExpired(now: UInt64)
     /// Up to `limit` established rooms whose last activity is before `cutoff` (by key: the
@@ -59,6 +63,8 @@ extension RoomStore {
 
 /// A room's relayed bytes in its current 24-hour window.
 public struct QuotaRecord: Sendable, Equatable {
+    /// The quota window (§3.12): 24 hours.
+    public static let window: UInt64 = 86_400_000
     public var dayStart: UInt64
     public var bytes: Int64
 
@@ -106,6 +112,11 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         public var registrationTokens: [String: RegistrationTokenRecord] = [:]
         public var quota: QuotaRecord?
         public var challenges: [String: UInt64] = [:]
+
+        var holdsNothing: Bool {
+            verifier == nil && pairingCycles == 0 && lastActivity == nil && quota == nil
+                && tickets.isEmpty && registrationTokens.isEmpty && challenges.isEmpty
+        }
     }
 
     private let lock = NSLock()
@@ -121,7 +132,17 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
 
     public func verifier(of room: RoomName) -> String? { read { $0[RoomKey(room)]?.verifier } }
     public func pairingCycles(of room: RoomName) -> Int { read { $0[RoomKey(room)]?.pairingCycles ?? 0 } }
-    public func setPairingCycles(_ cycles: Int, of room: RoomName) { change { $0[RoomKey(room), default: Room()].pairingCycles = cycles } }
+    public func setPairingCycles(_ cycles: Int, of room: RoomName) {
+        let key = RoomKey(room)
+        change { rooms in
+            guard cycles > 0 else {
+                rooms[key]?.pairingCycles = 0
+                if rooms[key]?.holdsNothing == true { rooms[key] = nil }
+                return
+            }
+            rooms[key, default: Room()].pairingCycles = cycles
+        }
+    }
     public func touch(_ room: RoomName, at now: UInt64) { change { $0[RoomKey(room), default: Room()].lastActivity = now } }
 
     public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
@@ -172,6 +193,7 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         change { rooms in
             rooms[RoomKey(room), default: Room()].verifier = verifier
             rooms[RoomKey(room)]?.lastActivity = now
+            rooms[RoomKey(room)]?.pairingCycles = 0
         }
     }
 
@@ -183,7 +205,8 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
                 room.registrationTokens = room.registrationTokens.filter { $0.value.expiresAt >= now }
                 room.challenges = room.challenges.filter { $0.value >= now }
                 if room.verifier != nil, room.lastActivity == nil { room.lastActivity = now }
-                rooms[name] = room
+                if let quota = room.quota, now &- quota.dayStart >= QuotaRecord.window { room.quota = nil }
+                rooms[name] = room.holdsNothing ? nil : room
             }
         }
     }
@@ -212,6 +235,7 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
     }
 
     // Test helpers.
+    public var roomCount: Int { read { $0.count } }
     public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[RoomKey(room), default: Room()].verifier = verifier } }
     public func room(_ room: RoomName) -> Room? { read { $0[RoomKey(room)] } }
 }

@@ -102,6 +102,14 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     public func setPairingCycles(_ cycles: Int, of room: RoomName) {
         let key = RoomKey(room)
+        guard cycles > 0 else {
+            // The common case — a fresh room's first mac park — finds no row and writes nothing.
+            lock.withLock {
+                guard runLocked("UPDATE rooms SET pairing_cycles = 0 WHERE room = ?1 AND pairing_cycles != 0", [key.hex]) > 0 else { return }
+                runLocked("DELETE FROM rooms WHERE room = ?1 AND \(Self.holdsNothing)", [key.hex])
+            }
+            return
+        }
         run("INSERT INTO rooms (room, bucket, pairing_cycles) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET pairing_cycles = ?2", [key.hex, cycles, key.bucket])
     }
 
@@ -159,7 +167,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         let key = RoomKey(room)
         lock.withLock {
             _ = try? executeLocked("PRAGMA synchronous=FULL")
-            runLocked("INSERT INTO rooms (room, bucket, verifier, last_activity) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3",
+            runLocked("INSERT INTO rooms (room, bucket, verifier, last_activity) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3, pairing_cycles = 0",
                       [key.hex, verifier, Int(now), key.bucket])
             _ = try? executeLocked("PRAGMA synchronous=NORMAL")
         }
@@ -197,6 +205,11 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     public func pruneExpired(now: UInt64) {
         run("DELETE FROM ephemeral WHERE expires_at < ?1", [Int(clamping: now)])
         run("UPDATE rooms SET last_activity = ?1 WHERE verifier IS NOT NULL AND last_activity IS NULL", [Int(clamping: now)])
+        if now >= QuotaRecord.window {
+            run("UPDATE rooms SET quota_day_start = NULL, quota_bytes = NULL WHERE quota_day_start IS NOT NULL AND quota_day_start <= ?1",
+                [Int(clamping: now - QuotaRecord.window)])
+        }
+        run("DELETE FROM rooms WHERE \(Self.holdsNothing)", [])
     }
 
     public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey] {
@@ -223,7 +236,13 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
               [map.version, map.json]) { _ in true } ?? false
     }
 
+    /// Room records held (for tests and operators' checks of §6.10).
+    public var roomCount: Int { query("SELECT count(*) FROM rooms", []) { Int(sqlite3_column_int64($0, 0)) } ?? 0 }
+
     // MARK: SQLite plumbing
+
+    /// A room row with nothing worth keeping (§6.10).
+    private static let holdsNothing = "verifier IS NULL AND pairing_cycles = 0 AND last_activity IS NULL AND quota_day_start IS NULL"
 
     private enum Value { case text(String), integer(Int), null }
 
@@ -267,16 +286,25 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     /// Runs a statement; a storage failure is reported and treated as "nothing stored" (fail closed
     /// for reads: an unreadable verifier reads as absent, which refuses signed joins).
     private func run(_ sql: String, _ values: [Any]) {
-        lock.withLock { runLocked(sql, values) }
+        _ = lock.withLock { runLocked(sql, values) }
     }
 
-    private func runLocked(_ sql: String, _ values: [Any]) {
-        guard let statement = prepared(sql) else { return report(sql) }
+    /// Runs a statement; returns the rows it changed.
+    @discardableResult
+    private func runLocked(_ sql: String, _ values: [Any]) -> Int {
+        guard let statement = prepared(sql) else {
+            report(sql)
+            return 0
+        }
         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
         bind(statement, values)
         var status = sqlite3_step(statement)
         while status == SQLITE_ROW { status = sqlite3_step(statement) }
-        if status != SQLITE_DONE { report(sql) }
+        guard status == SQLITE_DONE else {
+            report(sql)
+            return 0
+        }
+        return Int(sqlite3_changes(db))
     }
 
     /// The first row's value, or nil if there is none.

@@ -199,6 +199,30 @@ final class RoomMachineTests: XCTestCase {
 
     // MARK: After admission
 
+    func testAPairingThatNeverCompletesLeavesNothingBehind() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)
+        XCTAssertNil(store.room(room), "a mac park alone writes nothing")
+        join(m, SocketID(2), role: .phone)
+        XCTAssertEqual(store.room(room)?.pairingCycles, 1)
+        join(m, SocketID(3), role: .mac)
+        XCTAssertEqual(store.room(room)?.pairingCycles, 0, "a new park resets the count")
+        join(m, SocketID(4), role: .phone)
+        XCTAssertEqual(store.room(room)?.pairingCycles, 1)
+        XCTAssertEqual(m.disconnected(SocketID(4)), [.close(SocketID(3), code: 1001, reason: "peer gone")])
+        XCTAssertEqual(store.room(room)?.pairingCycles, 0, "the park ended with its mac: the count goes")
+        store.pruneExpired(now: 1_000 + 300_001)
+        XCTAssertNil(store.room(room), "once the registration token expires, nothing is left")
+    }
+
+    func testTheCountGoesWhenTheRelayClosesTheMacToo() {
+        let m = machine()
+        join(m, SocketID(1), role: .mac)
+        join(m, SocketID(2), role: .phone)
+        _ = m.closeAll(code: 1001, reason: "server shutting down")
+        XCTAssertEqual(store.room(room)?.pairingCycles, 0)
+    }
+
     func testPeerGoneWhenTheOtherSideLeaves() {
         let m = machine()
         join(m, SocketID(1), role: .mac)

@@ -53,6 +53,33 @@ class RoomStoreContract: XCTestCase {
         XCTAssertNil(store.lastActivity(of: other))
     }
 
+    func testRecordsHoldingNothingGoAndEndedQuotaWindowsArePruned() throws {
+        let store = try makeStore()
+        store.setPairingCycles(0, of: room)
+        XCTAssertEqual(storedRooms(store), 0, "resetting a room never parked in writes nothing")
+        store.setPairingCycles(2, of: room)
+        XCTAssertEqual(storedRooms(store), 1)
+        store.setPairingCycles(0, of: room)
+        XCTAssertEqual(storedRooms(store), 0, "a record holding only a count goes with it")
+
+        let day = QuotaRecord.window
+        store.setQuota(QuotaRecord(dayStart: 10 * day, bytes: 5), of: room)
+        store.setPairingCycles(1, of: other)
+        store.setVerifier("V", of: other, now: 10 * day)
+        XCTAssertEqual(store.pairingCycles(of: other), 0, "establishing drops the count")
+        store.pruneExpired(now: 11 * day - 1)
+        XCTAssertEqual(store.quota(of: room), QuotaRecord(dayStart: 10 * day, bytes: 5), "the window is still open")
+        store.pruneExpired(now: 11 * day)
+        XCTAssertNil(store.quota(of: room))
+        XCTAssertEqual(storedRooms(store), 1, "only the established room remains")
+        XCTAssertEqual(store.verifier(of: other), "V")
+    }
+
+    /// Room records the store holds (any kind).
+    func storedRooms(_ store: any RoomStore) -> Int {
+        (store as? InMemoryRoomStore)?.roomCount ?? (store as? SQLiteRoomStore)?.roomCount ?? -1
+    }
+
     func testTheShardMapIsPublishedOnlyWithAHigherVersion() throws {
         let store = try makeStore()
         XCTAssertNil(store.shardMap())
