@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <sched.h>
 #include <unistd.h>
 
 int tether_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
@@ -124,3 +125,14 @@ int tether_sighup_to_eventfd(int fd) {
 }
 
 int tether_eventfd_create_blocking(void) { return eventfd(0, EFD_CLOEXEC); }
+
+int tether_usable_cpus(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int count = CPU_COUNT(&set);
+        if (count > 0) return count;
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
+}

@@ -1,28 +1,34 @@
 /// One fixed-window counter (relay.md §2.5, §3.4, §3.11): the window starts at the first hit and
 /// restarts when `now − start > window`; every hit counts; a hit is allowed while the count is
 /// at most `limit`. `limit` 0 means no limit.
+///
+/// 24 bytes: every resident room holds two, and the per-IP limiters one per address.
 public struct FixedWindow: Sendable, Equatable {
-    public let limit: Int
     public let window: UInt64
-    private var start: UInt64?
-    private var count = 0
+    /// Valid while `count` > 0 (a window has started).
+    private var start: UInt64 = 0
+    private let limitBits: UInt32
+    private var count: UInt32 = 0
 
+    /// `limit` is clamped to 32 bits (billions of hits per window is no limit at all).
     public init(limit: Int, window: UInt64) {
-        self.limit = limit
+        limitBits = UInt32(clamping: limit)
         self.window = window
     }
 
+    public var limit: Int { Int(limitBits) }
+
     /// True once the current window is over (the next hit starts a new one).
-    public func isExpired(now: UInt64) -> Bool { start.map { now &- $0 > window } ?? true }
+    public func isExpired(now: UInt64) -> Bool { count == 0 || now &- start > window }
 
     public mutating func hit(now: UInt64) -> Bool {
-        guard limit > 0 else { return true }
-        if let start, now &- start <= window {
-            count += 1
+        guard limitBits > 0 else { return true }
+        if count > 0, now &- start <= window {
+            if count < .max { count += 1 }
         } else {
             start = now
             count = 1
         }
-        return count <= limit
+        return count <= limitBits
     }
 }

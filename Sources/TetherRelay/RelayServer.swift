@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import TetherCrypto
 public import TetherNet
 import TetherWire
@@ -16,6 +17,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private var wsLimiter: FixedWindowLimiter<String>
     private var attestLimiter: FixedWindowLimiter<String>
     private let endpoints: RoomEndpoints
+    /// Shared by every room's machine.
+    private let machineContext: RoomMachine.Context
     private var socketsPerIP: [String: Int] = [:]
     private var totalSockets = 0
     /// Rooms with a host on some loop (§2.6 "resident"), for the `maxRooms` cap.
@@ -45,11 +48,12 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.group = group
         self.store = store
-        self.log = log ?? { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        self.log = log ?? Self.writeToStandardError
         wsLimiter = FixedWindowLimiter(limit: configuration.wsRateLimit, window: 60_000)
         attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         rooms = group.loops.map { _ in RoomTable() }
+        machineContext = Self.machineContext(configuration, store: store)
         sharding = ShardOwnership(origin: configuration.origin)
         verboseLog = configuration.verboseLog
         (store as? SQLiteRoomStore)?.onFault = { [weak self] in self?.fault("storage error", $0) }
@@ -119,9 +123,12 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     /// gate (step 1) pass through to `respond`.
     public func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? {
         if Self.isAnsweredBeforeTheGate(head) { return nil }
-        if let refusal = gateRefusal(head) { return refusal }
+        let room: RoomName
+        switch gate(head) {
+        case let .failure(refusal): return refusal.response
+        case let .success(admitted): room = admitted
+        }
         metrics.httpRequest()
-        let room = roomName(head)!
         if head.path.hasPrefix("/attest") {
             let ip = clientIP(head, peer: peer)
             let now = Self.milliseconds()
@@ -164,18 +171,28 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         }
     }
 
-    /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header, then (§8.4) the room's owner.
-    private func gateRefusal(_ head: HTTPRequestHead) -> HTTPResponse? {
-        if head.headers.contains("Origin") { return .text(403, "forbidden") }
-        guard let room = roomName(head) else { return .text(400, "bad room") }
-        return misdirected(room)
+    /// A request the gate turned away.
+    struct Refusal: Error {
+        let response: HTTPResponse
     }
 
-    /// The `x-relay-room` value, trimmed; duplicates are joined with ", " and so fail.
+    /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header, then (§8.4) the room's owner.
+    private func gate(_ head: HTTPRequestHead) -> Result<RoomName, Refusal> {
+        if head.headers.contains("Origin") { return .failure(Refusal(response: .text(403, "forbidden"))) }
+        guard let room = roomName(head) else { return .failure(Refusal(response: .text(400, "bad room"))) }
+        if let misdirected = misdirected(room) { return .failure(Refusal(response: misdirected)) }
+        return .success(room)
+    }
+
+    /// The `x-relay-room` value with surrounding spaces and tabs trimmed (as Node does). Node joins
+    /// duplicates with ", ", which can never be a room name, so more than one value fails.
     private func roomName(_ head: HTTPRequestHead) -> RoomName? {
         let values = head.headers.values("x-relay-room")
-        guard !values.isEmpty else { return nil }
-        return RoomName(header: values.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+        guard values.count == 1 else { return nil }
+        let utf8 = values[0].utf8
+        guard let first = utf8.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
+              let last = utf8.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return nil }
+        return RoomName(header: String(values[0][first...last]))
     }
 
     private func clientIP(_ head: HTTPRequestHead, peer: SocketAddress?) -> String {
@@ -186,11 +203,13 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     // MARK: WebSocket upgrade (§2.3)
 
     public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
-        if let refusal = gateRefusal(request.head) {
-            metrics.upgradeRejected(refusal.status == 421 ? .misdirected : .gate)
-            return .refuse(refusal)
+        let room: RoomName
+        switch gate(request.head) {
+        case let .failure(refusal):
+            metrics.upgradeRejected(refusal.response.status == 421 ? .misdirected : .gate)
+            return .refuse(refusal.response)
+        case let .success(admitted): room = admitted
         }
-        let room = roomName(request.head)!
         let ip = clientIP(request.head, peer: request.peer)
         let now = Self.milliseconds()
         let refused: (HTTPResponse, RelayMetrics.Rejection)? = gate.withLock {
@@ -259,11 +278,13 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         }
     }
 
-    func makeMachine(for room: RoomName) -> RoomMachine {
+    func makeMachine(for room: RoomName) -> RoomMachine { RoomMachine(room: room, context: machineContext) }
+
+    static func machineContext(_ configuration: RelayConfiguration, store: any RoomStore) -> RoomMachine.Context {
         var machine = RoomMachine.Configuration(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         machine.dailyByteQuota = configuration.dailyByteQuota
         machine.maxFramesPerSecond = configuration.maxFramesPerSecond
-        return RoomMachine(room: room, configuration: machine, store: store)
+        return RoomMachine.Context(configuration: machine, store: store)
     }
 
     var webSocketOptions: WebSocketConnection.Options {
@@ -289,6 +310,20 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     }
 
     static func milliseconds() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+
+    /// One line, one write(2): lines from several loops never interleave, and nothing is buffered
+    /// that a crash could lose.
+    @Sendable static func writeToStandardError(_ line: String) {
+        var bytes = Array(line.utf8)
+        bytes.append(0x0A)
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(2, raw.baseAddress! + offset, raw.count - offset)
+                if written > 0 { offset += written } else if errno != EINTR { return }
+            }
+        }
+    }
 }
 
 /// The rooms living on one loop.
@@ -298,16 +333,20 @@ final class RoomTable: @unchecked Sendable {
 
     func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String) {
         let host = rooms[room] ?? {
-            let host = RoomHost(machine: server.makeMachine(for: room), server: server, loop: transport.loop) { [unowned self, unowned server] in
-                rooms[room] = nil
-                server.roomLeft(room)
-            }
+            let host = RoomHost(machine: server.makeMachine(for: room), server: server, table: self, loop: transport.loop)
             rooms[room] = host
             server.roomBecameResident(room)
             return host
         }()
         nextSocket += 1
         host.adopt(transport, id: SocketID(nextSocket), leftover: leftover, ip: ip)
+    }
+
+    /// The room's last socket is gone: it stops being resident.
+    func remove(_ host: RoomHost) {
+        let room = host.machine.room
+        rooms[room] = nil
+        host.server.roomLeft(room)
     }
 
     func closeAll(code: UInt16, reason: String) {
@@ -342,16 +381,16 @@ final class RoomTable: @unchecked Sendable {
 final class RoomHost {
     let machine: RoomMachine
     unowned let server: RelayServer
+    unowned let table: RoomTable
     let loop: EventLoop
-    private var sockets: [SocketID: RoomSocket] = [:]
+    private var sockets = SmallMap<SocketID, RoomSocket>()
     private var deadlineTimer: EventLoop.TimerID?
-    private let onEmpty: () -> Void
 
-    init(machine: RoomMachine, server: RelayServer, loop: EventLoop, onEmpty: @escaping () -> Void) {
+    init(machine: RoomMachine, server: RelayServer, table: RoomTable, loop: EventLoop) {
         self.machine = machine
         self.server = server
+        self.table = table
         self.loop = loop
-        self.onEmpty = onEmpty
     }
 
     func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String) {
@@ -379,7 +418,7 @@ final class RoomHost {
         server.release(socket.ip)
         let lived = RelayServer.milliseconds() &- socket.openedAt
         server.metrics.socketLifetime(milliseconds: lived)
-        let tag = machine.room.logTag, role = machine.role(of: id)?.rawValue ?? "?"
+        let tag = machine.key.logTag, role = machine.role(of: id)?.rawValue ?? "?"
         if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
             server.metrics.keepaliveTermination()
             server.write("relay \(tag) keepalive no-pong; terminating role=\(role) lived=\(lived)ms")
@@ -396,7 +435,11 @@ final class RoomHost {
         }
         server.write("relay \(tag) disconnect \(line) lived=\(lived)ms")
         perform(machine.disconnected(id))
-        if sockets.isEmpty, machine.isEmpty { onEmpty() }
+        if sockets.isEmpty, machine.isEmpty {
+            if let deadlineTimer { loop.cancel(deadlineTimer) }
+            deadlineTimer = nil
+            table.remove(self)
+        }
     }
 
     func closeAll(code: UInt16, reason: String) { perform(machine.closeAll(code: code, reason: reason)) }
@@ -421,8 +464,9 @@ final class RoomHost {
         deadlineTimer = nil
         guard let deadline = machine.nextDeadline else { return }
         let now = RelayServer.milliseconds()
-        deadlineTimer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [weak self] in
-            guard let self else { return }
+        // A strong capture (no weak side table per room): the timer is cancelled when the room
+        // empties, which releases it.
+        deadlineTimer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [self] in
             self.deadlineTimer = nil
             self.perform(self.machine.tick(now: RelayServer.milliseconds()))
             self.armDeadline()

@@ -60,13 +60,31 @@ public final class RoomMachine {
         let connectedAt: UInt64
     }
 
+    /// What every room of a relay shares: held once, referenced by each machine, so a resident
+    /// room costs its own state only.
+    public final class Context: @unchecked Sendable {
+        public let configuration: Configuration
+        let store: any RoomStore
+        let random: (Int) -> [UInt8]
+
+        /// - Parameter random: the source of nonces and tokens; nil means the CSPRNG (tests fix it).
+        public init(configuration: Configuration, store: any RoomStore, random: ((Int) -> [UInt8])? = nil) {
+            self.configuration = configuration
+            self.store = store
+            self.random = random ?? { SecureRandom.bytes($0) }
+        }
+    }
+
     public let room: RoomName
-    public let configuration: Configuration
-    private let store: any RoomStore
-    private let random: (Int) -> [UInt8]
-    private var sockets: [SocketID: Socket] = [:]
+    /// The room's name at rest and in the log (computed once: every store call and log line uses it).
+    public let key: RoomKey
+    private let context: Context
+    public var configuration: Configuration { context.configuration }
+    private var store: any RoomStore { context.store }
+    private func random(_ count: Int) -> [UInt8] { context.random(count) }
+    private var sockets = SmallMap<SocketID, Socket>()
     /// Sockets this machine closed, until their disconnect: what they were, for the log line.
-    private var closing: [SocketID: State] = [:]
+    private var closing = SmallMap<SocketID, State>()
     private var admissionWindow: FixedWindow
     private var frameWindow: FixedWindow
     private var quota: QuotaRecord?
@@ -74,15 +92,18 @@ public final class RoomMachine {
     /// A pairing-mode phone admission charged the stored cycle count during this mac park.
     private var chargedCycles = false
 
-    /// - Parameter random: the source of nonces and tokens; nil means the CSPRNG (tests fix it).
-    public init(room: RoomName, configuration: Configuration, store: any RoomStore,
-                random: ((Int) -> [UInt8])? = nil) {
+    public init(room: RoomName, context: Context) {
         self.room = room
-        self.configuration = configuration
-        self.store = store
-        self.random = random ?? { SecureRandom.bytes($0) }
-        admissionWindow = FixedWindow(limit: configuration.admissionLimit, window: configuration.admissionWindowMs)
-        frameWindow = FixedWindow(limit: configuration.maxFramesPerSecond, window: 1_000)
+        key = RoomKey(room)
+        self.context = context
+        admissionWindow = FixedWindow(limit: context.configuration.admissionLimit, window: context.configuration.admissionWindowMs)
+        frameWindow = FixedWindow(limit: context.configuration.maxFramesPerSecond, window: 1_000)
+    }
+
+    /// A machine with a context of its own (tests).
+    public convenience init(room: RoomName, configuration: Configuration, store: any RoomStore,
+                            random: ((Int) -> [UInt8])? = nil) {
+        self.init(room: room, context: Context(configuration: configuration, store: store, random: random))
     }
 
     /// Sockets the room still counts (pre-auth and admitted).
@@ -124,7 +145,7 @@ public final class RoomMachine {
     /// evicts the oldest pending sockets.
     public func connected(_ id: SocketID, now: UInt64) -> [RoomAction] {
         sockets[id] = Socket(state: .hello, connectedAt: now)
-        var actions: [RoomAction] = [.log("relay \(room.logTag) connect")]
+        var actions: [RoomAction] = [.log("relay \(key.logTag) connect")]
         let pending = sockets.filter { if case .admitted = $0.value.state { return false } else { return true } }
             .sorted { ($0.value.connectedAt, $0.key) < ($1.value.connectedAt, $1.key) }
         for (victim, _) in pending.prefix(max(0, pending.count - configuration.preAuthCap)) {
@@ -137,7 +158,7 @@ public final class RoomMachine {
     /// size for the caps when it is text (relay.md measures text in UTF-16 code units).
     public func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: UInt64) -> [RoomAction] {
         guard let socket = sockets[id] else { return [] }   // closing or gone: dropped
-        let size = isText ? String(decoding: payload, as: UTF8.self).utf16.count : payload.count
+        let size = isText ? Self.utf16Length(ofUTF8: payload) : payload.count
         switch socket.state {
         case .hello:
             guard size <= configuration.preAuthFrameCap else { return close(id, 1009, "frame too large") }
@@ -184,6 +205,17 @@ public final class RoomMachine {
         sockets.keys.sorted().flatMap { close($0, code, reason) }
     }
 
+    /// A text frame's JavaScript length (§3.11) straight from its UTF-8 (which the WebSocket layer
+    /// has validated): one unit per scalar, two for a scalar above U+FFFF (a 4-byte sequence).
+    public static func utf16Length(ofUTF8 bytes: [UInt8]) -> Int {
+        var count = 0
+        for byte in bytes {
+            if byte & 0xC0 != 0x80 { count += 1 }
+            if byte >= 0xF0 { count += 1 }
+        }
+        return count
+    }
+
     // MARK: Hello (§3.3)
 
     private func hello(_ id: SocketID, payload: [UInt8]) -> [RoomAction] {
@@ -215,14 +247,16 @@ public final class RoomMachine {
         guard admissionWindow.hit(now: now) else { return refuse(id, "rate limited") }
         guard let proof = Proof.parse(payload) else { return refuse(id, "bad proof") }
         let credential: Credential
-        if let verifier = store.verifier(of: room) {
+        // One read serves §3.4 and §3.5 ("established" is read once per Proof).
+        let stored = store.admissionState(of: key)
+        if let verifier = stored.verifier {
             guard let signature = proof.signature else { return refuse(id, "signature required") }
             let transcript = JoinTranscript(role: hello.role, nonce: nonce, room: room, origin: configuration.origin)
-            guard let key = (try? Base64.decodeForgiving(verifier)).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
+            guard let joinKey = (try? Base64.decodeForgiving(verifier)).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
                   let signatureBytes = try? Base64.decodeForgiving(signature),
-                  key.isValidSignature(signatureBytes, for: transcript.bytes) else { return refuse(id, "bad signature") }
+                  joinKey.isValidSignature(signatureBytes, for: transcript.bytes) else { return refuse(id, "bad signature") }
             // Refreshed before the slot checks, so even a refused join keeps the room alive.
-            store.touch(room, at: now)
+            store.touch(key, at: now)
             credential = .signed
         } else if configuration.attestationRequired {
             if hello.role == .mac {
@@ -230,30 +264,31 @@ public final class RoomMachine {
             } else {
                 guard let ticket = proof.ticket else { return refuse(id, "ticket required") }
                 // Consumed here, before the slot checks: a phone refused below must re-attest.
-                guard let record = store.consumeTicket(ticket, in: room, now: now) else { return refuse(id, "bad ticket") }
+                guard let record = store.consumeTicket(ticket, in: key, now: now) else { return refuse(id, "bad ticket") }
                 credential = .ticket(record)
             }
         } else {
             credential = .open
         }
-        return admit(id, hello: hello, credential: credential, now: now)
+        return admit(id, hello: hello, credential: credential, stored: stored, now: now)
     }
 
     // MARK: Slot admission (§3.5)
 
-    private func admit(_ id: SocketID, hello: Hello, credential: Credential, now: UInt64) -> [RoomAction] {
-        let established = store.verifier(of: room) != nil
+    private func admit(_ id: SocketID, hello: Hello, credential: Credential, stored: AdmissionState, now: UInt64) -> [RoomAction] {
+        let established = stored.verifier != nil
         let role = hello.role
-        if !established, role == .mac { store.setPairingCycles(0, of: room) }
+        // A count of 0 is already what a reset writes; skipping it spares a write per park.
+        if !established, role == .mac, stored.pairingCycles != 0 { store.setPairingCycles(0, of: key) }
         if role == .phone {
             guard let mac = admitted(.mac), mac != id else { return refuse(id, "mac offline") }
             if !established {
-                let cycles = store.pairingCycles(of: room) + 1
+                let cycles = stored.pairingCycles + 1
                 if cycles > configuration.pairingCycleCap {
-                    store.deleteRoom(room)
-                    return [.log("relay \(room.logTag) teardown reason=pairing cycle cap")] + closeAll(code: 1000, reason: "pairing cycle cap")
+                    store.deleteRoom(key)
+                    return [.log("relay \(key.logTag) teardown reason=pairing cycle cap")] + closeAll(code: 1000, reason: "pairing cycle cap")
                 }
-                store.setPairingCycles(cycles, of: room)
+                store.setPairingCycles(cycles, of: key)
                 chargedCycles = true
             }
         }
@@ -265,7 +300,7 @@ public final class RoomMachine {
         }
         sockets[id]?.state = .admitted(role)
         let peer = admitted(role == .mac ? .phone : .mac) != nil
-        actions.append(.log("relay \(room.logTag) admit role=\(role.rawValue) via=\(credential.log) peer=\(peer)\(peer ? " (spliced)" : "")"))
+        actions.append(.log("relay \(key.logTag) admit role=\(role.rawValue) via=\(credential.log) peer=\(peer)\(peer ? " (spliced)" : "")"))
         if role == .phone {
             let token = Base64.encode(random(24))
             var keyID: String?
@@ -275,7 +310,7 @@ public final class RoomMachine {
                 publicKey = record.publicKey
             }
             store.putRegistrationToken(token, RegistrationTokenRecord(expiresAt: now + configuration.tokenTTLms,
-                                                                      attestKeyID: keyID, attestPublicKey: publicKey), in: room)
+                                                                      attestKeyID: keyID, attestPublicKey: publicKey), in: key)
             actions.append(.send(id, AdmissionReply.admitted(registrationToken: token)))
         } else {
             actions.append(.send(id, AdmissionReply.admitted()))
@@ -294,7 +329,7 @@ public final class RoomMachine {
             return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1008, "frame rate exceeded")
         }
         guard chargeQuota(size, now: now) else {
-            return [.log("relay \(room.logTag) quota exceeded")] + closeAll(code: 1008, reason: "daily quota exceeded")
+            return [.log("relay \(key.logTag) quota exceeded")] + closeAll(code: 1008, reason: "daily quota exceeded")
         }
         // No peer yet: dropped silently (it still counted toward the rate and the quota).
         return peer.map { [.forward(to: $0)] } ?? []
@@ -303,22 +338,22 @@ public final class RoomMachine {
     /// Adds `size` to the room's 24-hour byte count (§3.12); false when that trips the quota.
     /// The record is persisted on roll-over, on a trip, and after each further flush step.
     private func chargeQuota(_ size: Int, now: UInt64) -> Bool {
-        var record = quota ?? store.quota(of: room) ?? QuotaRecord(dayStart: now, bytes: 0)
+        var record = quota ?? store.quota(of: key) ?? QuotaRecord(dayStart: now, bytes: 0)
         if quota == nil { quotaPersistedBytes = record.bytes }
         if now &- record.dayStart >= QuotaRecord.window {
             record = QuotaRecord(dayStart: now, bytes: 0)
-            store.setQuota(record, of: room)
+            store.setQuota(record, of: key)
             quotaPersistedBytes = 0
         }
         record.bytes += Int64(size)
         quota = record
         if record.bytes > configuration.dailyByteQuota {
-            store.setQuota(record, of: room)
+            store.setQuota(record, of: key)
             quotaPersistedBytes = record.bytes
             return false
         }
         if record.bytes - quotaPersistedBytes >= configuration.quotaFlushStep {
-            store.setQuota(record, of: room)
+            store.setQuota(record, of: key)
             quotaPersistedBytes = record.bytes
         }
         return true
@@ -345,6 +380,6 @@ public final class RoomMachine {
     private func endParkIfMacGone() {
         guard chargedCycles, admitted(.mac) == nil else { return }
         chargedCycles = false
-        store.setPairingCycles(0, of: room)
+        store.setPairingCycles(0, of: key)
     }
 }

@@ -6,35 +6,37 @@ import Foundation
 /// call is atomic with respect to the room. Times are milliseconds since 1970.
 public protocol RoomStore: AnyObject {
     /// The registered verifier `V` (as supplied, b64) once the room is established.
-    func verifier(of room: RoomName) -> String?
-    func pairingCycles(of room: RoomName) -> Int
+    func verifier(of room: RoomKey) -> String?
+    /// What a Proof needs (§3.4–§3.5), in one read: the verifier and the pairing-cycle count.
+    func admissionState(of room: RoomKey) -> AdmissionState
+    func pairingCycles(of room: RoomKey) -> Int
     /// 0 removes the count (§6.10: a record holding nothing else goes with it; a room never
     /// parked in stays without one).
-    func setPairingCycles(_ cycles: Int, of room: RoomName)
+    func setPairingCycles(_ cycles: Int, of room: RoomKey)
     /// Refreshes the established room's idle TTL.
-    func touch(_ room: RoomName, at now: UInt64)
+    func touch(_ room: RoomKey, at now: UInt64)
     /// Deletes the ticket and returns its record if it existed and had not expired.
-    func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord?
-    func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName)
+    func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) -> TicketRecord?
+    func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey)
     // Ephemeral records (§4): expired records read as absent.
-    func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName)
+    func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey)
     /// Deletes expired challenges and counts the live ones.
-    func liveChallenges(in room: RoomName, now: UInt64) -> Int
+    func liveChallenges(in room: RoomKey, now: UInt64) -> Int
     /// Deletes the challenge; true if it existed and had not expired.
-    func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool
-    func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName)
-    func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord?
-    func deleteRegistrationToken(_ token: String, in room: RoomName)
+    func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) -> Bool
+    func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey)
+    func registrationToken(_ token: String, in room: RoomKey, now: UInt64) -> RegistrationTokenRecord?
+    func deleteRegistrationToken(_ token: String, in room: RoomKey)
     /// Establishes the room: stores `V` (as supplied), refreshes its activity and drops its
     /// pairing-cycle count.
-    func setVerifier(_ verifier: String, of room: RoomName, now: UInt64)
+    func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64)
     /// The highest App Attest assertion counter seen for a key (§4.3 step 6).
     func assertionCounter(for keyID: String) -> UInt32?
     func setAssertionCounter(_ counter: UInt32, for keyID: String)
 
     /// The daily byte quota record (§3.12), if one was ever persisted.
-    func quota(of room: RoomName) -> QuotaRecord?
-    func setQuota(_ record: QuotaRecord, of room: RoomName)
+    func quota(of room: RoomKey) -> QuotaRecord?
+    func setQuota(_ record: QuotaRecord, of room: RoomKey)
     /// Removes everything stored for the room.
     func deleteRoom(_ key: RoomKey)
 
@@ -56,9 +58,40 @@ public protocol RoomStore: AnyObject {
     func publishShardMap(_ map: ShardMap) -> Bool
 }
 
+/// The same calls by name, for tests and one-off callers; a room's machine computes its key once.
 extension RoomStore {
+    public func verifier(of room: RoomName) -> String? { verifier(of: RoomKey(room)) }
+    public func pairingCycles(of room: RoomName) -> Int { pairingCycles(of: RoomKey(room)) }
+    public func setPairingCycles(_ cycles: Int, of room: RoomName) { setPairingCycles(cycles, of: RoomKey(room)) }
+    public func touch(_ room: RoomName, at now: UInt64) { touch(RoomKey(room), at: now) }
+    public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? { consumeTicket(ticket, in: RoomKey(room), now: now) }
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
+        putRegistrationToken(token, record, in: RoomKey(room))
+    }
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName) { putChallenge(challenge, expiresAt: expiresAt, in: RoomKey(room)) }
+    public func liveChallenges(in room: RoomName, now: UInt64) -> Int { liveChallenges(in: RoomKey(room), now: now) }
+    public func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool { consumeChallenge(challenge, in: RoomKey(room), now: now) }
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { putTicket(ticket, record, in: RoomKey(room)) }
+    public func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord? {
+        registrationToken(token, in: RoomKey(room), now: now)
+    }
+    public func deleteRegistrationToken(_ token: String, in room: RoomName) { deleteRegistrationToken(token, in: RoomKey(room)) }
+    public func setVerifier(_ verifier: String, of room: RoomName, now: UInt64) { setVerifier(verifier, of: RoomKey(room), now: now) }
+    public func quota(of room: RoomName) -> QuotaRecord? { quota(of: RoomKey(room)) }
+    public func setQuota(_ record: QuotaRecord, of room: RoomName) { setQuota(record, of: RoomKey(room)) }
     public func deleteRoom(_ room: RoomName) { deleteRoom(RoomKey(room)) }
     public func lastActivity(of room: RoomName) -> UInt64? { lastActivity(of: RoomKey(room)) }
+}
+
+/// A room's admission-time record.
+public struct AdmissionState: Sendable, Equatable {
+    public var verifier: String?
+    public var pairingCycles: Int
+
+    public init(verifier: String?, pairingCycles: Int) {
+        self.verifier = verifier
+        self.pairingCycles = pairingCycles
+    }
 }
 
 /// A room's relayed bytes in its current 24-hour window.
@@ -130,10 +163,13 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
     private func read<R>(_ body: ([RoomKey: Room]) -> R) -> R { lock.withLock { body(rooms) } }
     private func change<R>(_ body: (inout [RoomKey: Room]) -> R) -> R { lock.withLock { body(&rooms) } }
 
-    public func verifier(of room: RoomName) -> String? { read { $0[RoomKey(room)]?.verifier } }
-    public func pairingCycles(of room: RoomName) -> Int { read { $0[RoomKey(room)]?.pairingCycles ?? 0 } }
-    public func setPairingCycles(_ cycles: Int, of room: RoomName) {
-        let key = RoomKey(room)
+    public func verifier(of room: RoomKey) -> String? { read { $0[room]?.verifier } }
+    public func admissionState(of room: RoomKey) -> AdmissionState {
+        read { AdmissionState(verifier: $0[room]?.verifier, pairingCycles: $0[room]?.pairingCycles ?? 0) }
+    }
+    public func pairingCycles(of room: RoomKey) -> Int { read { $0[room]?.pairingCycles ?? 0 } }
+    public func setPairingCycles(_ cycles: Int, of room: RoomKey) {
+        let key = room
         change { rooms in
             guard cycles > 0 else {
                 rooms[key]?.pairingCycles = 0
@@ -143,57 +179,57 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
             rooms[key, default: Room()].pairingCycles = cycles
         }
     }
-    public func touch(_ room: RoomName, at now: UInt64) { change { $0[RoomKey(room), default: Room()].lastActivity = now } }
+    public func touch(_ room: RoomKey, at now: UInt64) { change { $0[room, default: Room()].lastActivity = now } }
 
-    public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
+    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) -> TicketRecord? {
         change { rooms in
-            guard let record = rooms[RoomKey(room)]?.tickets.removeValue(forKey: ticket) else { return nil }
+            guard let record = rooms[room]?.tickets.removeValue(forKey: ticket) else { return nil }
             return record.expiresAt < now ? nil : record
         }
     }
 
-    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
-        change { $0[RoomKey(room), default: Room()].registrationTokens[token] = record }
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) {
+        change { $0[room, default: Room()].registrationTokens[token] = record }
     }
 
-    public func quota(of room: RoomName) -> QuotaRecord? { read { $0[RoomKey(room)]?.quota } }
-    public func setQuota(_ record: QuotaRecord, of room: RoomName) { change { $0[RoomKey(room), default: Room()].quota = record } }
+    public func quota(of room: RoomKey) -> QuotaRecord? { read { $0[room]?.quota } }
+    public func setQuota(_ record: QuotaRecord, of room: RoomKey) { change { $0[room, default: Room()].quota = record } }
 
     public func deleteRoom(_ key: RoomKey) { change { $0[key] = nil } }
 
-    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName) {
-        change { $0[RoomKey(room), default: Room()].challenges[challenge] = expiresAt }
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) {
+        change { $0[room, default: Room()].challenges[challenge] = expiresAt }
     }
 
-    public func liveChallenges(in room: RoomName, now: UInt64) -> Int {
+    public func liveChallenges(in room: RoomKey, now: UInt64) -> Int {
         change { rooms in
-            guard var entry = rooms[RoomKey(room)] else { return 0 }
+            guard var entry = rooms[room] else { return 0 }
             entry.challenges = entry.challenges.filter { $0.value >= now }
-            rooms[RoomKey(room)] = entry
+            rooms[room] = entry
             return entry.challenges.count
         }
     }
 
-    public func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool {
+    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) -> Bool {
         change { rooms in
-            guard let expiresAt = rooms[RoomKey(room)]?.challenges.removeValue(forKey: challenge) else { return false }
+            guard let expiresAt = rooms[room]?.challenges.removeValue(forKey: challenge) else { return false }
             return expiresAt >= now
         }
     }
 
-    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) { change { $0[RoomKey(room), default: Room()].tickets[ticket] = record } }
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) { change { $0[room, default: Room()].tickets[ticket] = record } }
 
-    public func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord? {
-        read { rooms in rooms[RoomKey(room)]?.registrationTokens[token].flatMap { $0.expiresAt >= now ? $0 : nil } }
+    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) -> RegistrationTokenRecord? {
+        read { rooms in rooms[room]?.registrationTokens[token].flatMap { $0.expiresAt >= now ? $0 : nil } }
     }
 
-    public func deleteRegistrationToken(_ token: String, in room: RoomName) { change { $0[RoomKey(room)]?.registrationTokens[token] = nil } }
+    public func deleteRegistrationToken(_ token: String, in room: RoomKey) { change { $0[room]?.registrationTokens[token] = nil } }
 
-    public func setVerifier(_ verifier: String, of room: RoomName, now: UInt64) {
+    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) {
         change { rooms in
-            rooms[RoomKey(room), default: Room()].verifier = verifier
-            rooms[RoomKey(room)]?.lastActivity = now
-            rooms[RoomKey(room)]?.pairingCycles = 0
+            rooms[room, default: Room()].verifier = verifier
+            rooms[room]?.lastActivity = now
+            rooms[room]?.pairingCycles = 0
         }
     }
 

@@ -92,16 +92,22 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     // MARK: RoomStore
 
-    public func verifier(of room: RoomName) -> String? {
-        query("SELECT verifier FROM rooms WHERE room = ?1", [RoomKey(room).hex]) { text($0, 0) } ?? nil
+    public func verifier(of room: RoomKey) -> String? {
+        query("SELECT verifier FROM rooms WHERE room = ?1", [room.hex]) { text($0, 0) } ?? nil
     }
 
-    public func pairingCycles(of room: RoomName) -> Int {
-        query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [RoomKey(room).hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+    public func admissionState(of room: RoomKey) -> AdmissionState {
+        query("SELECT verifier, pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) {
+            AdmissionState(verifier: text($0, 0), pairingCycles: Int(sqlite3_column_int64($0, 1)))
+        } ?? AdmissionState(verifier: nil, pairingCycles: 0)
     }
 
-    public func setPairingCycles(_ cycles: Int, of room: RoomName) {
-        let key = RoomKey(room)
+    public func pairingCycles(of room: RoomKey) -> Int {
+        query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+    }
+
+    public func setPairingCycles(_ cycles: Int, of room: RoomKey) {
+        let key = room
         guard cycles > 0 else {
             // The common case — a fresh room's first mac park — finds no row and writes nothing.
             lock.withLock {
@@ -113,58 +119,58 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         run("INSERT INTO rooms (room, bucket, pairing_cycles) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET pairing_cycles = ?2", [key.hex, cycles, key.bucket])
     }
 
-    public func touch(_ room: RoomName, at now: UInt64) {
-        let key = RoomKey(room)
+    public func touch(_ room: RoomKey, at now: UInt64) {
+        let key = room
         run("INSERT INTO rooms (room, bucket, last_activity) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET last_activity = ?2", [key.hex, Int(now), key.bucket])
     }
 
-    public func consumeTicket(_ ticket: String, in room: RoomName, now: UInt64) -> TicketRecord? {
+    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) -> TicketRecord? {
         let record: TicketRecord?? = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'ticket' AND secret = ?2 RETURNING expires_at, key_id, public_key",
-                                           [RoomKey(room).hex, ticket]) { row in
+                                           [room.hex, ticket]) { row in
             TicketRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), keyID: text(row, 1) ?? "", publicKey: text(row, 2) ?? "")
         }
         guard let found = record ?? nil, found.expiresAt >= now else { return nil }
         return found
     }
 
-    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomName) {
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) {
         putEphemeral(room, "regtoken", token, record.expiresAt, record.attestKeyID, record.attestPublicKey)
     }
 
-    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomName) {
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) {
         putEphemeral(room, "challenge", challenge, expiresAt, nil, nil)
     }
 
-    public func liveChallenges(in room: RoomName, now: UInt64) -> Int {
-        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND expires_at < ?2", [RoomKey(room).hex, Int(now)])
-        return query("SELECT count(*) FROM ephemeral WHERE room = ?1 AND kind = 'challenge'", [RoomKey(room).hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+    public func liveChallenges(in room: RoomKey, now: UInt64) -> Int {
+        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND expires_at < ?2", [room.hex, Int(now)])
+        return query("SELECT count(*) FROM ephemeral WHERE room = ?1 AND kind = 'challenge'", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
     }
 
-    public func consumeChallenge(_ challenge: String, in room: RoomName, now: UInt64) -> Bool {
+    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) -> Bool {
         let expiresAt = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND secret = ?2 RETURNING expires_at",
-                              [RoomKey(room).hex, challenge]) { UInt64(sqlite3_column_int64($0, 0)) }
+                              [room.hex, challenge]) { UInt64(sqlite3_column_int64($0, 0)) }
         return expiresAt.map { $0 >= now } ?? false
     }
 
-    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomName) {
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) {
         putEphemeral(room, "ticket", ticket, record.expiresAt, record.keyID, record.publicKey)
     }
 
-    public func registrationToken(_ token: String, in room: RoomName, now: UInt64) -> RegistrationTokenRecord? {
+    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) -> RegistrationTokenRecord? {
         let record = query("SELECT expires_at, key_id, public_key FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2",
-                           [RoomKey(room).hex, token]) { row in
+                           [room.hex, token]) { row in
             RegistrationTokenRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), attestKeyID: text(row, 1), attestPublicKey: text(row, 2))
         }
         guard let record, record.expiresAt >= now else { return nil }
         return record
     }
 
-    public func deleteRegistrationToken(_ token: String, in room: RoomName) {
-        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [RoomKey(room).hex, token])
+    public func deleteRegistrationToken(_ token: String, in room: RoomKey) {
+        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [room.hex, token])
     }
 
-    public func setVerifier(_ verifier: String, of room: RoomName, now: UInt64) {
-        let key = RoomKey(room)
+    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) {
+        let key = room
         lock.withLock {
             _ = try? executeLocked("PRAGMA synchronous=FULL")
             runLocked("INSERT INTO rooms (room, bucket, verifier, last_activity) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3, pairing_cycles = 0",
@@ -181,14 +187,14 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         run("INSERT INTO assertion_counters (key_id, counter) VALUES (?1, ?2) ON CONFLICT(key_id) DO UPDATE SET counter = ?2", [keyID, Int(counter)])
     }
 
-    public func quota(of room: RoomName) -> QuotaRecord? {
-        query("SELECT quota_day_start, quota_bytes FROM rooms WHERE room = ?1 AND quota_day_start IS NOT NULL", [RoomKey(room).hex]) { row in
+    public func quota(of room: RoomKey) -> QuotaRecord? {
+        query("SELECT quota_day_start, quota_bytes FROM rooms WHERE room = ?1 AND quota_day_start IS NOT NULL", [room.hex]) { row in
             QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 0)), bytes: sqlite3_column_int64(row, 1))
         }
     }
 
-    public func setQuota(_ record: QuotaRecord, of room: RoomName) {
-        let key = RoomKey(room)
+    public func setQuota(_ record: QuotaRecord, of room: RoomKey) {
+        let key = room
         run("INSERT INTO rooms (room, bucket, quota_day_start, quota_bytes) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET quota_day_start = ?2, quota_bytes = ?3",
             [key.hex, Int(record.dayStart), Int(record.bytes), key.bucket])
     }
@@ -214,7 +220,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey] {
         queryAll("SELECT room, bucket FROM rooms WHERE verifier IS NOT NULL AND last_activity < ?1 LIMIT ?2", [Int(clamping: cutoff), limit]) { row in
-            text(row, 0).map { RoomKey(hex: $0, bucket: Int(sqlite3_column_int64(row, 1))) }
+            text(row, 0).flatMap { RoomKey(hex: $0, bucket: Int(sqlite3_column_int64(row, 1))) }
         }.compactMap { $0 }
     }
 
@@ -246,9 +252,9 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     private enum Value { case text(String), integer(Int), null }
 
-    private func putEphemeral(_ room: RoomName, _ kind: String, _ secret: String, _ expiresAt: UInt64, _ keyID: String?, _ publicKey: String?) {
+    private func putEphemeral(_ room: RoomKey, _ kind: String, _ secret: String, _ expiresAt: UInt64, _ keyID: String?, _ publicKey: String?) {
         run("INSERT OR REPLACE INTO ephemeral (room, kind, secret, expires_at, key_id, public_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            [RoomKey(room).hex, kind, secret, Int(expiresAt), keyID as Any, publicKey as Any])
+            [room.hex, kind, secret, Int(expiresAt), keyID as Any, publicKey as Any])
     }
 
     private func execute(_ sql: String) throws {

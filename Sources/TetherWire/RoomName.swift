@@ -2,36 +2,48 @@ import TetherCrypto
 
 /// A room's name: lowercase hex of SHA-256(canonical("iterm2-room", [rs, UTF-8(pid)])).
 ///
-/// Sent only in the `x-relay-room` header, never in a URL or a log line.
+/// Sent only in the `x-relay-room` header, never in a URL or a log line. Held as its 32 bytes
+/// inline (no allocation): a relay keeps one per resident room, in several tables.
 public struct RoomName: Sendable, Hashable, CustomStringConvertible {
     /// Buckets of the shard map (client.md §4, relay.md §8.1).
     public static let bucketCount = 65_536
 
-    /// The 64 lowercase hex characters.
-    public let hex: String
+    private let a, b, c, d: UInt64
 
     /// The name of the room for a Mac static key `rs` (32 bytes) and a pairing id.
     public init(responderStaticKey rs: [UInt8], pairingID: String) {
-        let digest = SHA256.hash(CanonicalEncoding.encode(domain: CanonicalEncoding.roomDomain, fields: [rs, Array(pairingID.utf8)]))
-        hex = Hex.encode(digest)
+        self.init(digest: SHA256.hash(CanonicalEncoding.encode(domain: CanonicalEncoding.roomDomain, fields: [rs, Array(pairingID.utf8)])))
     }
 
     /// Validates a received `x-relay-room` value: exactly `^[0-9a-f]{64}$` (uppercase and
     /// non-ASCII digits are refused).
     public init?(header value: String) {
-        guard Hex.isLowercase(value, count: 64) else { return nil }
-        hex = value
+        guard Hex.isLowercase(value, count: 64), let digest = try? Hex.decode(value) else { return nil }
+        self.init(digest: digest)
     }
 
-    /// The shard bucket: the last two digest bytes, big-endian (0…65535).
-    public var bucket: Int {
-        // The last 4 hex characters are those two bytes.
-        Int(hex.suffix(4), radix: 16)!
+    private init(digest: [UInt8]) {
+        func word(_ offset: Int) -> UInt64 { digest[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        a = word(0)
+        b = word(8)
+        c = word(16)
+        d = word(24)
     }
+
+    /// The 32 digest bytes.
+    public var digest: [UInt8] {
+        [a, b, c, d].flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) } }
+    }
+
+    /// The 64 lowercase hex characters.
+    public var hex: String { Hex.encode(digest) }
+
+    /// The shard bucket: the last two digest bytes, big-endian (0…65535).
+    public var bucket: Int { Int(d & 0xFFFF) }
 
     /// An opaque tag for logs: the first 4 bytes of SHA-256 of the ASCII name, in hex. It lets
     /// an operator follow one room through the log without the log revealing the name.
-    public var logTag: String { Hex.encode(SHA256.hash(Array(hex.utf8)).prefix(4)) }
+    public var logTag: String { Hex.encode(SHA256.hash(transcriptField).prefix(4)) }
 
     /// The transcript field: the 64 ASCII characters (not the 32 decoded bytes).
     public var transcriptField: [UInt8] { Array(hex.utf8) }

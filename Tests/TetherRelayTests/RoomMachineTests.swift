@@ -257,6 +257,12 @@ final class RoomMachineTests: XCTestCase {
         XCTAssertEqual(actions, [.close(SocketID(1), code: 1008, reason: "bad hello")])
     }
 
+    func testTheUTF16LengthIsCountedFromUTF8AsJavaScriptWould() {
+        for text in ["", "abc", "é", "€uro", "😀", "a😀é€\u{10FFFF}\u{7F}\u{80}\u{7FF}\u{800}\u{FFFF}\u{10000}"] {
+            XCTAssertEqual(RoomMachine.utf16Length(ofUTF8: Array(text.utf8)), text.utf16.count, text)
+        }
+    }
+
     func testFramesBeforeAPeerIsAdmittedAreDropped() {
         let m = machine()
         join(m, SocketID(1), role: .mac)

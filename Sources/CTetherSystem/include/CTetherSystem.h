@@ -62,4 +62,8 @@ ssize_t tether_send(int fd, const void *buf, size_t len);
 int tether_sighup_to_eventfd(int eventfd);
 /// A blocking (not non-blocking) close-on-exec eventfd.
 int tether_eventfd_create_blocking(void);
+
+/// CPUs this process may run on (its affinity mask: taskset, cpusets), at least 1; the online
+/// count if the mask cannot be read.
+int tether_usable_cpus(void);
 #endif

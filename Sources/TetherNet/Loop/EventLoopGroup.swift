@@ -1,3 +1,4 @@
+import CTetherSystem
 import Glibc
 
 /// N loops, each on its own thread.
@@ -8,7 +9,9 @@ public final class EventLoopGroup: @unchecked Sendable {
 
     /// `count` loops (default: one per CPU).
     public init(count: Int? = nil, clock: any NetClock = MonotonicClock()) throws {
-        let count = count ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        // One loop per CPU the process may use: a relay pinned to one core (taskset, a cpuset)
+        // gains nothing from a second loop, only thread switches and cross-loop handoffs.
+        let count = count ?? Int(tether_usable_cpus())
         loops = try (0..<max(1, count)).map { try EventLoop(index: $0, clock: clock) }
         for loop in loops { loop.start() }
     }

@@ -32,19 +32,25 @@ public final class WebSocketConnection: TransportDelegate {
         public init() {}
     }
 
+    // Every open socket holds one of these, so its layout is kept lean (relay.md's parked macs
+    // are mostly this object): rarely used state lives out of line, flags sit together.
     public let connection: any Transport
-    public let role: WebSocketFrameParser.Role
-    public let options: Options
     /// Held strongly until the socket closes (then released), so no weak side table slows the
     /// reference counting of the splice path.
     public var delegate: (any WebSocketDelegate)?
     private var parser: WebSocketFrameParser
     private var assembler: WebSocketMessageAssembler
+    private let closeTimeout: UInt64
+    private var receivedCloseStorage = OutOfLine<(code: UInt16, reason: String)>()
+    private var receivedClose: (code: UInt16, reason: String)? {
+        get { receivedCloseStorage.value }
+        set { receivedCloseStorage.value = newValue }
+    }
+    public let role: WebSocketFrameParser.Role
     private var sentClose = false
     /// True once the connection ended because the peer broke the protocol (1002/1007/1009 from
     /// this side), so an application can tell a transport error from a close the peer chose.
     public private(set) var failedWithProtocolError = false
-    private var receivedClose: (UInt16, String)?
     private var finished = false
     private var awaitingPong = false
     private var sweep: KeepaliveSweep?
@@ -55,6 +61,16 @@ public final class WebSocketConnection: TransportDelegate {
     /// Strong self-reference while open, so a socket lives as long as its TCP connection.
     private var retainSelf: WebSocketConnection?
 
+    /// The options the connection was opened with.
+    public var options: Options {
+        var options = Options()
+        options.maxFramePayload = parser.maxFramePayload
+        options.maxMessageSize = assembler.maxMessageSize
+        options.keepaliveInterval = sweep?.interval
+        options.closeTimeout = closeTimeout
+        return options
+    }
+
     public var isWritable: Bool { connection.isWritable }
     public var isOpen: Bool { !finished && !sentClose }
     public var peer: SocketAddress? { connection.peer }
@@ -64,7 +80,7 @@ public final class WebSocketConnection: TransportDelegate {
                 delegate: (any WebSocketDelegate)?, leftover: [UInt8] = []) {
         self.connection = connection
         self.role = role
-        self.options = options
+        closeTimeout = options.closeTimeout
         self.delegate = delegate
         parser = WebSocketFrameParser(role: role, maxFramePayload: options.maxFramePayload)
         assembler = WebSocketMessageAssembler(maxMessageSize: options.maxMessageSize)
@@ -115,7 +131,7 @@ public final class WebSocketConnection: TransportDelegate {
         } else {
             // unowned(unsafe): the socket outlives its timers (finish() cancels them first), and a
             // weak capture would give every socket a side table.
-            closeTimer = connection.loop.schedule(after: options.closeTimeout) { [unowned(unsafe) self] in
+            closeTimer = connection.loop.schedule(after: closeTimeout) { [unowned(unsafe) self] in
                 self.terminate(code: WebSocketCloseCode.abnormal, reason: "close timeout")
             }
         }
@@ -152,14 +168,14 @@ public final class WebSocketConnection: TransportDelegate {
         do throws(WebSocketProtocolError) {
             // Complete frames are parsed straight out of the loop's read buffer.
             try parser.consume(bytes) { frame in
-                guard !finished, receivedClose == nil else { return false }
+                guard !finished, receivedCloseStorage.isEmpty else { return false }
                 do throws(WebSocketProtocolError) {
                     if let event = try assembler.consume(frame) { handle(event) }
                 } catch {
                     failure = error
                     return false
                 }
-                return !finished && receivedClose == nil
+                return !finished && receivedCloseStorage.isEmpty
             }
         } catch {
             failure = error

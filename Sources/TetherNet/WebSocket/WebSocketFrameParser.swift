@@ -17,7 +17,11 @@ public struct WebSocketFrameParser: Sendable {
     public var maxFramePayload: Int
     private var buffer: [UInt8] = []
     private var index = 0
-    private var failure: WebSocketProtocolError?
+    private var failureStorage = OutOfLine<WebSocketProtocolError>()
+    private var failure: WebSocketProtocolError? {
+        get { failureStorage.value }
+        set { failureStorage.value = newValue }
+    }
 
     public init(role: Role, maxFramePayload: Int) {
         self.role = role
@@ -39,7 +43,7 @@ public struct WebSocketFrameParser: Sendable {
 
     /// The next complete frame from what was fed, or nil if more bytes are needed.
     public mutating func nextFrame() throws(WebSocketProtocolError) -> WebSocketFrame? {
-        if let failure { throw failure }
+        if !failureStorage.isEmpty, let failure { throw failure }
         let parsed: Result<(WebSocketFrame, Int)?, WebSocketProtocolError> = buffer.withUnsafeBytes { raw in
             Result { () throws(WebSocketProtocolError) in try parse(UnsafeRawBufferPointer(rebasing: raw[index...])) }
         }
@@ -65,9 +69,9 @@ public struct WebSocketFrameParser: Sendable {
     /// `body` returns false to stop early; the rest of `bytes` is then kept for later.
     public mutating func consume(_ bytes: UnsafeRawBufferPointer,
                                  _ body: (WebSocketFrame) -> Bool) throws(WebSocketProtocolError) {
-        if let failure { throw failure }
+        if !failureStorage.isEmpty, let failure { throw failure }
         var input = bytes
-        if pending != nil {
+        if !pendingStorage.isEmpty {
             let used = fillPending(input)
             input = UnsafeRawBufferPointer(rebasing: input[used...])
             guard let frame = takeCompletedPending() else { return }
@@ -113,7 +117,12 @@ public struct WebSocketFrameParser: Sendable {
         var filled: Int
     }
 
-    private var pending: PendingFrame?
+    /// Out of line: only a connection receiving a large frame pays for it.
+    private var pendingStorage = OutOfLine<PendingFrame>()
+    private var pending: PendingFrame? {
+        get { pendingStorage.value }
+        set { pendingStorage.value = newValue }
+    }
 
     /// If `bytes` starts with a complete header of a large frame whose payload is incomplete,
     /// starts streaming it (copying what is there) and returns true.

@@ -1,0 +1,23 @@
+/// An optional kept out of line: 8 bytes in its owner, an allocation only while it holds a value.
+/// For state every connection may need but few hold at once (a large frame being received, a
+/// close in progress), so an idle connection stays small.
+struct OutOfLine<Value> {
+    private var storage: [Value] = []
+
+    init() {}
+
+    var value: Value? {
+        get { storage.first }
+        set {
+            if let newValue {
+                if storage.isEmpty { storage.append(newValue) } else { storage[0] = newValue }
+            } else {
+                storage = []
+            }
+        }
+    }
+
+    var isEmpty: Bool { storage.isEmpty }
+}
+
+extension OutOfLine: Sendable where Value: Sendable {}
