@@ -21,8 +21,11 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private let machineContext: RoomMachine.Context
     private var socketsPerIP: [String: Int] = [:]
     private var totalSockets = 0
-    /// Rooms with a host on some loop (§2.6 "resident"), for the `maxRooms` cap.
-    private var resident: Set<RoomName> = []
+    /// Rooms with a host on some loop (§2.6 "resident"), for the `maxRooms` cap, by their
+    /// per-process seeded hash: 8 bytes a room instead of 32. A client cannot aim a name at a
+    /// resident room's hash (the seed is random per process), and an accidental 64-bit collision
+    /// only lets one room share another's place under the cap.
+    private var resident: Set<Int> = []
     /// Rooms of each loop (touched only on that loop).
     let rooms: [RoomTable]
     /// The housekeeping sweep's timer (touched only on the first loop).
@@ -52,11 +55,12 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         wsLimiter = FixedWindowLimiter(limit: configuration.wsRateLimit, window: 60_000)
         attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
-        rooms = group.loops.map { _ in RoomTable() }
+        rooms = group.loops.map { RoomTable(loop: $0) }
         machineContext = Self.machineContext(configuration, store: store)
         sharding = ShardOwnership(origin: configuration.origin)
         verboseLog = configuration.verboseLog
         (store as? SQLiteRoomStore)?.onFault = { [weak self] in self?.fault("storage error", $0) }
+        for table in rooms { table.server = self }
     }
 
     /// An internal fault survived (§7.1): counted, logged as `relay: <kind> (continuing): <msg>`,
@@ -257,11 +261,11 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     /// §2.2 step 6 / §2.3 step 5: a resident room is always served; a new one only under the cap.
     /// Called with `gate` held.
     private func hasRoomFor(_ room: RoomName) -> Bool {
-        resident.count < configuration.maxRooms || resident.contains(room)
+        resident.count < configuration.maxRooms || resident.contains(room.hashValue)
     }
 
-    func roomBecameResident(_ room: RoomName) { _ = gate.withLock { resident.insert(room) } }
-    func roomLeft(_ room: RoomName) { _ = gate.withLock { resident.remove(room) } }
+    func roomBecameResident(_ room: RoomName) { _ = gate.withLock { resident.insert(room.hashValue) } }
+    func roomLeft(_ room: RoomName) { _ = gate.withLock { resident.remove(room.hashValue) } }
 
     /// Occupancy summed over every loop's rooms, each read on its own loop, then `done`.
     func occupancy(from index: Int = 0, adding sum: RelayMetrics.Occupancy = .init(),
@@ -323,178 +327,5 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
                 if written > 0 { offset += written } else if errno != EINTR { return }
             }
         }
-    }
-}
-
-/// The rooms living on one loop.
-final class RoomTable: @unchecked Sendable {
-    private var rooms: [RoomName: RoomHost] = [:]
-    private var nextSocket: UInt64 = 0
-
-    func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String) {
-        let host = rooms[room] ?? {
-            let host = RoomHost(machine: server.makeMachine(for: room), server: server, table: self, loop: transport.loop)
-            rooms[room] = host
-            server.roomBecameResident(room)
-            return host
-        }()
-        nextSocket += 1
-        host.adopt(transport, id: SocketID(nextSocket), leftover: leftover, ip: ip)
-    }
-
-    /// The room's last socket is gone: it stops being resident.
-    func remove(_ host: RoomHost) {
-        let room = host.machine.room
-        rooms[room] = nil
-        host.server.roomLeft(room)
-    }
-
-    func closeAll(code: UInt16, reason: String) {
-        for host in Array(rooms.values) { host.closeAll(code: code, reason: reason) }
-    }
-
-    func closeRoom(_ room: RoomName, code: UInt16, reason: String) { rooms[room]?.closeAll(code: code, reason: reason) }
-
-    /// Closes every room for which `close` gives a code and reason.
-    func closeRooms(_ close: (RoomName) -> (code: UInt16, reason: String)?) {
-        for (room, host) in Array(rooms) {
-            if let (code, reason) = close(room) { host.closeAll(code: code, reason: reason) }
-        }
-    }
-
-    func occupancy(adding sum: RelayMetrics.Occupancy) -> RelayMetrics.Occupancy {
-        var sum = sum
-        for host in rooms.values {
-            sum.rooms += 1
-            switch (host.machine.admitted(.mac) != nil, host.machine.admitted(.phone) != nil) {
-            case (true, true): sum.both += 1
-            case (true, false): sum.macOnly += 1
-            case (false, true): sum.phoneOnly += 1
-            case (false, false): sum.neither += 1
-            }
-        }
-        return sum
-    }
-}
-
-/// One resident room: its machine, its sockets, and the actions performed on them.
-final class RoomHost {
-    let machine: RoomMachine
-    unowned let server: RelayServer
-    unowned let table: RoomTable
-    let loop: EventLoop
-    private var sockets = SmallMap<SocketID, RoomSocket>()
-    private var deadlineTimer: EventLoop.TimerID?
-
-    init(machine: RoomMachine, server: RelayServer, table: RoomTable, loop: EventLoop) {
-        self.machine = machine
-        self.server = server
-        self.table = table
-        self.loop = loop
-    }
-
-    func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String) {
-        let socket = RoomSocket(id: id, host: self, ip: ip)
-        sockets[id] = socket
-        perform(machine.connected(id, now: RelayServer.milliseconds()))
-        socket.connection = WebSocketConnection(connection: transport, role: .server, options: server.webSocketOptions,
-                                                delegate: socket, leftover: leftover)
-        armDeadline()
-    }
-
-    func frame(from id: SocketID, isText: Bool, payload: [UInt8]) {
-        let actions = machine.frame(from: id, isText: isText, payload: payload, now: RelayServer.milliseconds())
-        for action in actions {
-            if case let .forward(target) = action, let out = sockets[target]?.connection {
-                if isText { out.send(text: payload) } else { out.send(binary: payload) }
-            }
-        }
-        perform(actions.filter { if case .forward = $0 { return false } else { return true } })
-        armDeadline()
-    }
-
-    func gone(_ id: SocketID, code: UInt16, reason: String, failedWithProtocolError: Bool) {
-        guard let socket = sockets.removeValue(forKey: id) else { return }
-        server.release(socket.ip)
-        let lived = RelayServer.milliseconds() &- socket.openedAt
-        server.metrics.socketLifetime(milliseconds: lived)
-        let tag = machine.key.logTag, role = machine.role(of: id)?.rawValue ?? "?"
-        if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
-            server.metrics.keepaliveTermination()
-            server.write("relay \(tag) keepalive no-pong; terminating role=\(role) lived=\(lived)ms")
-        }
-        // §9.1: one line per severed socket. Only the relay's own reasons are written — a
-        // client's close reason is its text, and client text never reaches the log.
-        let line: String
-        if let sent = socket.closedByRelay {
-            line = "initiator=relay role=\(role) state=\(machine.stateName(of: id)) code=\(sent.code)\(sent.reason.isEmpty ? "" : " reason=\(sent.reason)")"
-        } else if failedWithProtocolError {
-            line = "initiator=error role=\(role) state=\(machine.stateName(of: id)) code=\(code)"
-        } else {
-            line = "initiator=remote role=\(role) state=\(machine.stateName(of: id)) code=\(code)"
-        }
-        server.write("relay \(tag) disconnect \(line) lived=\(lived)ms")
-        perform(machine.disconnected(id))
-        if sockets.isEmpty, machine.isEmpty {
-            if let deadlineTimer { loop.cancel(deadlineTimer) }
-            deadlineTimer = nil
-            table.remove(self)
-        }
-    }
-
-    func closeAll(code: UInt16, reason: String) { perform(machine.closeAll(code: code, reason: reason)) }
-
-    private func perform(_ actions: [RoomAction]) {
-        for action in actions {
-            switch action {
-            case let .send(id, text): sockets[id]?.connection?.send(text: Array(text.utf8))
-            case let .close(id, code, reason):
-                server.metrics.closed(code: code, reason: reason)
-                guard let socket = sockets[id] else { continue }
-                if socket.closedByRelay == nil { socket.closedByRelay = (code, reason) }
-                socket.connection?.close(code: code, reason: reason)
-            case let .log(line): server.write(line)
-            case .forward: break
-            }
-        }
-    }
-
-    private func armDeadline() {
-        if let deadlineTimer { loop.cancel(deadlineTimer) }
-        deadlineTimer = nil
-        guard let deadline = machine.nextDeadline else { return }
-        let now = RelayServer.milliseconds()
-        // A strong capture (no weak side table per room): the timer is cancelled when the room
-        // empties, which releases it.
-        deadlineTimer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [self] in
-            self.deadlineTimer = nil
-            self.perform(self.machine.tick(now: RelayServer.milliseconds()))
-            self.armDeadline()
-        }
-    }
-}
-
-/// One WebSocket of a room.
-final class RoomSocket: WebSocketDelegate {
-    let id: SocketID
-    unowned let host: RoomHost
-    let ip: String
-    let openedAt = RelayServer.milliseconds()
-    /// The close the relay started, if it did (for the disconnect line).
-    var closedByRelay: (code: UInt16, reason: String)?
-    var connection: WebSocketConnection?
-
-    init(id: SocketID, host: RoomHost, ip: String) {
-        self.id = id
-        self.host = host
-        self.ip = ip
-    }
-
-    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) { host.frame(from: id, isText: true, payload: text) }
-    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) { host.frame(from: id, isText: false, payload: data) }
-
-    func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
-        connection = nil
-        host.gone(id, code: code, reason: reason, failedWithProtocolError: socket.failedWithProtocolError)
     }
 }

@@ -24,7 +24,7 @@ public enum RoomAction: Equatable, Sendable {
 /// One room's admission and splice rules (relay.md §3), as a pure state machine: events in,
 /// actions out, time passed in, storage through `RoomStore`. No sockets, so every rule is tested
 /// without them; the relay's I/O layer performs the actions.
-public final class RoomMachine {
+public struct RoomMachine {
     public struct Configuration: Sendable {
         public var origin: String
         public var attestationRequired: Bool
@@ -86,9 +86,17 @@ public final class RoomMachine {
     /// Sockets this machine closed, until their disconnect: what they were, for the log line.
     private var closing = SmallMap<SocketID, State>()
     private var admissionWindow: FixedWindow
-    private var frameWindow: FixedWindow
-    private var quota: QuotaRecord?
-    private var quotaPersistedBytes: Int64 = 0
+    /// The splice's counters, made at the first admitted frame: a parked mac never needs them.
+    private var splice: Splice?
+
+    private final class Splice {
+        var frameWindow: FixedWindow
+        /// The 24-hour byte count, once loaded or started (§3.12).
+        var quota: QuotaRecord?
+        var quotaPersistedBytes: Int64 = 0
+
+        init(maxFramesPerSecond: Int) { frameWindow = FixedWindow(limit: maxFramesPerSecond, window: 1_000) }
+    }
     /// A pairing-mode phone admission charged the stored cycle count during this mac park.
     private var chargedCycles = false
 
@@ -97,11 +105,10 @@ public final class RoomMachine {
         key = RoomKey(room)
         self.context = context
         admissionWindow = FixedWindow(limit: context.configuration.admissionLimit, window: context.configuration.admissionWindowMs)
-        frameWindow = FixedWindow(limit: context.configuration.maxFramesPerSecond, window: 1_000)
     }
 
     /// A machine with a context of its own (tests).
-    public convenience init(room: RoomName, configuration: Configuration, store: any RoomStore,
+    public init(room: RoomName, configuration: Configuration, store: any RoomStore,
                             random: ((Int) -> [UInt8])? = nil) {
         self.init(room: room, context: Context(configuration: configuration, store: store, random: random))
     }
@@ -143,7 +150,7 @@ public final class RoomMachine {
 
     /// A socket was upgraded into this room (§2.3, §3.9): it waits for a Hello; the pre-auth cap
     /// evicts the oldest pending sockets.
-    public func connected(_ id: SocketID, now: UInt64) -> [RoomAction] {
+    public mutating func connected(_ id: SocketID, now: UInt64) -> [RoomAction] {
         sockets[id] = Socket(state: .hello, connectedAt: now)
         var actions: [RoomAction] = [.log("relay \(key.logTag) connect")]
         let pending = sockets.filter { if case .admitted = $0.value.state { return false } else { return true } }
@@ -156,7 +163,7 @@ public final class RoomMachine {
 
     /// A frame from a socket. `isText` and `payload` as received; `utf16Count` is the frame's
     /// size for the caps when it is text (relay.md measures text in UTF-16 code units).
-    public func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: UInt64) -> [RoomAction] {
+    public mutating func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: UInt64) -> [RoomAction] {
         guard let socket = sockets[id] else { return [] }   // closing or gone: dropped
         let size = isText ? Self.utf16Length(ofUTF8: payload) : payload.count
         switch socket.state {
@@ -173,7 +180,7 @@ public final class RoomMachine {
 
     /// The I/O layer reports a socket gone that the room did not close itself (the client closed,
     /// a transport error, keepalive). An admitted socket's peer is closed 1001 `peer gone` (§3.13).
-    public func disconnected(_ id: SocketID) -> [RoomAction] {
+    public mutating func disconnected(_ id: SocketID) -> [RoomAction] {
         closing[id] = nil
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
         endParkIfMacGone()
@@ -183,7 +190,7 @@ public final class RoomMachine {
 
     /// Housekeeping (§3.9): a socket still pre-auth more than the deadline after connecting is
     /// closed 1008 `admission timeout`.
-    public func tick(now: UInt64) -> [RoomAction] {
+    public mutating func tick(now: UInt64) -> [RoomAction] {
         var actions: [RoomAction] = []
         for (id, socket) in sockets.sorted(by: { $0.key < $1.key }) {
             if case .admitted = socket.state { continue }
@@ -201,7 +208,7 @@ public final class RoomMachine {
     }
 
     /// Closes every socket with one code and reason (delete, expiry, shutdown, quota).
-    public func closeAll(code: UInt16, reason: String) -> [RoomAction] {
+    public mutating func closeAll(code: UInt16, reason: String) -> [RoomAction] {
         sockets.keys.sorted().flatMap { close($0, code, reason) }
     }
 
@@ -218,7 +225,7 @@ public final class RoomMachine {
 
     // MARK: Hello (§3.3)
 
-    private func hello(_ id: SocketID, payload: [UInt8]) -> [RoomAction] {
+    private mutating func hello(_ id: SocketID, payload: [UInt8]) -> [RoomAction] {
         guard let hello = Hello.parse(payload) else { return close(id, 1008, "bad hello") }
         let nonce = random(32)
         sockets[id]?.state = .challenged(nonce: nonce, hello: hello)
@@ -243,7 +250,7 @@ public final class RoomMachine {
         }
     }
 
-    private func proof(_ id: SocketID, payload: [UInt8], nonce: [UInt8], hello: Hello, now: UInt64) -> [RoomAction] {
+    private mutating func proof(_ id: SocketID, payload: [UInt8], nonce: [UInt8], hello: Hello, now: UInt64) -> [RoomAction] {
         guard admissionWindow.hit(now: now) else { return refuse(id, "rate limited") }
         guard let proof = Proof.parse(payload) else { return refuse(id, "bad proof") }
         let credential: Credential
@@ -275,7 +282,7 @@ public final class RoomMachine {
 
     // MARK: Slot admission (§3.5)
 
-    private func admit(_ id: SocketID, hello: Hello, credential: Credential, stored: AdmissionState, now: UInt64) -> [RoomAction] {
+    private mutating func admit(_ id: SocketID, hello: Hello, credential: Credential, stored: AdmissionState, now: UInt64) -> [RoomAction] {
         let established = stored.verifier != nil
         let role = hello.role
         // A count of 0 is already what a reset writes; skipping it spares a write per park.
@@ -320,15 +327,20 @@ public final class RoomMachine {
 
     // MARK: Splice (§3.11, §3.12)
 
-    private func data(_ id: SocketID, role: RelayRole, size: Int, now: UInt64) -> [RoomAction] {
+    private mutating func data(_ id: SocketID, role: RelayRole, size: Int, now: UInt64) -> [RoomAction] {
         let peer = admitted(role == .mac ? .phone : .mac)
         guard size <= configuration.admittedFrameCap else {
             return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1009, "frame too large")
         }
-        guard frameWindow.hit(now: now) else {
+        let splice = self.splice ?? {
+            let splice = Splice(maxFramesPerSecond: configuration.maxFramesPerSecond)
+            self.splice = splice
+            return splice
+        }()
+        guard splice.frameWindow.hit(now: now) else {
             return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1008, "frame rate exceeded")
         }
-        guard chargeQuota(size, now: now) else {
+        guard chargeQuota(size, now: now, splice) else {
             return [.log("relay \(key.logTag) quota exceeded")] + closeAll(code: 1008, reason: "daily quota exceeded")
         }
         // No peer yet: dropped silently (it still counted toward the rate and the quota).
@@ -337,37 +349,37 @@ public final class RoomMachine {
 
     /// Adds `size` to the room's 24-hour byte count (§3.12); false when that trips the quota.
     /// The record is persisted on roll-over, on a trip, and after each further flush step.
-    private func chargeQuota(_ size: Int, now: UInt64) -> Bool {
-        var record = quota ?? store.quota(of: key) ?? QuotaRecord(dayStart: now, bytes: 0)
-        if quota == nil { quotaPersistedBytes = record.bytes }
+    private func chargeQuota(_ size: Int, now: UInt64, _ splice: Splice) -> Bool {
+        var record = splice.quota ?? store.quota(of: key) ?? QuotaRecord(dayStart: now, bytes: 0)
+        if splice.quota == nil { splice.quotaPersistedBytes = record.bytes }
         if now &- record.dayStart >= QuotaRecord.window {
             record = QuotaRecord(dayStart: now, bytes: 0)
             store.setQuota(record, of: key)
-            quotaPersistedBytes = 0
+            splice.quotaPersistedBytes = 0
         }
         record.bytes += Int64(size)
-        quota = record
+        splice.quota = record
         if record.bytes > configuration.dailyByteQuota {
             store.setQuota(record, of: key)
-            quotaPersistedBytes = record.bytes
+            splice.quotaPersistedBytes = record.bytes
             return false
         }
-        if record.bytes - quotaPersistedBytes >= configuration.quotaFlushStep {
+        if record.bytes - splice.quotaPersistedBytes >= configuration.quotaFlushStep {
             store.setQuota(record, of: key)
-            quotaPersistedBytes = record.bytes
+            splice.quotaPersistedBytes = record.bytes
         }
         return true
     }
 
     // MARK: Helpers
 
-    private func refuse(_ id: SocketID, _ reason: String) -> [RoomAction] {
+    private mutating func refuse(_ id: SocketID, _ reason: String) -> [RoomAction] {
         [.send(id, AdmissionReply.refused(reason))] + close(id, 1008, reason)
     }
 
     /// Closes `id` and forgets it at once: frames it sends meanwhile are dropped (§3.1 Tether),
     /// and its going away never propagates to a peer.
-    private func close(_ id: SocketID, _ code: UInt16, _ reason: String) -> [RoomAction] {
+    private mutating func close(_ id: SocketID, _ code: UInt16, _ reason: String) -> [RoomAction] {
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
         closing[id] = socket.state
         endParkIfMacGone()
@@ -377,7 +389,7 @@ public final class RoomMachine {
     /// §6.10 (Tether): the cycle count matters only while a mac is parked, and the next park
     /// resets it, so once no mac is admitted the stored count goes — a pairing that never
     /// completes leaves nothing behind.
-    private func endParkIfMacGone() {
+    private mutating func endParkIfMacGone() {
         guard chargedCycles, admitted(.mac) == nil else { return }
         chargedCycles = false
         store.setPairingCycles(0, of: key)

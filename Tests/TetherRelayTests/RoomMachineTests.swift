@@ -36,7 +36,7 @@ final class RoomMachineTests: XCTestCase {
 
     /// Connects `id`, sends a Hello and a Proof; returns the Proof's actions and the nonce.
     @discardableResult
-    private func join(_ m: RoomMachine, _ id: SocketID, role: RelayRole, nonDisplacing: Bool = false,
+    private func join(_ m: inout RoomMachine, _ id: SocketID, role: RelayRole, nonDisplacing: Bool = false,
                       proof: (([UInt8]) -> String)? = nil, now: UInt64 = 1_000) -> [RoomAction] {
         _ = m.connected(id, now: now)
         let challenge = m.frame(from: id, isText: true, payload: text(Hello(role: role, nonDisplacing: nonDisplacing).json), now: now)
@@ -53,10 +53,10 @@ final class RoomMachineTests: XCTestCase {
     // MARK: Open mode
 
     func testOpenModePairingAdmitsMacThenPhoneAndSplices() {
-        let m = machine()
+        var m = machine()
         let mac = SocketID(1), phone = SocketID(2)
-        XCTAssertEqual(sends(join(m, mac, role: .mac), to: mac), [#"{"ok":true}"#])
-        let phoneResult = sends(join(m, phone, role: .phone), to: phone)
+        XCTAssertEqual(sends(join(&m, mac, role: .mac), to: mac), [#"{"ok":true}"#])
+        let phoneResult = sends(join(&m, phone, role: .phone), to: phone)
         XCTAssertEqual(phoneResult.count, 1)
         XCTAssertTrue(phoneResult[0].hasPrefix(#"{"ok":true,"registrationToken":""#))
         XCTAssertEqual(store.room(room)?.registrationTokens.count, 1)
@@ -66,7 +66,7 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testBadHelloClosesWithoutAMessage() {
-        let m = machine()
+        var m = machine()
         _ = m.connected(SocketID(1), now: 0)
         let actions = m.frame(from: SocketID(1), isText: true, payload: text(#"{"v":"1","role":"mac"}"#), now: 0)
         XCTAssertEqual(actions, [.close(SocketID(1), code: 1008, reason: "bad hello")])
@@ -74,37 +74,37 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testPhoneWithoutAParkedMacIsRefusedMacOffline() {
-        let m = machine()
-        let actions = join(m, SocketID(1), role: .phone)
+        var m = machine()
+        let actions = join(&m, SocketID(1), role: .phone)
         XCTAssertEqual(sends(actions, to: SocketID(1)), [#"{"ok":false,"error":"mac offline"}"#])
         XCTAssertEqual(closes(actions).map { $0.2 }, ["mac offline"])
         XCTAssertEqual(closes(actions).map { $0.1 }, [1008])
     }
 
     func testBadProofJSON() {
-        let m = machine()
-        XCTAssertEqual(closes(join(m, SocketID(1), role: .mac) { _ in "not json" }).map { $0.2 }, ["bad proof"])
+        var m = machine()
+        XCTAssertEqual(closes(join(&m, SocketID(1), role: .mac) { _ in "not json" }).map { $0.2 }, ["bad proof"])
     }
 
     // MARK: Attestation mode
 
     func testAttestedPhoneNeedsATicketWhichIsSpentEvenWhenRefused() {
-        let m = machine(attested: true)
+        var m = machine(attested: true)
         store.putTicket("T1", TicketRecord(expiresAt: 10_000, keyID: "kid", publicKey: "pk"), in: room)
         store.putTicket("T2", TicketRecord(expiresAt: 10_000, keyID: "kid2", publicKey: "pk2"), in: room)
         store.putTicket("old", TicketRecord(expiresAt: 500, keyID: "k", publicKey: "p"), in: room)
-        XCTAssertEqual(closes(join(m, SocketID(1), role: .phone)).map { $0.2 }, ["ticket required"])
-        XCTAssertEqual(closes(join(m, SocketID(2), role: .phone) { _ in #"{"ticket":"nope"}"# }).map { $0.2 }, ["bad ticket"])
-        XCTAssertEqual(closes(join(m, SocketID(3), role: .phone) { _ in #"{"ticket":"old"}"# }).map { $0.2 }, ["bad ticket"], "expired")
+        XCTAssertEqual(closes(join(&m, SocketID(1), role: .phone)).map { $0.2 }, ["ticket required"])
+        XCTAssertEqual(closes(join(&m, SocketID(2), role: .phone) { _ in #"{"ticket":"nope"}"# }).map { $0.2 }, ["bad ticket"])
+        XCTAssertEqual(closes(join(&m, SocketID(3), role: .phone) { _ in #"{"ticket":"old"}"# }).map { $0.2 }, ["bad ticket"], "expired")
         // A valid ticket with no mac parked: refused, and the ticket is gone.
-        XCTAssertEqual(closes(join(m, SocketID(4), role: .phone) { _ in #"{"ticket":"T1"}"# }).map { $0.2 }, ["mac offline"])
+        XCTAssertEqual(closes(join(&m, SocketID(4), role: .phone) { _ in #"{"ticket":"T1"}"# }).map { $0.2 }, ["mac offline"])
         XCTAssertNil(store.room(room)?.tickets["T1"])
         // The mac parks with no credential; a ticketed phone is admitted and its token carries the key.
-        XCTAssertEqual(sends(join(m, SocketID(5), role: .mac), to: SocketID(5)), [#"{"ok":true}"#])
-        let admitted = join(m, SocketID(6), role: .phone) { _ in #"{"ticket":"T2","sig":"ignored"}"# }
+        XCTAssertEqual(sends(join(&m, SocketID(5), role: .mac), to: SocketID(5)), [#"{"ok":true}"#])
+        let admitted = join(&m, SocketID(6), role: .phone) { _ in #"{"ticket":"T2","sig":"ignored"}"# }
         XCTAssertTrue(sends(admitted, to: SocketID(6))[0].contains("registrationToken"))
         XCTAssertEqual(store.room(room)?.registrationTokens.values.first?.attestKeyID, "kid2")
-        XCTAssertEqual(closes(join(m, SocketID(7), role: .phone) { _ in #"{"ticket":"T2"}"# }).map { $0.2 }, ["bad ticket"], "single use")
+        XCTAssertEqual(closes(join(&m, SocketID(7), role: .phone) { _ in #"{"ticket":"T2"}"# }).map { $0.2 }, ["bad ticket"], "single use")
     }
 
     // MARK: Established rooms
@@ -112,36 +112,36 @@ final class RoomMachineTests: XCTestCase {
     func testEstablishedRoomsNeedAValidSignatureAndRefreshActivityEvenWhenRefused() throws {
         let secret = try RoomSecret(bytes: [UInt8](repeating: 0x5a, count: 32))
         store.setVerifier(Base64.encode(secret.verifier), of: room)
-        let m = machine(attested: true)
+        var m = machine(attested: true)
         let key = secret.joinSigningKey()
         func signed(_ role: RelayRole) -> ([UInt8]) -> String {
             { nonce in #"{"sig":"\#(Base64.encode(key.signature(for: JoinTranscript(role: role, nonce: nonce, room: self.room, origin: self.origin).bytes)))"}"# }
         }
-        XCTAssertEqual(closes(join(m, SocketID(1), role: .mac)).map { $0.2 }, ["signature required"])
-        XCTAssertEqual(closes(join(m, SocketID(2), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
-        XCTAssertEqual(closes(join(m, SocketID(3), role: .mac, proof: signed(.phone))).map { $0.2 }, ["bad signature"], "role is bound")
+        XCTAssertEqual(closes(join(&m, SocketID(1), role: .mac)).map { $0.2 }, ["signature required"])
+        XCTAssertEqual(closes(join(&m, SocketID(2), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
+        XCTAssertEqual(closes(join(&m, SocketID(3), role: .mac, proof: signed(.phone))).map { $0.2 }, ["bad signature"], "role is bound")
         XCTAssertNil(store.room(room)?.lastActivity)
-        XCTAssertEqual(closes(join(m, SocketID(4), role: .phone, proof: signed(.phone), now: 7_000)).map { $0.2 }, ["mac offline"])
+        XCTAssertEqual(closes(join(&m, SocketID(4), role: .phone, proof: signed(.phone), now: 7_000)).map { $0.2 }, ["mac offline"])
         XCTAssertEqual(store.room(room)?.lastActivity, 7_000, "refreshed before the slot checks")
-        XCTAssertEqual(sends(join(m, SocketID(5), role: .mac, proof: signed(.mac)), to: SocketID(5)), [#"{"ok":true}"#])
-        XCTAssertTrue(sends(join(m, SocketID(6), role: .phone, proof: signed(.phone)), to: SocketID(6))[0].contains("registrationToken"),
+        XCTAssertEqual(sends(join(&m, SocketID(5), role: .mac, proof: signed(.mac)), to: SocketID(5)), [#"{"ok":true}"#])
+        XCTAssertTrue(sends(join(&m, SocketID(6), role: .phone, proof: signed(.phone)), to: SocketID(6))[0].contains("registrationToken"),
                       "every admitted phone gets a token")
         XCTAssertEqual(store.room(room)?.pairingCycles ?? 0, 0, "established rooms are exempt from the cycle cap")
     }
 
     func testMalformedVerifierMakesEveryJoinBadSignatureWithoutCrashing() {
         store.setVerifier("!!not base64", of: room)
-        let m = machine()
-        XCTAssertEqual(closes(join(m, SocketID(1), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
+        var m = machine()
+        XCTAssertEqual(closes(join(&m, SocketID(1), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
     }
 
     // MARK: Slots
 
     func testNewestMacDisplacesTheOldAndThePhoneIsReSpliced() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)
-        join(m, SocketID(2), role: .phone)
-        let second = join(m, SocketID(3), role: .mac)
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
+        join(&m, SocketID(2), role: .phone)
+        let second = join(&m, SocketID(3), role: .mac)
         XCTAssertEqual(closes(second).map { $0.0 }, [SocketID(1)])
         XCTAssertEqual(closes(second).map { $0.2 }, ["displaced"])
         XCTAssertEqual(m.frame(from: SocketID(2), isText: false, payload: [9], now: 2_000), [.forward(to: SocketID(3))])
@@ -150,20 +150,20 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testNonDisplacingPhoneIsRefusedSlotOccupiedButStillChargedACycle() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)
-        join(m, SocketID(2), role: .phone)
-        let nse = join(m, SocketID(3), role: .phone, nonDisplacing: true)
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
+        join(&m, SocketID(2), role: .phone)
+        let nse = join(&m, SocketID(3), role: .phone, nonDisplacing: true)
         XCTAssertEqual(closes(nse).map { $0.2 }, ["slot occupied"])
         XCTAssertEqual(m.admitted(.phone), SocketID(2), "the incumbent is untouched")
         XCTAssertEqual(store.room(room)?.pairingCycles, 2)
     }
 
     func testTheNinthPhoneInOneMacParkTearsTheRoomDown() {
-        let m = machine()
-        join(m, SocketID(100), role: .mac)
-        for i in 1...8 { XCTAssertTrue(sends(join(m, SocketID(UInt64(i)), role: .phone), to: SocketID(UInt64(i)))[0].contains("\"ok\":true")) }
-        let ninth = join(m, SocketID(9), role: .phone)
+        var m = machine()
+        join(&m, SocketID(100), role: .mac)
+        for i in 1...8 { XCTAssertTrue(sends(join(&m, SocketID(UInt64(i)), role: .phone), to: SocketID(UInt64(i)))[0].contains("\"ok\":true")) }
+        let ninth = join(&m, SocketID(9), role: .phone)
         XCTAssertEqual(sends(ninth, to: SocketID(9)), [], "no Result before the teardown close")
         XCTAssertEqual(Set(closes(ninth).map { $0.0 }), [SocketID(100), SocketID(8), SocketID(9)])
         XCTAssertTrue(closes(ninth).allSatisfy { $0.1 == 1000 && $0.2 == "pairing cycle cap" })
@@ -172,8 +172,8 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testPreAuthCapClosesTheOldestPending() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)   // admitted: not counted
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)   // admitted: not counted
         for i in 2...5 { XCTAssertEqual(closes(m.connected(SocketID(UInt64(i)), now: UInt64(i))).count, 0) }
         let fifth = m.connected(SocketID(6), now: 6)
         XCTAssertEqual(closes(fifth).map { $0.0 }, [SocketID(2)])
@@ -181,9 +181,9 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testAdmissionDeadlineClosesPendingSocketsAfter15Seconds() {
-        let m = machine()
+        var m = machine()
         _ = m.connected(SocketID(1), now: 0)
-        join(m, SocketID(2), role: .mac, now: 0)
+        join(&m, SocketID(2), role: .mac, now: 0)
         XCTAssertEqual(m.nextDeadline, 15_001)
         XCTAssertEqual(m.tick(now: 15_000), [])
         XCTAssertEqual(m.tick(now: 15_001), [.close(SocketID(1), code: 1008, reason: "admission timeout")])
@@ -191,23 +191,23 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testTheFortyFirstProofInTenSecondsIsRateLimited() {
-        let m = machine()
-        for i in 1...40 { XCTAssertNotEqual(closes(join(m, SocketID(UInt64(i)), role: .mac, now: 100)).last?.2, "rate limited") }
-        XCTAssertEqual(closes(join(m, SocketID(41), role: .mac, now: 10_100)).map { $0.2 }, ["rate limited"])
-        XCTAssertNotEqual(closes(join(m, SocketID(42), role: .mac, now: 10_101)).last?.2, "rate limited", "a new window")
+        var m = machine()
+        for i in 1...40 { XCTAssertNotEqual(closes(join(&m, SocketID(UInt64(i)), role: .mac, now: 100)).last?.2, "rate limited") }
+        XCTAssertEqual(closes(join(&m, SocketID(41), role: .mac, now: 10_100)).map { $0.2 }, ["rate limited"])
+        XCTAssertNotEqual(closes(join(&m, SocketID(42), role: .mac, now: 10_101)).last?.2, "rate limited", "a new window")
     }
 
     // MARK: After admission
 
     func testAPairingThatNeverCompletesLeavesNothingBehind() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
         XCTAssertNil(store.room(room), "a mac park alone writes nothing")
-        join(m, SocketID(2), role: .phone)
+        join(&m, SocketID(2), role: .phone)
         XCTAssertEqual(store.room(room)?.pairingCycles, 1)
-        join(m, SocketID(3), role: .mac)
+        join(&m, SocketID(3), role: .mac)
         XCTAssertEqual(store.room(room)?.pairingCycles, 0, "a new park resets the count")
-        join(m, SocketID(4), role: .phone)
+        join(&m, SocketID(4), role: .phone)
         XCTAssertEqual(store.room(room)?.pairingCycles, 1)
         XCTAssertEqual(m.disconnected(SocketID(4)), [.close(SocketID(3), code: 1001, reason: "peer gone")])
         XCTAssertEqual(store.room(room)?.pairingCycles, 0, "the park ended with its mac: the count goes")
@@ -216,41 +216,41 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testTheCountGoesWhenTheRelayClosesTheMacToo() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)
-        join(m, SocketID(2), role: .phone)
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
+        join(&m, SocketID(2), role: .phone)
         _ = m.closeAll(code: 1001, reason: "server shutting down")
         XCTAssertEqual(store.room(room)?.pairingCycles, 0)
     }
 
     func testPeerGoneWhenTheOtherSideLeaves() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)
-        join(m, SocketID(2), role: .phone)
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
+        join(&m, SocketID(2), role: .phone)
         XCTAssertEqual(m.disconnected(SocketID(2)), [.close(SocketID(1), code: 1001, reason: "peer gone")])
         XCTAssertTrue(m.isEmpty)
     }
 
     func testFrameCapsAndRateCloseTheOffenderAndItsPeer() {
-        let m = machine { $0.maxFramesPerSecond = 3 }
+        var m = machine { $0.maxFramesPerSecond = 3 }
         _ = m.connected(SocketID(9), now: 0)
         XCTAssertEqual(m.frame(from: SocketID(9), isText: false, payload: [UInt8](repeating: 0, count: 8_193), now: 0),
                        [.close(SocketID(9), code: 1009, reason: "frame too large")], "pre-auth cap 8 KiB")
-        join(m, SocketID(1), role: .mac)
-        join(m, SocketID(2), role: .phone)
+        join(&m, SocketID(1), role: .mac)
+        join(&m, SocketID(2), role: .phone)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 262_145), now: 2_000),
                        [.close(SocketID(2), code: 1001, reason: "peer gone"), .close(SocketID(1), code: 1009, reason: "frame too large")])
 
-        let n = machine { $0.maxFramesPerSecond = 3 }
-        join(n, SocketID(1), role: .mac)
-        join(n, SocketID(2), role: .phone)
+        var n = machine { $0.maxFramesPerSecond = 3 }
+        join(&n, SocketID(1), role: .mac)
+        join(&n, SocketID(2), role: .phone)
         for _ in 0..<3 { XCTAssertEqual(n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_000), [.forward(to: SocketID(1))]) }
         XCTAssertEqual(n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_500),
                        [.close(SocketID(1), code: 1001, reason: "peer gone"), .close(SocketID(2), code: 1008, reason: "frame rate exceeded")])
     }
 
     func testTextFrameSizeCountsUTF16Units() {
-        let m = machine()
+        var m = machine()
         _ = m.connected(SocketID(1), now: 0)
         // 4,097 "é" are 8,194 UTF-8 bytes but 4,097 UTF-16 units: under the 8 KiB cap, so it is parsed (a bad hello).
         let actions = m.frame(from: SocketID(1), isText: true, payload: Array(String(repeating: "é", count: 4_097).utf8), now: 0)
@@ -264,14 +264,14 @@ final class RoomMachineTests: XCTestCase {
     }
 
     func testFramesBeforeAPeerIsAdmittedAreDropped() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [1], now: 2_000), [])
     }
 
     func testCloseAllClosesEverySocket() {
-        let m = machine()
-        join(m, SocketID(1), role: .mac)
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
         _ = m.connected(SocketID(2), now: 0)
         XCTAssertEqual(m.closeAll(code: 1000, reason: "room deleted"),
                        [.close(SocketID(1), code: 1000, reason: "room deleted"), .close(SocketID(2), code: 1000, reason: "room deleted")])
@@ -286,7 +286,7 @@ final class DailyQuotaTests: XCTestCase {
         configuration.dailyByteQuota = quota
         configuration.quotaFlushStep = flush
         configuration.maxFramesPerSecond = 0
-        let m = RoomMachine(room: room, configuration: configuration, store: store) { [UInt8](repeating: 1, count: $0) }
+        var m = RoomMachine(room: room, configuration: configuration, store: store) { [UInt8](repeating: 1, count: $0) }
         for (id, role) in [(SocketID(1), RelayRole.mac), (SocketID(2), .phone)] {
             _ = m.connected(id, now: 0)
             _ = m.frame(from: id, isText: true, payload: Array(Hello(role: role).json.utf8), now: 0)
@@ -297,7 +297,7 @@ final class DailyQuotaTests: XCTestCase {
 
     func testTrippingTheQuotaClosesEverySocketAndPersistsTheRecord() {
         let store = InMemoryRoomStore()
-        let m = admittedPair(store, quota: 100)
+        var m = admittedPair(store, quota: 100)
         _ = m.connected(SocketID(3), now: 10)   // a pre-auth socket is closed too
         XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 60), now: 10), [.forward(to: SocketID(2))])
         XCTAssertNil(store.room(room)?.quota, "small counts are not flushed")
@@ -311,11 +311,11 @@ final class DailyQuotaTests: XCTestCase {
     func testARestartedRoomResumesTheWindowAndRollsAfter24Hours() {
         let store = InMemoryRoomStore()
         store.setQuota(QuotaRecord(dayStart: 0, bytes: 95), of: room)
-        let m = admittedPair(store, quota: 100)
+        var m = admittedPair(store, quota: 100)
         XCTAssertTrue(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 6), now: 1_000).contains {
             if case .close(_, 1008, "daily quota exceeded") = $0 { return true } else { return false }
         }, "the persisted count carries over")
-        let n = admittedPair(store, quota: 100)
+        var n = admittedPair(store, quota: 100)
         XCTAssertEqual(n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 50), now: 86_400_000),
                        [.forward(to: SocketID(2))], "a new day")
         XCTAssertEqual(store.room(room)?.quota, QuotaRecord(dayStart: 86_400_000, bytes: 0), "the roll-over is persisted")
@@ -323,7 +323,7 @@ final class DailyQuotaTests: XCTestCase {
 
     func testCountsAreFlushedEveryStep() {
         let store = InMemoryRoomStore()
-        let m = admittedPair(store, quota: 1_000_000, flush: 100)
+        var m = admittedPair(store, quota: 1_000_000, flush: 100)
         for _ in 0..<3 { _ = m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 40), now: 5) }
         XCTAssertEqual(store.room(room)?.quota?.bytes, 120)
     }

@@ -1,12 +1,12 @@
 /// An optional kept out of line: 8 bytes in its owner, an allocation only while it holds a value.
 /// For state every connection may need but few hold at once (a large frame being received, a
 /// close in progress), so an idle connection stays small.
-struct OutOfLine<Value> {
+public struct OutOfLine<Value> {
     private var storage: [Value] = []
 
-    init() {}
+    public init() {}
 
-    var value: Value? {
+    public var value: Value? {
         get { storage.first }
         set {
             if let newValue {
@@ -17,7 +17,7 @@ struct OutOfLine<Value> {
         }
     }
 
-    var isEmpty: Bool { storage.isEmpty }
+    public var isEmpty: Bool { storage.isEmpty }
 }
 
 extension OutOfLine: Sendable where Value: Sendable {}

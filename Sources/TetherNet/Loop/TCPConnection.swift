@@ -9,27 +9,34 @@ import Glibc
 /// `isWritable` turns false until it drains below `lowWaterMark` — the back-pressure signal a
 /// splice uses to pause the other leg.
 public final class TCPConnection: EventLoopHandler, Transport {
+    // Declared widest first with the flags together: every open socket holds one of these.
     public private(set) var loop: EventLoop
     public let peer: SocketAddress?
     public var delegate: (any TransportDelegate)?
-    public var highWaterMark = 256 * 1024
-    public var lowWaterMark = 64 * 1024
-
-    public private(set) var isWritable = true
-    public private(set) var isClosed = false
-    public private(set) var isReadingPaused = false
-
-    let fd: Int32
+    public var highWaterMark: Int {
+        get { Int(highWaterMarkBits) }
+        set { highWaterMarkBits = Int32(clamping: newValue) }
+    }
+    public var lowWaterMark: Int {
+        get { Int(lowWaterMarkBits) }
+        set { lowWaterMarkBits = Int32(clamping: newValue) }
+    }
     private var token: UInt64 = 0
     private var queue: [Chunk] = []
     private var headerArena: [UInt8] = []
-    private var flushScheduled = false
     private var queueHead = 0
     private var headOffset = 0
     public private(set) var queuedBytes = 0
-    private var closeWhenFlushed = false
     /// Bumped by `handoff` on the old loop, so a read loop in progress stops touching the socket.
     private var handoffEpoch = 0
+    let fd: Int32
+    private var highWaterMarkBits: Int32 = 256 * 1024
+    private var lowWaterMarkBits: Int32 = 64 * 1024
+    public private(set) var isWritable = true
+    public private(set) var isClosed = false
+    public private(set) var isReadingPaused = false
+    private var flushScheduled = false
+    private var closeWhenFlushed = false
     private var wantsWrite = false
 
     /// Adopts a connected, non-blocking socket on `loop` (call on that loop's thread).

@@ -3,7 +3,7 @@
 /// text message split across fragments is rejected as early as possible.
 public struct UTF8Validator: Sendable {
     /// Continuation bytes still expected in the current sequence.
-    private var remaining = 0
+    private var remaining: UInt8 = 0
     /// The allowed range of the next continuation byte (narrowed after E0, ED, F0, F4).
     private var low: UInt8 = 0x80
     private var high: UInt8 = 0xBF

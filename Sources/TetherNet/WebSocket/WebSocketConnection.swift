@@ -46,6 +46,18 @@ public final class WebSocketConnection: TransportDelegate {
         get { receivedCloseStorage.value }
         set { receivedCloseStorage.value = newValue }
     }
+    private var sweep: KeepaliveSweep?
+    /// Links in the loop's keepalive list (see `KeepaliveSweep`).
+    unowned(unsafe) var sweepNext: WebSocketConnection?
+    unowned(unsafe) var sweepPrevious: WebSocketConnection?
+    /// Out of line: only a connection waiting for the peer's close answer has one.
+    private var closeTimerStorage = OutOfLine<EventLoop.TimerID>()
+    private var closeTimer: EventLoop.TimerID? {
+        get { closeTimerStorage.value }
+        set { closeTimerStorage.value = newValue }
+    }
+    /// Strong self-reference while open, so a socket lives as long as its TCP connection.
+    private var retainSelf: WebSocketConnection?
     public let role: WebSocketFrameParser.Role
     private var sentClose = false
     /// True once the connection ended because the peer broke the protocol (1002/1007/1009 from
@@ -53,13 +65,6 @@ public final class WebSocketConnection: TransportDelegate {
     public private(set) var failedWithProtocolError = false
     private var finished = false
     private var awaitingPong = false
-    private var sweep: KeepaliveSweep?
-    /// Links in the loop's keepalive list (see `KeepaliveSweep`).
-    unowned(unsafe) var sweepNext: WebSocketConnection?
-    unowned(unsafe) var sweepPrevious: WebSocketConnection?
-    private var closeTimer: EventLoop.TimerID?
-    /// Strong self-reference while open, so a socket lives as long as its TCP connection.
-    private var retainSelf: WebSocketConnection?
 
     /// The options the connection was opened with.
     public var options: Options {

@@ -12,11 +12,11 @@ public struct WebSocketFrameParser: Sendable {
         case client
     }
 
-    public let role: Role
     /// Largest payload accepted in one frame.
     public var maxFramePayload: Int
     private var buffer: [UInt8] = []
     private var index = 0
+    public let role: Role
     private var failureStorage = OutOfLine<WebSocketProtocolError>()
     private var failure: WebSocketProtocolError? {
         get { failureStorage.value }

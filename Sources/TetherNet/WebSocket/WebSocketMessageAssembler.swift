@@ -13,8 +13,8 @@ public struct WebSocketMessageAssembler: Sendable {
 
     public var maxMessageSize: Int
     private var fragments: [UInt8] = []
-    private var fragmentOpcode: WebSocketOpcode?
     private var validator = UTF8Validator()
+    private var fragmentOpcode: WebSocketOpcode?
 
     public init(maxMessageSize: Int) { self.maxMessageSize = maxMessageSize }
 
