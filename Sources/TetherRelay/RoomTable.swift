@@ -6,7 +6,7 @@ final class RoomTable: @unchecked Sendable {
     let loop: EventLoop
     /// Set once the server is made (rooms reach it through their table, not a reference each).
     weak var server: RelayServer?
-    private var rooms: [RoomName: RoomHost] = [:]
+    private var rooms = RoomIndex<RoomHost> { $0.machine.room }
     private var nextSocket: UInt64 = 0
     /// The socket whose WebSocket is being set up on this loop: frames in its handshake
     /// leftovers arrive before its host can find the connection among its members.
@@ -17,7 +17,7 @@ final class RoomTable: @unchecked Sendable {
     func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String) {
         let host = rooms[room] ?? {
             let host = RoomHost(machine: server.makeMachine(for: room), table: self)
-            rooms[room] = host
+            rooms.insert(host)
             server.roomBecameResident(room)
             return host
         }()
@@ -28,20 +28,20 @@ final class RoomTable: @unchecked Sendable {
     /// The room's last socket is gone: it stops being resident.
     func remove(_ host: RoomHost) {
         let room = host.machine.room
-        rooms[room] = nil
+        rooms.remove(room)
         server?.roomLeft(room)
     }
 
     func closeAll(code: UInt16, reason: String) {
-        for host in Array(rooms.values) { host.closeAll(code: code, reason: reason) }
+        for host in rooms.values { host.closeAll(code: code, reason: reason) }
     }
 
     func closeRoom(_ room: RoomName, code: UInt16, reason: String) { rooms[room]?.closeAll(code: code, reason: reason) }
 
     /// Closes every room for which `close` gives a code and reason.
     func closeRooms(_ close: (RoomName) -> (code: UInt16, reason: String)?) {
-        for (room, host) in Array(rooms) {
-            if let (code, reason) = close(room) { host.closeAll(code: code, reason: reason) }
+        for host in rooms.values {
+            if let (code, reason) = close(host.machine.room) { host.closeAll(code: code, reason: reason) }
         }
     }
 
