@@ -9,23 +9,10 @@ extension RelayServer {
     static let reapBatch = 512
 
     func startHousekeeping() {
-        let loop = group.loops[0]
-        loop.execute { [self] in
-            housekeepingTimer = loop.schedule(after: .milliseconds(Self.housekeepingIntervalMs)) { [weak self] in
-                guard let self else { return }
-                housekeep(now: Self.milliseconds())
-                startHousekeeping()
-            }
-        }
+        start(.housekeeping, every: Self.housekeepingIntervalMs) { $0.housekeep(now: Self.milliseconds()) }
     }
 
-    func stopHousekeeping() {
-        let loop = group.loops[0]
-        _ = try? loop.submitAndWait { [self] in
-            if let housekeepingTimer { loop.cancel(housekeepingTimer) }
-            housekeepingTimer = nil
-        }
-    }
+    func stopHousekeeping() { stop(.housekeeping) }
 
     /// One sweep (§6.4 steps 2–3): expired ephemeral records go, then every established room idle
     /// past `RELAY_ESTABLISHED_IDLE_TTL_MS` is torn down on its own loop — re-checked there, since

@@ -7,23 +7,10 @@ extension RelayServer {
     /// error text is not ours to put in the relay's log.
     func startMetricsPush() {
         guard let url = configuration.metricsPushURL, let token = configuration.metricsPushToken else { return }
-        let loop = group.loops[0]
-        loop.execute { [self] in
-            pushMetrics(to: url, token: token)
-            metricsPushTimer = loop.schedule(after: .milliseconds(UInt64(configuration.metricsPushMs))) { [weak self] in
-                self?.metricsPushTimer = nil
-                self?.startMetricsPush()
-            }
-        }
+        start(.metricsPush, every: UInt64(configuration.metricsPushMs), runNow: true) { $0.pushMetrics(to: url, token: token) }
     }
 
-    func stopMetricsPush() {
-        let loop = group.loops[0]
-        _ = try? loop.submitAndWait { [self] in
-            if let metricsPushTimer { loop.cancel(metricsPushTimer) }
-            metricsPushTimer = nil
-        }
-    }
+    func stopMetricsPush() { stop(.metricsPush) }
 
     private func pushMetrics(to url: String, token: String) {
         let socketsLive = self.socketsLive

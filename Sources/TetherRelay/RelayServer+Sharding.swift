@@ -30,23 +30,10 @@ extension RelayServer {
     }
 
     func startShardMapWatch() {
-        let loop = group.loops[0]
-        loop.execute { [self] in
-            shardMapTimer = loop.schedule(after: .milliseconds(Self.shardMapPollMs)) { [weak self] in
-                guard let self else { return }
-                refreshShardMap()
-                startShardMapWatch()
-            }
-        }
+        start(.shardMapPoll, every: Self.shardMapPollMs) { $0.refreshShardMap() }
     }
 
-    func stopShardMapWatch() {
-        let loop = group.loops[0]
-        _ = try? loop.submitAndWait { [self] in
-            if let shardMapTimer { loop.cancel(shardMapTimer) }
-            shardMapTimer = nil
-        }
-    }
+    func stopShardMapWatch() { stop(.shardMapPoll) }
 
     /// Adopts a newer stored map, then closes every socket of every resident room this node no
     /// longer owns with 4421 `reshard <owner>` (§8.4) — each room on its own loop. Both legs get

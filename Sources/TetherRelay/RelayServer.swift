@@ -28,12 +28,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private var resident: Set<Int> = []
     /// Rooms of each loop (touched only on that loop).
     let rooms: [RoomTable]
-    /// The housekeeping sweep's timer (touched only on the first loop).
-    var housekeepingTimer: EventLoop.TimerID?
-    /// The outbound metrics push's timer (first loop only).
-    var metricsPushTimer: EventLoop.TimerID?
-    /// The shard-map poll's timer (first loop only).
-    var shardMapTimer: EventLoop.TimerID?
+    /// The periodic chores' timers (touched only on the first loop).
+    var chores: [Chore: EventLoop.TimerID] = [:]
     /// The buckets this node serves (§8).
     public let sharding: ShardOwnership
     private let log: @Sendable (String) -> Void

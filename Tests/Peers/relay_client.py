@@ -267,22 +267,28 @@ async def oversize(url):
     return out
 
 
-async def silent(url):
+def upgrade_and_drain(url, room_name):
+    """A hand-written upgrade, then every byte the relay sends until it drops TCP."""
     import socket
-    import time
     parsed = urlparse(url)
     sock = socket.create_connection((parsed.hostname, parsed.port))
     sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                  "x-relay-room: %s\r\n\r\n" % (parsed.netloc, room())).encode())
+                  "x-relay-room: %s\r\n\r\n" % (parsed.netloc, room_name)).encode())
     sock.settimeout(10)
     received = b""
-    started = time.monotonic()
     while True:
         chunk = sock.recv(65536)
         if not chunk:
             break
         received += chunk
+    return received
+
+
+async def silent(url):
+    import time
+    started = time.monotonic()
+    received = upgrade_and_drain(url, room())
     head, _, frames = received.partition(b"\r\n\r\n")
     opcodes = []
     while len(frames) >= 2:
@@ -334,20 +340,7 @@ def request_full(url, room_name, path, method="POST", headers=None):
 
 def raw_upgrade(url, room_name):
     """An upgrade written by hand, so the refusal is seen byte for byte: [status line, headers, body]."""
-    import socket
-    parsed = urlparse(url)
-    sock = socket.create_connection((parsed.hostname, parsed.port))
-    sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                  "x-relay-room: %s\r\n\r\n" % (parsed.netloc, room_name)).encode())
-    sock.settimeout(10)
-    received = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        received += chunk
-    head, _, body = received.partition(b"\r\n\r\n")
+    head, _, body = upgrade_and_drain(url, room_name).partition(b"\r\n\r\n")
     lines = head.decode().split("\r\n")
     fields = {line.split(":", 1)[0].lower(): line.split(":", 1)[1].strip() for line in lines[1:]}
     return [lines[0], fields, body.decode()]

@@ -50,9 +50,10 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
                                               _ parts: (Address) -> (Raw, in_port_t)) -> (String, UInt16) {
         withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: type, capacity: 1) { pointer -> (String, UInt16) in
-                var (address, port) = parts(pointer.pointee)
+                let (address, port) = parts(pointer.pointee)
                 var buffer = [CChar](repeating: 0, count: Int(length))
-                inet_ntop(family, &address, &buffer, socklen_t(buffer.count))
+                // `Raw` is in_addr or in6_addr: plain bytes, read as such.
+                withUnsafeBytes(of: address) { _ = inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
                 return (cText(buffer), UInt16(bigEndian: port))
             }
         }
