@@ -3,7 +3,7 @@
 #   make test    install what is missing, build, run every test
 SWIFT ?= swift
 
-.PHONY: deps build test bench relay clean
+.PHONY: bench-relay deps build test bench relay clean
 
 deps:
 	./scripts/install-deps
@@ -19,6 +19,15 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release --product tether-bench
 	.build/release/tether-bench
+
+# The relay beside the C floor relay (../shared/bench/TARGETS.md): open mode, abuse limits off,
+# a fresh database in a temporary directory. SCENARIOS=abcde by default; OUT= keeps the results.
+SCENARIOS ?= abcde
+bench-relay: deps
+	$(SWIFT) build -c release --product tether
+	$(MAKE) -C ../shared/bench
+	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps 1 --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
+	  'cd $$(mktemp -d) && RELAY_WS_RATE_LIMIT=0 RELAY_MAX_FRAMES_PER_SEC=0 RELAY_MAX_SOCKETS_PER_IP=1000000 RELAY_MAX_TOTAL_SOCKETS=1000000 RELAY_DAILY_BYTE_QUOTA=1000000000000000 exec $(CURDIR)/.build/release/tether relay --local --relay-port {port}'
 
 relay: deps
 	$(SWIFT) build -c release --product tether
