@@ -25,6 +25,8 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          re-trip, then SIGTERM to the relay: server shutting down on both legs
   limits  (trusting X-Forwarded-For; small caps) 429 too many connections, 503 capacity,
          429 rate limited for upgrades and /attest*, 413 payload too large
+  malformed  a spliced pair keeps working while malformed HTTP, upgrades and frames of every kind
+         hit the relay, some in its own room
   attested  (attestation mode) ticket required, bad ticket, /attest refused
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
@@ -80,9 +82,17 @@ def room():
     return os.urandom(32).hex()
 
 
+def tls_context(url):
+    """For wss:// URLs: trust the test CA named by TETHER_TEST_CA (a relay serving TLS itself)."""
+    if not url.startswith("wss://"):
+        return None
+    import ssl
+    return ssl.create_default_context(cafile=os.environ["TETHER_TEST_CA"])
+
+
 async def admit(url, room_name, role, key=None, origin=None):
     ws = await websockets.connect(url, additional_headers={"x-relay-room": room_name}, max_size=None,
-                                  compression=None, origin=None, user_agent_header="iTerm2Companion")
+                                  compression=None, origin=None, user_agent_header="iTerm2Companion", ssl=tls_context(url))
     await ws.send(json.dumps({"v": 1, "role": role}))
     challenge = json.loads(await ws.recv())
     if key is None:
@@ -683,6 +693,72 @@ async def attested(url):
     return out
 
 
+async def malformed(url):
+    """A spliced pair stays intact while every kind of malformed input hits the relay around it."""
+    import socket
+    out = {}
+    r = room()
+    mac, _, _ = await admit(url, r, "mac")
+    phone, _, _ = await admit(url, r, "phone")
+    parsed = urlparse(url)
+
+    def raw(data):
+        """Sends `data` on a fresh connection; returns the status line (or "" if none came)."""
+        sock = socket.create_connection((parsed.hostname, parsed.port))
+        sock.settimeout(5)
+        try:
+            sock.sendall(data)
+            answer = sock.recv(4096)
+        except OSError:
+            answer = b""
+        sock.close()
+        return answer.split(b"\r\n")[0].decode(errors="replace")
+
+    bad_http = {
+        "garbage": b"\x00\xff\x13\x37 not http at all\r\n\r\n",
+        "bad_request_line": b"GET\r\n\r\n",
+        "no_host_http11": b"GET / HTTP/1.1\r\n\r\n",
+        "huge_header": b"GET / HTTP/1.1\r\nHost: h\r\nX: " + b"a" * 20000 + b"\r\n\r\n",
+        "both_lengths": b"POST /register HTTP/1.1\r\nHost: h\r\nx-relay-room: " + room().encode() +
+                        b"\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}",
+        "bad_chunk": b"POST /register HTTP/1.1\r\nHost: h\r\nx-relay-room: " + room().encode() +
+                     b"\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "bad_json": b"POST /register HTTP/1.1\r\nHost: h\r\nx-relay-room: " + room().encode() +
+                    b"\r\nContent-Length: 5\r\n\r\n{{{{{",
+        "bad_key": b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   b"Sec-WebSocket-Key: short\r\nSec-WebSocket-Version: 13\r\nx-relay-room: " + room().encode() + b"\r\n\r\n",
+        "bad_version": b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                       b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 99\r\nx-relay-room: " + room().encode() + b"\r\n\r\n",
+    }
+    out["http"] = {name: raw(data) for name, data in bad_http.items()}
+
+    # Malformed WebSocket traffic in the same room as the pair, and in others.
+    frames = {}
+    for name, build in (
+        ("unmasked", lambda s: s.sock.sendall(bytes([0x81, 0x02]) + b"{}")),
+        ("reserved_bits", lambda s: s.send_frame(0x1, b"{}", first_byte=0x80 | 0x20 | 0x1)),
+        ("unknown_opcode", lambda s: s.send_frame(0x3, b"x")),
+        ("fragmented_ping", lambda s: s.send_frame(0x9, b"x", first_byte=0x09)),
+        ("binary_hello", lambda s: s.send_frame(0x2, b"{}")),
+        ("bad_utf8_hello", lambda s: s.send_frame(0x1, b"\xc3\x28")),
+        ("huge_hello", lambda s: s.send_frame(0x1, b"{" + b" " * 9000 + b"}")),
+        ("stray_continuation", lambda s: s.send_frame(0x0, b"x")),
+    ):
+        target = r if name in ("binary_hello", "bad_utf8_hello") else room()
+        sock = await asyncio.to_thread(RawSocket, url, target)
+        build(sock)
+        frames[name] = await asyncio.to_thread(sock.close_received)
+    out["websocket"] = frames
+
+    await phone.send(b"still here")
+    out["pair_intact"] = (await mac.recv()) == b"still here"
+    await mac.send(b"both ways")
+    out["pair_intact_back"] = (await phone.recv()) == b"both ways"
+    await phone.close()
+    await mac.close()
+    return out
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "rejoin":
@@ -693,5 +769,6 @@ if __name__ == "__main__":
         result = asyncio.run(shard(url, sys.argv[3], sys.argv[4]))
     else:
         result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize, "silent": silent,
-                              "catalogue": catalogue, "limits": limits, "attested": attested}[scenario](url))
+                              "catalogue": catalogue, "limits": limits, "attested": attested,
+                              "malformed": malformed}[scenario](url))
     print(json.dumps(result))

@@ -69,8 +69,8 @@ final class RelayEndToEndTests: XCTestCase {
         return text.split(separator: "\n").map(String.init)
     }
 
-    func client(_ scenario: String, _ extra: [String] = []) throws -> [String: Any] {
-        let result = try PythonPeer.run(script: "relay_client.py", arguments: ["ws://127.0.0.1:\(port)/", scenario] + extra, timeout: 60)
+    func client(_ scenario: String, _ extra: [String] = [], scheme: String = "ws") throws -> [String: Any] {
+        let result = try PythonPeer.run(script: "relay_client.py", arguments: ["\(scheme)://127.0.0.1:\(port)/", scenario] + extra, timeout: 60)
         XCTAssertEqual(result.status, 0, String(result.stderr.suffix(800)))
         return (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]) ?? [:]
     }
@@ -382,5 +382,51 @@ extension RelayEndToEndTests {
         XCTAssertEqual(refusal(result["bad_ticket"]).close, [1008, "bad ticket"])
         XCTAssertEqual(result["challenge"] as? [Int], [200, 44])
         XCTAssertEqual((result["attest"] as? [Any])?.first as? Int, 403)
+    }
+}
+
+extension RelayEndToEndTests {
+    func testMalformedInputOfEveryKindLeavesASplicedPairIntact() throws {
+        let result = try client("malformed")
+        let http = try XCTUnwrap(result["http"] as? [String: String])
+        XCTAssertEqual(http["garbage"], "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(http["bad_request_line"], "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(http["huge_header"], "HTTP/1.1 431 Request Header Fields Too Large")
+        XCTAssertEqual(http["both_lengths"], "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(http["bad_chunk"], "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(http["bad_json"], "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(http["bad_key"], "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(http["bad_version"], "HTTP/1.1 400 Bad Request")
+        let frames = try XCTUnwrap(result["websocket"] as? [String: [AnyHashable]])
+        XCTAssertEqual(frames["unmasked"]?.first, 1002)
+        XCTAssertEqual(frames["reserved_bits"]?.first, 1002)
+        XCTAssertEqual(frames["unknown_opcode"]?.first, 1002)
+        XCTAssertEqual(frames["fragmented_ping"]?.first, 1002)
+        XCTAssertEqual(frames["stray_continuation"]?.first, 1002)
+        XCTAssertEqual(frames["bad_utf8_hello"]?.first, 1007)
+        XCTAssertEqual(frames["binary_hello"], [1008, "bad hello"])
+        XCTAssertEqual(frames["huge_hello"], [1009, "frame too large"])
+        XCTAssertEqual(result["pair_intact"] as? Bool, true)
+        XCTAssertEqual(result["pair_intact_back"] as? Bool, true)
+    }
+
+    func testTheRelayServesTLSItselfAndSplicesOverWSS() throws {
+        tearDown()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
+        let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                      "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                                                      "-addext", "subjectAltName=IP:127.0.0.1"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key])
+        setenv("TETHER_TEST_CA", cert, 1)
+        defer { unsetenv("TETHER_TEST_CA") }
+        let result = try client("pair", scheme: "wss")
+        XCTAssertEqual(result["phone_ok"] as? Bool, true)
+        XCTAssertEqual(result["phone_to_mac_ok"] as? Bool, true)
+        XCTAssertEqual(result["mac_to_phone_ok"] as? Bool, true)
+        XCTAssertEqual(result["mac_close"] as? [AnyHashable], [1001, "peer gone"])
     }
 }
