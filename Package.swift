@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "TetherCrypto", targets: ["TetherCrypto"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
+        .library(name: "TetherAttest", targets: ["TetherAttest"]),
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .library(name: "TetherNet", targets: ["TetherNet"]),
         .library(name: "TetherRelay", targets: ["TetherRelay"]),
@@ -34,6 +35,7 @@ let package = Package(
         .target(name: "TetherCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
         .target(name: "TetherNoise", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        .target(name: "TetherAttest", dependencies: ["TetherCrypto"], swiftSettings: strict),
         // Loop-confined objects make dynamic exclusivity checks pure overhead on the splice path
         // (a quarter of its instructions, measured with callgrind); release builds skip them.
         .target(name: "TetherNet", dependencies: ["TetherCrypto", "TetherWire", "CTetherSystem", "COpenSSL"],
@@ -41,7 +43,7 @@ let package = Package(
 
         // MARK: Services
         // Rooms are confined to their loop like the network layer, so the same release setting applies.
-        .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "CSQLite"],
+        .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "CSQLite"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: Programs
@@ -58,6 +60,7 @@ let package = Package(
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherWire", "TetherCrypto", "TetherTestSupport", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],

@@ -91,6 +91,21 @@ public struct Certificate: Sendable, Hashable {
         return P256.PublicKey(trusted: pkey)
     }
 
+    /// True if this certificate's signature verifies under `issuer`'s public key (any key type
+    /// OpenSSL knows: P-256, P-384, …). Only the signature: no name chaining, no extensions.
+    public func isSigned(by issuer: Certificate) -> Bool {
+        guard let key = X509_get0_pubkey(issuer.box.x509) else {
+            OpenSSL.clearErrors()
+            return false
+        }
+        let verified = withExtendedLifetime(issuer) { X509_verify(box.x509, key) }
+        OpenSSL.clearErrors()
+        return verified == 1
+    }
+
+    /// notBefore ≤ `unixTime` ≤ notAfter.
+    public func isValid(atUnixTime unixTime: Int64) -> Bool { notBefore <= unixTime && unixTime <= notAfter }
+
     /// Validity bounds in seconds since 1970 (UTC).
     public var notBefore: Int64 { unixTime(X509_get0_notBefore(box.x509)) }
     public var notAfter: Int64 { unixTime(X509_get0_notAfter(box.x509)) }
