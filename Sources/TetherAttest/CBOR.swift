@@ -20,6 +20,11 @@ public indirect enum CBOR: Sendable, Equatable {
     public struct Entry: Sendable, Equatable {
         public let key: CBOR
         public let value: CBOR
+
+        public init(key: CBOR, value: CBOR) {
+            self.key = key
+            self.value = value
+        }
     }
 
     /// The value under a text key of a map; nil if this is not a map or the key is absent.
