@@ -1,4 +1,5 @@
 import Foundation
+import TetherCrypto
 public import TetherWire
 
 /// Everything `tether relay` is configured with (relay.md §7.1), read from an env-file, the
@@ -139,7 +140,14 @@ extension RelayConfiguration {
         case "development": c.appAttestDevelopment = true
         case let other?: throw .init(variable: "APPATTEST_ENV", message: "must be production or development, not \(other)")
         }
-        c.appAttestRootPEM = values["APPATTEST_ROOT_PEM"]
+        if let pem = values["APPATTEST_ROOT_PEM"] {
+            // An env file holds one line: accept the PEM's newlines written as \n.
+            let text = pem.replacingOccurrences(of: "\\n", with: "\n")
+            guard (try? Certificate(pemRepresentation: text)) != nil else {
+                throw .init(variable: "APPATTEST_ROOT_PEM", message: "not a PEM certificate")
+            }
+            c.appAttestRootPEM = text
+        }
         c.dailyByteQuota = try positiveInteger(values, "RELAY_DAILY_BYTE_QUOTA", default: c.dailyByteQuota)
         c.establishedIdleTTLms = try positiveInteger(values, "RELAY_ESTABLISHED_IDLE_TTL_MS", default: c.establishedIdleTTLms)
         c.verboseLog = values["RELAY_LOG"] == "true"

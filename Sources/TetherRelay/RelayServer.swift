@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TetherAttest
 import TetherCrypto
 public import TetherNet
 import TetherWire
@@ -50,7 +51,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         self.log = log ?? Self.writeToStandardError
         wsLimiter = FixedWindowLimiter(limit: configuration.wsRateLimit, window: 60_000)
         attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
-        endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
+        endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
+                                  verifier: Self.appAttestVerifier(configuration))
         rooms = group.loops.map { RoomTable(loop: $0) }
         machineContext = Self.machineContext(configuration, store: store)
         sharding = ShardOwnership(origin: configuration.origin)
@@ -72,6 +74,15 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         guard exceeded else { return }
         write("relay: more than \(faults.limit) internal faults within \(faults.window / 1000) s; exiting for a clean restart")
         onFaultBudgetExceeded()
+    }
+
+    /// App Attest for attestation mode: `APP_ID`, `APPATTEST_ENV` and the root (Apple's unless
+    /// `APPATTEST_ROOT_PEM`). The configuration has already checked the PEM; should it still
+    /// fail, there is no verifier and every attestation is refused (fail closed).
+    static func appAttestVerifier(_ configuration: RelayConfiguration) -> AppAttestVerifier? {
+        guard configuration.attestationRequired, let appID = configuration.appID else { return nil }
+        return try? AppAttestVerifier(appID: appID, environment: configuration.appAttestDevelopment ? .development : .production,
+                                      rootPEM: configuration.appAttestRootPEM)
     }
 
     /// Loops the relay's group should have: one per core, except with in-process TLS, where a
@@ -166,7 +177,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
                 table.closeRoom(room, code: 1000, reason: "room deleted")
             }
             if outcome.status == 500 { metrics.httpError() }
-            diagnostic("relay \(room.logTag) POST \(path) -> \(outcome.status)")
+            diagnostic("relay \(room.logTag) POST \(path) -> \(outcome.status)\(outcome.diagnostic.map { " (\($0))" } ?? "")")
             reply(.json(outcome.status, Array(outcome.json.utf8)))
         }
     }

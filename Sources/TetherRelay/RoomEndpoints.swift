@@ -1,3 +1,4 @@
+public import TetherAttest
 import TetherCrypto
 public import TetherWire
 
@@ -10,21 +11,34 @@ public struct RoomEndpoints: Sendable {
         public let json: String
         /// `/delete` succeeded: close every socket 1000 `room deleted` (storage is already wiped).
         public let tearDown: Bool
+        /// Why App Attest refused, for the verbose log only (zero-PII: no keys, names or IPs).
+        public let diagnostic: String?
 
-        static func ok(_ fields: String = "") -> Outcome { Outcome(status: 200, json: #"{"ok":true\#(fields)}"#, tearDown: false) }
-        static func error(_ status: Int, _ reason: String) -> Outcome {
-            Outcome(status: status, json: AdmissionReply.refused(reason), tearDown: false)
+        init(status: Int, json: String, tearDown: Bool = false, diagnostic: String? = nil) {
+            self.status = status
+            self.json = json
+            self.tearDown = tearDown
+            self.diagnostic = diagnostic
+        }
+
+        static func ok(_ fields: String = "") -> Outcome { Outcome(status: 200, json: #"{"ok":true\#(fields)}"#) }
+        static func error(_ status: Int, _ reason: String, diagnostic: String? = nil) -> Outcome {
+            Outcome(status: status, json: AdmissionReply.refused(reason), diagnostic: diagnostic)
         }
     }
 
     public let origin: String
     public let attestationRequired: Bool
+    /// App Attest with the configured app id, environment and root; nil refuses every
+    /// attestation and assertion (fail closed).
+    public let verifier: AppAttestVerifier?
     public static let ttl: UInt64 = 300_000
     public static let maxLiveChallenges = 16
 
-    public init(origin: String, attestationRequired: Bool) {
+    public init(origin: String, attestationRequired: Bool, verifier: AppAttestVerifier? = nil) {
         self.origin = origin
         self.attestationRequired = attestationRequired
+        self.verifier = verifier
     }
 
     /// The paths served; anything else (or another method) is 501 `not implemented`.
@@ -34,7 +48,7 @@ public struct RoomEndpoints: Sendable {
                        random: (Int) -> [UInt8]) -> Outcome {
         switch path {
         case "/attest/challenge": return challenge(room: room, store: store, now: now, random: random)
-        case "/attest": return attest(body: body, room: room, store: store, now: now)
+        case "/attest": return attest(body: body, room: room, store: store, now: now, random: random)
         case "/register": return register(body: body, room: room, store: store, now: now)
         case "/delete": return delete(body: body, room: room, store: store, now: now)
         default: return .error(501, "not implemented")
@@ -54,13 +68,23 @@ public struct RoomEndpoints: Sendable {
 
     // MARK: §4.2
 
-    private func attest(body: [UInt8], room: RoomName, store: any RoomStore, now: UInt64) -> Outcome {
+    private func attest(body: [UInt8], room: RoomName, store: any RoomStore, now: UInt64, random: (Int) -> [UInt8]) -> Outcome {
         guard attestationRequired else { return .error(400, "attestation disabled") }
         guard let json = JSONValue.parse(body) else { return .error(400, "bad json") }
-        guard let challenge = json.string("challenge"), json.string("attestationObject") != nil else { return .error(400, "missing fields") }
+        guard let challenge = json.string("challenge"), let objectText = json.string("attestationObject") else { return .error(400, "missing fields") }
         guard store.consumeChallenge(challenge, in: room, now: now) else { return .error(403, "bad challenge") }
-        // App Attest verification is its own issue; until it lands nothing is accepted here.
-        return .error(403, "attestation rejected")
+        guard let verifier else { return .error(403, "attestation rejected", diagnostic: "no App Attest verifier configured") }
+        guard let object = try? Base64.decodeForgiving(objectText) else { return .error(403, "attestation rejected", diagnostic: "attestationObject is not base64") }
+        let clientDataHash = AttestClientData.hash(challenge: (try? Base64.decodeForgiving(challenge)) ?? [], origin: origin)
+        let key: AppAttestVerifier.AttestedKey
+        do {
+            key = try verifier.verifyAttestation(object, clientDataHash: clientDataHash, atUnixTime: Int64(now / 1000))
+        } catch {
+            return .error(403, "attestation rejected", diagnostic: error.reason)
+        }
+        let ticket = Base64.encode(random(24))
+        store.putTicket(ticket, TicketRecord(expiresAt: now + Self.ttl, keyID: Base64.encode(key.keyID), publicKey: Base64.encode(key.publicKey)), in: room)
+        return .ok(#","ticket":"\#(ticket)""#)
     }
 
     // MARK: §4.3
@@ -74,14 +98,33 @@ public struct RoomEndpoints: Sendable {
         guard let record = store.registrationToken(token, in: room, now: now) else { return .error(403, "bad token") }
         if attestationRequired {
             guard record.attestKeyID != nil, record.attestPublicKey != nil else { return .error(403, "token not attested") }
-            guard let challenge = json.string("challenge"), json.string("assertion") != nil else { return .error(403, "assertion required") }
+            guard let challenge = json.string("challenge"), let assertionText = json.string("assertion") else { return .error(403, "assertion required") }
             guard store.consumeChallenge(challenge, in: room, now: now) else { return .error(403, "bad challenge") }
-            // Assertions are verified by the App Attest issue; until then they are refused.
-            return .error(403, "assertion rejected: App Attest verification is not available")
+            if let refusal = checkAssertion(assertionText, challenge: challenge, record: record, room: room, store: store) { return refusal }
         }
         store.deleteRegistrationToken(token, in: room)
         store.setVerifier(verifier, of: room, now: now)
         return .ok()
+    }
+
+    /// §4.3 step 6.5–6.7: the assertion over the fresh challenge, made with the key pinned at
+    /// the ticket admission, and a counter above the last one seen for that key in this room.
+    private func checkAssertion(_ text: String, challenge: String, record: RegistrationTokenRecord, room: RoomName, store: any RoomStore) -> Outcome? {
+        guard let verifier else { return .error(403, "assertion rejected: App Attest is not configured") }
+        guard let assertion = try? Base64.decodeForgiving(text) else { return .error(403, "assertion rejected: Invalid character") }
+        guard let keyID = record.attestKeyID, let publicKey = record.attestPublicKey.flatMap({ try? Base64.decodeForgiving($0) }) else {
+            return .error(403, "token not attested")
+        }
+        let clientDataHash = AttestClientData.hash(challenge: (try? Base64.decodeForgiving(challenge)) ?? [], origin: origin)
+        let counter: UInt32
+        do {
+            counter = try verifier.verifyAssertion(assertion, clientDataHash: clientDataHash, publicKey: publicKey)
+        } catch {
+            return .error(403, "assertion rejected: \(error.reason)", diagnostic: error.reason)
+        }
+        if let last = store.assertionCounter(for: keyID, in: RoomKey(room)), counter <= last { return .error(403, "stale assertion") }
+        store.setAssertionCounter(counter, for: keyID, in: RoomKey(room))
+        return nil
     }
 
     // MARK: §4.4

@@ -30,9 +30,10 @@ public protocol RoomStore: AnyObject {
     /// Establishes the room: stores `V` (as supplied), refreshes its activity and drops its
     /// pairing-cycle count.
     func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64)
-    /// The highest App Attest assertion counter seen for a key (§4.3 step 6).
-    func assertionCounter(for keyID: String) -> UInt32?
-    func setAssertionCounter(_ counter: UInt32, for keyID: String)
+    /// The highest App Attest assertion counter seen for a key in a room (§4.3 step 6); it goes
+    /// with the room at teardown.
+    func assertionCounter(for keyID: String, in room: RoomKey) -> UInt32?
+    func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey)
 
     /// The daily byte quota record (§3.12), if one was ever persisted.
     func quota(of room: RoomKey) -> QuotaRecord?
@@ -145,9 +146,10 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         public var registrationTokens: [String: RegistrationTokenRecord] = [:]
         public var quota: QuotaRecord?
         public var challenges: [String: UInt64] = [:]
+        public var assertionCounters: [String: UInt32] = [:]
 
         var holdsNothing: Bool {
-            verifier == nil && pairingCycles == 0 && lastActivity == nil && quota == nil
+            verifier == nil && pairingCycles == 0 && lastActivity == nil && quota == nil && assertionCounters.isEmpty
                 && tickets.isEmpty && registrationTokens.isEmpty && challenges.isEmpty
         }
     }
@@ -155,7 +157,6 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
     private let lock = NSLock()
     /// By key, like the SQLite store, so both answer housekeeping the same way.
     private var rooms: [RoomKey: Room] = [:]
-    private var counters: [String: UInt32] = [:]
     private var map: ShardMap?
 
     public init() {}
@@ -257,8 +258,10 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         read { rooms in rooms[key].flatMap { $0.verifier != nil ? $0.lastActivity : nil } }
     }
 
-    public func assertionCounter(for keyID: String) -> UInt32? { lock.withLock { counters[keyID] } }
-    public func setAssertionCounter(_ counter: UInt32, for keyID: String) { lock.withLock { counters[keyID] = counter } }
+    public func assertionCounter(for keyID: String, in room: RoomKey) -> UInt32? { read { $0[room]?.assertionCounters[keyID] } }
+    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) {
+        change { $0[room, default: Room()].assertionCounters[keyID] = counter }
+    }
 
     public func shardMap() -> ShardMap? { lock.withLock { map } }
 

@@ -43,7 +43,11 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS ephemeral (
                 room TEXT NOT NULL, kind TEXT NOT NULL, secret TEXT NOT NULL, expires_at INTEGER NOT NULL,
                 key_id TEXT, public_key TEXT, PRIMARY KEY (room, kind, secret));
-            CREATE TABLE IF NOT EXISTS assertion_counters (key_id TEXT PRIMARY KEY, counter INTEGER NOT NULL);
+            -- Per room (§6.2 assertcounter:<keyId>), so a torn-down room leaves none behind. The
+            -- global table of earlier builds never held a counter: /attest refused everything then.
+            DROP TABLE IF EXISTS assertion_counters;
+            CREATE TABLE IF NOT EXISTS room_assertion_counters (
+                room TEXT NOT NULL, key_id TEXT NOT NULL, counter INTEGER NOT NULL, PRIMARY KEY (room, key_id));
             CREATE TABLE IF NOT EXISTS shard_map (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL, json TEXT NOT NULL);
             -- The 15 s housekeeping sweep reads these ranges; without the indexes it scans every room.
             CREATE INDEX IF NOT EXISTS rooms_idle ON rooms (last_activity) WHERE verifier IS NOT NULL;
@@ -179,12 +183,16 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         }
     }
 
-    public func assertionCounter(for keyID: String) -> UInt32? {
-        query("SELECT counter FROM assertion_counters WHERE key_id = ?1", [keyID]) { UInt32(truncatingIfNeeded: sqlite3_column_int64($0, 0)) }
+    public func assertionCounter(for keyID: String, in room: RoomKey) -> UInt32? {
+        query("SELECT counter FROM room_assertion_counters WHERE room = ?1 AND key_id = ?2", [room.hex, keyID]) {
+            UInt32(truncatingIfNeeded: sqlite3_column_int64($0, 0))
+        }
     }
 
-    public func setAssertionCounter(_ counter: UInt32, for keyID: String) {
-        run("INSERT INTO assertion_counters (key_id, counter) VALUES (?1, ?2) ON CONFLICT(key_id) DO UPDATE SET counter = ?2", [keyID, Int(counter)])
+    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) {
+        // Durable like the verifier it guards: a lost counter would let an assertion replay.
+        run("INSERT INTO room_assertion_counters (room, key_id, counter) VALUES (?1, ?2, ?3) ON CONFLICT(room, key_id) DO UPDATE SET counter = ?3",
+            [room.hex, keyID, Int(counter)])
     }
 
     public func quota(of room: RoomKey) -> QuotaRecord? {
@@ -203,6 +211,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         lock.withLock {
             _ = try? executeLocked("BEGIN")
             runLocked("DELETE FROM ephemeral WHERE room = ?1", [key.hex])
+            runLocked("DELETE FROM room_assertion_counters WHERE room = ?1", [key.hex])
             runLocked("DELETE FROM rooms WHERE room = ?1", [key.hex])
             _ = try? executeLocked("COMMIT")
         }

@@ -27,6 +27,7 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          429 rate limited for upgrades and /attest*, 413 payload too large
   malformed  a spliced pair keeps working while malformed HTTP, upgrades and frames of every kind
          hit the relay, some in its own room
+  attest_flow  (attestation mode, test root) the full App Attest pairing with its failures
   attested  (attestation mode) ticket required, bad ticket, /attest refused
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
@@ -759,12 +760,77 @@ async def malformed(url):
     return out
 
 
+async def attest_flow(url, fixture_path):
+    """(relay in attestation mode, trusting the fixture's test root) attest -> ticket -> phone
+    admitted -> register with an assertion -> established, with the failures between."""
+    import appattest_fixture as fx
+    root = json.load(open(fixture_path))
+    app_id, origin = root["app_id"], root["origin"]
+    out = {}
+    r = room()
+    mac, _, out["mac"] = await admit(url, r, "mac")
+
+    def challenge():
+        return post(url, r, "/attest/challenge", None)[1]["challenge"]
+
+    def attestation(c, variant="good"):
+        return fx.attest({"root_pem": root["root_pem"], "root_key_pem": root["root_key_pem"], "app_id": app_id,
+                          "challenge_b64": c, "origin": origin, "variant": variant})
+
+    c = challenge()
+    bad = attestation(c, "wrong_app")
+    out["bad_attest"] = post(url, r, "/attest", {"challenge": c, "attestationObject": bad["attestation_b64"]})
+    out["bad_attest_retry"] = post(url, r, "/attest", {"challenge": c, "attestationObject": bad["attestation_b64"]})
+    c = challenge()
+    good = attestation(c)
+    out["attest"] = post(url, r, "/attest", {"challenge": c, "attestationObject": good["attestation_b64"]})
+    out["attest_replay"] = post(url, r, "/attest", {"challenge": c, "attestationObject": good["attestation_b64"]})
+    ticket = out["attest"][1].get("ticket", "")
+    phone, _, phone_result = await admit_with(url, r, "phone", {"ticket": ticket})
+    out["phone"] = {k: v for k, v in phone_result.items() if k != "registrationToken"}
+    token = phone_result.get("registrationToken", "")
+    second, _, out["ticket_reused"] = await admit_with(url, r, "phone", {"ticket": ticket})
+
+    secret = os.urandom(32)
+    key = join_key(secret)
+    verifier = verifier_of(key)
+
+    def assertion(c, variant="good", counter=1):
+        return fx.assertion({"leaf_key_pem": good["leaf_key_pem"], "app_id": app_id, "challenge_b64": c, "origin": origin,
+                             "counter": counter, "variant": variant})["assertion_b64"]
+
+    out["no_assertion"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier})
+    c = challenge()
+    out["other_key"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier, "challenge": c,
+                                                   "assertion": assertion(c, "other_key")})
+    out["other_key_retry"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier, "challenge": c,
+                                                         "assertion": assertion(c)})
+    stranger, _, out["still_pairing"] = await admit(url, r, "mac")
+    c = challenge()
+    out["register"] = post(url, r, "/register", {"registrationToken": token, "verifier": verifier, "challenge": c,
+                                                  "assertion": assertion(c, counter=5)})
+    unsigned, _, out["after_unsigned"] = await admit(url, r, "mac")
+    signed, _, out["after_signed"] = await admit(url, r, "mac", key, origin)
+    await signed.close()
+    return out
+
+
+async def admit_with(url, room_name, role, proof):
+    ws = await websockets.connect(url, additional_headers={"x-relay-room": room_name}, compression=None)
+    await ws.send(json.dumps({"v": 1, "role": role}))
+    await ws.recv()
+    await ws.send(json.dumps(proof))
+    return ws, None, json.loads(await ws.recv())
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     elif scenario == "abuse":
         result = asyncio.run(abuse(url, int(sys.argv[3])))
+    elif scenario == "attest_flow":
+        result = asyncio.run(attest_flow(url, sys.argv[3]))
     elif scenario == "shard":
         result = asyncio.run(shard(url, sys.argv[3], sys.argv[4]))
     else:

@@ -1,5 +1,6 @@
 import Foundation
 import TetherRelay
+import TetherTestSupport
 import XCTest
 
 final class RelayConfigurationTests: XCTestCase {
@@ -144,6 +145,13 @@ final class RelayConfigurationTests: XCTestCase {
         try Data(#"{"version":3,"ranges":[{"low":0,"high":65534,"host":"relay.example.com"}]}"#.utf8).write(to: file)
         assertRefused(env, naming: "RELAY_SHARD_MAP")
         assertRefused(production, ["--relay-shard-map", "/nonexistent/map.json"], naming: "RELAY_SHARD_MAP")
+    }
+
+    func testAnAppAttestRootThatIsNotPEMStopsStartUpAndEscapedNewlinesAreRead() throws {
+        assertRefused(production.merging(["APPATTEST_ROOT_PEM": "not a certificate"]) { $1 }, naming: "APPATTEST_ROOT_PEM")
+        let pem = try String(contentsOf: try Vectors.url("app-attest/Apple_App_Attestation_Root_CA.pem"), encoding: .utf8)
+        let oneLine = pem.replacingOccurrences(of: "\n", with: "\\n")
+        XCTAssertEqual(try load(production.merging(["APPATTEST_ROOT_PEM": oneLine]) { $1 }).0.appAttestRootPEM, pem)
     }
 
     func testHelpDocumentsEverySetting() {

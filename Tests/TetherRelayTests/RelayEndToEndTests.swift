@@ -430,3 +430,41 @@ extension RelayEndToEndTests {
         XCTAssertEqual(result["mac_close"] as? [AnyHashable], [1001, "peer gone"])
     }
 }
+
+extension RelayEndToEndTests {
+    func testAttestationModePairsWithAppAttestAndRefusesEachBadStep() throws {
+        tearDown()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-attest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let made = try PythonPeer.run(script: "appattest_fixture.py", arguments: [#"{"op":"root"}"#])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        var root = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(made.stdout.utf8)) as? [String: Any])
+        root["app_id"] = "TEAMID.com.example.companion"
+        root["origin"] = "https://relay.test"
+        let fixture = directory.appendingPathComponent("root.json")
+        try JSONSerialization.data(withJSONObject: root).write(to: fixture)
+        try startRelay(database: directory.appendingPathComponent("relay.db").path,
+                       ["--relay-origin", "https://relay.test", "--app-id", "TEAMID.com.example.companion",
+                        "--appattest-root-pem", try XCTUnwrap(root["root_pem"] as? String), "--relay-log", "true"], local: false)
+        let result = try client("attest_flow", [fixture.path])
+        func pair(_ key: String) -> String { json(result[key]) }
+        XCTAssertEqual(json(result["mac"]), #"{"ok":true}"#)
+        XCTAssertEqual(pair("bad_attest"), #"[403,{"error":"attestation rejected","ok":false}]"#)
+        XCTAssertEqual(pair("bad_attest_retry"), #"[403,{"error":"bad challenge","ok":false}]"#, "consumed by the failure")
+        let attest = try XCTUnwrap(result["attest"] as? [Any])
+        XCTAssertEqual(attest.first as? Int, 200)
+        XCTAssertEqual(((attest.last as? [String: Any])?["ticket"] as? String)?.count, 32)
+        XCTAssertEqual(pair("attest_replay"), #"[403,{"error":"bad challenge","ok":false}]"#)
+        XCTAssertEqual(json(result["phone"]), #"{"ok":true}"#, "admitted by ticket")
+        XCTAssertEqual(json(result["ticket_reused"]), #"{"error":"bad ticket","ok":false}"#)
+        XCTAssertEqual(pair("no_assertion"), #"[403,{"error":"assertion required","ok":false}]"#)
+        XCTAssertEqual(pair("other_key"), #"[403,{"error":"assertion rejected: assertion signature invalid","ok":false}]"#)
+        XCTAssertEqual(pair("other_key_retry"), #"[403,{"error":"bad challenge","ok":false}]"#, "the challenge went with the failure")
+        XCTAssertEqual(json(result["still_pairing"]), #"{"ok":true}"#, "the failures left the room in pairing mode")
+        XCTAssertEqual(pair("register"), #"[200,{"ok":true}]"#, "the token survived the failures")
+        XCTAssertEqual(json(result["after_unsigned"]), #"{"error":"signature required","ok":false}"#)
+        XCTAssertEqual(json(result["after_signed"]), #"{"ok":true}"#)
+        XCTAssertTrue(logLines().contains { $0.hasSuffix(" POST /attest -> 403 (rpIdHash (app id) mismatch)") }, "\(logLines())")
+    }
+}

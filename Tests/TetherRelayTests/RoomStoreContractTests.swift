@@ -117,9 +117,12 @@ class RoomStoreContract: XCTestCase {
         store.deleteRegistrationToken("K", in: room)
         XCTAssertNil(store.registrationToken("K", in: room, now: 0))
 
-        XCTAssertNil(store.assertionCounter(for: "k"))
-        store.setAssertionCounter(7, for: "k")
-        XCTAssertEqual(store.assertionCounter(for: "k"), 7)
+        XCTAssertNil(store.assertionCounter(for: "k", in: RoomKey(room)))
+        store.setAssertionCounter(7, for: "k", in: RoomKey(room))
+        XCTAssertEqual(store.assertionCounter(for: "k", in: RoomKey(room)), 7)
+        XCTAssertNil(store.assertionCounter(for: "k", in: RoomKey(other)), "per room")
+        store.deleteRoom(room)
+        XCTAssertNil(store.assertionCounter(for: "k", in: RoomKey(room)), "gone with the room")
     }
 }
 
