@@ -3,7 +3,7 @@
 #   make test    install what is missing, build, run every test
 SWIFT ?= swift
 
-.PHONY: bench-relay deps build test bench relay clean
+.PHONY: fuzz bench-relay deps build test bench relay clean
 
 deps:
 	./scripts/install-deps
@@ -28,6 +28,11 @@ bench-relay: deps
 	$(MAKE) -C ../shared/bench
 	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps 1 --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
 	  'cd $$(mktemp -d) && RELAY_WS_RATE_LIMIT=0 RELAY_MAX_FRAMES_PER_SEC=0 RELAY_MAX_SOCKETS_PER_IP=1000000 RELAY_MAX_TOTAL_SOCKETS=1000000 RELAY_DAILY_BYTE_QUOTA=1000000000000000 exec $(CURDIR)/.build/release/tether relay --local --relay-port {port}'
+
+# libFuzzer on the CBOR decoder (App Attest input): FUZZ_SECONDS, default 600.
+FUZZ_SECONDS ?= 600
+fuzz:
+	scripts/fuzz-cbor $(FUZZ_SECONDS)
 
 relay: deps
 	$(SWIFT) build -c release --product tether
