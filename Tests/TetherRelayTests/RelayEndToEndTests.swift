@@ -56,6 +56,14 @@ final class RelayEndToEndTests: XCTestCase {
         if let logFile { try? FileManager.default.removeItem(at: logFile) }
     }
 
+    /// A fresh directory, removed when the test ends.
+    func scratchDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        return directory
+    }
+
     /// The log so far, once it has stopped growing (lines are written as sockets close).
     func logLines() -> [String] {
         var previous = -1
@@ -139,9 +147,7 @@ extension RelayEndToEndTests {
     func testAnEstablishedRoomSurvivesKillDashNine() throws {
         process.interrupt()
         process.waitUntilExit()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try scratchDirectory()
         let database = directory.appendingPathComponent("relay.db").path
         try startRelay(database: database)
         let registered = try client("register")
@@ -229,9 +235,7 @@ extension RelayEndToEndTests {
 extension RelayEndToEndTests {
     func testShardingServesTheMapRefusesForeignRoomsWith421AndClosesMovedRooms4421() throws {
         tearDown()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try scratchDirectory()
         let database = directory.appendingPathComponent("relay.db").path
         let mapFile = directory.appendingPathComponent("map.json")
         let port = freePort()
@@ -412,9 +416,7 @@ extension RelayEndToEndTests {
 
     func testTheRelayServesTLSItselfAndSplicesOverWSS() throws {
         tearDown()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try scratchDirectory()
         let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
         let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                                                       "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
@@ -434,9 +436,7 @@ extension RelayEndToEndTests {
 extension RelayEndToEndTests {
     func testAttestationModePairsWithAppAttestAndRefusesEachBadStep() throws {
         tearDown()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-attest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try scratchDirectory()
         let made = try PythonPeer.run(script: "appattest_fixture.py", arguments: [#"{"op":"root"}"#])
         XCTAssertEqual(made.status, 0, made.stderr)
         var root = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(made.stdout.utf8)) as? [String: Any])
