@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "TetherCrypto", targets: ["TetherCrypto"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
         .library(name: "TetherAttest", targets: ["TetherAttest"]),
+        .library(name: "TetherClient", targets: ["TetherClient"]),
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .library(name: "TetherNet", targets: ["TetherNet"]),
         .library(name: "TetherRelay", targets: ["TetherRelay"]),
@@ -43,6 +44,7 @@ let package = Package(
 
         // MARK: Services
         // Rooms are confined to their loop like the network layer, so the same release setting applies.
+        .target(name: "TetherClient", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
         .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "CSQLite"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
@@ -60,6 +62,8 @@ let package = Package(
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+                    swiftSettings: strict),
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherWire", "TetherCrypto", "TetherTestSupport", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),

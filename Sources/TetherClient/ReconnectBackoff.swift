@@ -1,0 +1,24 @@
+/// The reconnect delay of the shipping clients (client.md §14): full jitter, attempt 1 uniform
+/// in [0, 3 s], attempt n ≥ 2 uniform in [0, min(30, 2ⁿ) s] — upper bounds 3, 4, 8, 16, 30, 30 s.
+/// Spreading the retries of many phones keeps a relay restart from becoming a thundering herd.
+public struct ReconnectBackoff: Sendable {
+    public static let cap: Double = 30
+
+    /// The upper bound of attempt `n` (1-based), in seconds.
+    public static func bound(attempt n: Int) -> Double {
+        n <= 1 ? 3 : min(cap, Double(1 << min(n, 6)))
+    }
+
+    private var attempt = 0
+
+    public init() {}
+
+    /// The delay before the next attempt, in seconds; `unit` draws from [0, 1].
+    public mutating func next(unit: () -> Double = { Double.random(in: 0...1) }) -> Double {
+        attempt += 1
+        return unit() * Self.bound(attempt: attempt)
+    }
+
+    /// A connection held: the next failure starts over at attempt 1.
+    public mutating func reset() { attempt = 0 }
+}

@@ -1,0 +1,204 @@
+public import TetherNet
+public import TetherWire
+import Foundation
+
+/// How a client proves its right to a slot (client.md §6.3).
+public enum JoinProof: Sendable {
+    /// `{}`: a Mac parking for pairing, or a phone in an open-mode pairing room.
+    case park
+    /// A ticket from `/attest` (a phone in a fresh pairing under attestation).
+    case ticket(String)
+    /// A signed join with the room secret (an established room, either role).
+    case signed(RoomSecret)
+}
+
+/// Why a join did not end admitted.
+public enum AdmissionError: Error, Equatable, Sendable, CustomStringConvertible {
+    case unreachable(String)
+    /// The upgrade was refused before the WebSocket opened (403, 400, 421, 429, 503, …).
+    case upgradeRefused(status: Int, body: String, owner: String?)
+    /// `{"ok":false,"error":…}` (then close 1008 with the same reason).
+    case refused(String)
+    /// The socket closed before a Result arrived.
+    case closed(code: UInt16, reason: String)
+    /// The relay spoke something that is not the admission protocol.
+    case protocolViolation(String)
+
+    public var signal: RelaySignal {
+        switch self {
+        case .unreachable, .protocolViolation: .transient
+        case let .upgradeRefused(status, _, owner): RelaySignal.http(status: status, owner: owner)
+        case let .refused(reason): reason == "mac offline" || reason == "rate limited" ? .transient : .fatal
+        case let .closed(code, reason): RelaySignal.close(code: code, reason: reason)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .unreachable(why): "relay unreachable: \(why)"
+        case let .upgradeRefused(status, body, _): "relay refused the connection (\(status)): \(body)"
+        case let .refused(reason): "Relay refused admission: \(reason)"
+        case let .closed(code, reason): "relay closed the connection (\(code)\(reason.isEmpty ? "" : " \(reason)"))"
+        case let .protocolViolation(what): "relay protocol violation: \(what)"
+        }
+    }
+}
+
+/// An admitted socket: binary frames in and out, and how it ended.
+public final class AdmittedSocket: @unchecked Sendable {
+    public let role: RelayRole
+    /// Minted for every admitted phone (useful only in a pairing room, for `/register`).
+    public let registrationToken: String?
+    /// Each binary frame the peer sent, in order; finishes when the socket closes.
+    public let frames: AsyncStream<[UInt8]>
+    private let connection: WebSocketConnection
+    private let session: AdmissionSession
+
+    init(role: RelayRole, registrationToken: String?, frames: AsyncStream<[UInt8]>, connection: WebSocketConnection, session: AdmissionSession) {
+        self.role = role
+        self.registrationToken = registrationToken
+        self.frames = frames
+        self.connection = connection
+        self.session = session
+    }
+
+    /// Sends one binary frame (the relay forwards it unchanged to the admitted peer).
+    public func send(_ frame: [UInt8]) {
+        let socket = self
+        connection.connection.loop.execute { socket.connection.send(binary: frame) }
+    }
+
+    public func close() {
+        let socket = self
+        connection.connection.loop.execute { socket.connection.close(code: WebSocketCloseCode.normal) }
+    }
+
+    /// The relay's close once the socket has ended (nil while open).
+    public var closeReceived: (code: UInt16, reason: String)? { session.closeReceived }
+}
+
+/// Joins a room (client.md §6): upgrade with the room header and fixed User-Agent, Hello,
+/// Challenge, Proof, Result.
+public enum RelayAdmission {
+    public static func join(_ room: RelayRoom, role: RelayRole, proof: JoinProof, nonDisplacing: Bool = false,
+                            on loop: EventLoop, tls: TLSClientContext? = nil,
+                            timeout: UInt64 = .seconds(30)) async throws(AdmissionError) -> AdmittedSocket {
+        let outcome: Result<AdmittedSocket, AdmissionError> = await withCheckedContinuation { continuation in
+            let session = AdmissionSession(room: room, role: role, proof: proof, nonDisplacing: nonDisplacing) { continuation.resume(returning: $0) }
+            WebSocketClient.connect(room.webSocketURL, headers: HTTPHeaders(room.headers), tls: tls, delegate: session, on: loop,
+                                    timeout: timeout) { result in
+                switch result {
+                case let .success(connection): session.opened(connection)
+                case let .failure(.network(error)): session.fail(.unreachable("\(error)"))
+                case let .failure(.refused(status, body)):
+                    session.fail(.upgradeRefused(status: status, body: String(decoding: body, as: UTF8.self), owner: nil))
+                }
+            }
+        }
+        return try outcome.get()
+    }
+}
+
+/// One join in progress, then the admitted socket's delegate. Touched only on its loop.
+final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
+    private enum Stage { case connecting, awaitingChallenge, awaitingResult, admitted, finished }
+
+    let room: RelayRoom
+    let role: RelayRole
+    let proof: JoinProof
+    let nonDisplacing: Bool
+    private var stage = Stage.connecting
+    private var connection: WebSocketConnection?
+    private var completion: ((Result<AdmittedSocket, AdmissionError>) -> Void)?
+    private var frames: AsyncStream<[UInt8]>.Continuation?
+    private let lock = NSLock()
+    private var closed: (code: UInt16, reason: String)?
+
+    init(room: RelayRoom, role: RelayRole, proof: JoinProof, nonDisplacing: Bool,
+         completion: @escaping (Result<AdmittedSocket, AdmissionError>) -> Void) {
+        self.room = room
+        self.role = role
+        self.proof = proof
+        self.nonDisplacing = nonDisplacing
+        self.completion = completion
+    }
+
+    var closeReceived: (code: UInt16, reason: String)? { lock.withLock { closed } }
+
+    func opened(_ connection: WebSocketConnection) {
+        self.connection = connection
+        stage = .awaitingChallenge
+        connection.send(text: Array(Hello(role: role, nonDisplacing: nonDisplacing).json.utf8))
+    }
+
+    func fail(_ error: AdmissionError) {
+        stage = .finished
+        finish(.failure(error))
+        connection?.terminate()
+    }
+
+    private func finish(_ result: Result<AdmittedSocket, AdmissionError>) {
+        let completion = self.completion
+        self.completion = nil
+        completion?(result)
+    }
+
+    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) { control(text) }
+
+    func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) {
+        // The shipping clients accept the relay's JSON in a binary frame too (client.md §6.2).
+        if stage == .admitted { frames?.yield(data) } else { control(data) }
+    }
+
+    private func control(_ bytes: [UInt8]) {
+        guard case let .object(fields)? = JSONValue.parse(bytes) else { return fail(.protocolViolation("not a JSON object")) }
+        switch stage {
+        case .awaitingChallenge:
+            guard case let .string(nonceText)? = fields["nonce"], let nonce = try? Base64.decode(nonceText), nonce.count == 32 else {
+                return fail(.protocolViolation("no 32-byte nonce in the challenge"))
+            }
+            stage = .awaitingResult
+            connection?.send(text: Array(proofJSON(nonce: nonce).utf8))
+        case .awaitingResult:
+            guard case let .bool(ok)? = fields["ok"] else { return fail(.protocolViolation("no ok in the result")) }
+            guard ok else {
+                let reason: String
+                if case let .string(text)? = fields["error"] { reason = text } else { reason = "" }
+                return fail(.refused(reason))
+            }
+            var token: String?
+            if case let .string(text)? = fields["registrationToken"] { token = text }
+            guard let connection else { return }
+            stage = .admitted
+            let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+            frames = continuation
+            finish(.success(AdmittedSocket(role: role, registrationToken: token, frames: stream, connection: connection, session: self)))
+        case .admitted:
+            // A text frame after admission is a protocol error (client.md §6.5).
+            connection?.close(code: 1003, reason: "malformed frame")
+        case .connecting, .finished:
+            break
+        }
+    }
+
+    private func proofJSON(nonce: [UInt8]) -> String {
+        switch proof {
+        case .park: return "{}"
+        case let .ticket(ticket): return #"{"ticket":"\#(ticket)"}"#
+        case let .signed(secret):
+            let transcript = JoinTranscript(role: role, nonce: nonce, room: room.name, origin: room.origin)
+            return #"{"sig":"\#(Base64.encode(secret.joinSigningKey().signature(for: transcript.bytes)))"}"#
+        }
+    }
+
+    func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
+        lock.withLock { closed = (code, reason) }
+        if stage != .admitted, stage != .finished {
+            stage = .finished
+            return finish(.failure(.closed(code: code, reason: reason)))
+        }
+        stage = .finished
+        frames?.finish()
+        frames = nil
+    }
+}
