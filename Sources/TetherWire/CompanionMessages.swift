@@ -1,0 +1,150 @@
+import Foundation
+
+/// The Mac's verdict on a fresh pairing (client.md §11): the first application frame, bare (not
+/// an envelope), exactly `{"pairing":"accepted"}` or `{"pairing":"rejected"}`.
+public enum PairingVerdict: Sendable, Equatable {
+    case accepted
+    case rejected
+
+    public var frame: [UInt8] {
+        switch self {
+        case .accepted: Array(#"{"pairing":"accepted"}"#.utf8)
+        case .rejected: Array(#"{"pairing":"rejected"}"#.utf8)
+        }
+    }
+
+    /// Strict: a JSON object whose `pairing` is exactly `accepted` or `rejected`; anything else
+    /// (empty, another key, an envelope, `maybe`) is nil — "not confirmed".
+    public init?(frame: [UInt8]) {
+        guard case let .object(fields)? = JSONValue.parse(frame), case let .string(value)? = fields["pairing"] else { return nil }
+        switch value {
+        case "accepted": self = .accepted
+        case "rejected": self = .rejected
+        default: return nil
+        }
+    }
+}
+
+/// The protocol revision these endpoints speak (client.md §12.5).
+public enum CompanionRevision {
+    public static let current = 11
+    public static let minimumPeer = 11
+
+    public enum Verdict: Sendable, Equatable { case compatible, upgradeSelf, upgradePeer }
+
+    /// Both sides reach consistent verdicts from the two hellos.
+    public static func compare(localRevision: Int = current, localMinimumPeer: Int = minimumPeer,
+                               peerRevision: Int, peerMinimumPeer: Int) -> Verdict {
+        if localRevision < peerMinimumPeer { return .upgradeSelf }
+        if peerRevision < localMinimumPeer { return .upgradePeer }
+        return .compatible
+    }
+}
+
+/// A control message inside the Noise channel (client.md §12.2): `{"requestID":N,"payload":
+/// {"<case>":{…}}}`, `requestID` omitted for fire-and-forget messages and events. Only the cases
+/// the pairing and relay flows need are modelled; others decode as `unsupported`.
+public struct CompanionEnvelope: Sendable, Equatable {
+    public enum Payload: Sendable, Equatable {
+        /// Phone → Mac on every connection: the 32-byte room secret (§12.4).
+        case relayRoomSecret([UInt8])
+        /// Mac → phone: the secret is stored.
+        case relayRoomSecretStored
+        case hello(revision: Int, minimumPeer: Int, wantsNotificationPermission: Bool?)
+        case error(code: String, message: String)
+        case ping, pong, unpairing, unpaired
+        /// A case this side does not know (the Mac answers it with `error` `unsupported`).
+        case unsupported(String)
+    }
+
+    public var requestID: UInt64?
+    public var payload: Payload
+
+    public init(requestID: UInt64? = nil, _ payload: Payload) {
+        self.requestID = requestID
+        self.payload = payload
+    }
+
+    /// The JSON text (Foundation `JSONEncoder` shapes: `_0` for an unlabelled value, `{}` for none).
+    public var json: String {
+        let body: String
+        switch payload {
+        case let .relayRoomSecret(secret): body = #""relayRoomSecret":{"_0":\#(Self.quote(Base64.encode(secret)))}"#
+        case .relayRoomSecretStored: body = #""relayRoomSecretStored":{}"#
+        case let .hello(revision, minimumPeer, wants):
+            body = #""hello":{"revision":\#(revision),"minimumPeer":\#(minimumPeer)\#(wants.map { #","wantsNotificationPermission":\#($0)"# } ?? "")}"#
+        case let .error(code, message): body = #""error":{"_0":{"code":\#(Self.quote(code)),"message":\#(Self.quote(message))}}"#
+        case .ping: body = #""ping":{}"#
+        case .pong: body = #""pong":{}"#
+        case .unpairing: body = #""unpairing":{}"#
+        case .unpaired: body = #""unpaired":{}"#
+        case let .unsupported(name): body = "\(Self.quote(name)):{}"
+        }
+        return (requestID.map { #"{"requestID":\#($0),"# } ?? "{") + #""payload":{\#(body)}}"#
+    }
+
+    public var frame: [UInt8] { Array(json.utf8) }
+
+    /// Decodes an envelope; nil for anything malformed (dropped, client.md §12.2). A known case
+    /// with a malformed body is nil too; an unknown case name is `unsupported`.
+    public init?(frame: [UInt8]) {
+        guard case let .object(fields)? = JSONValue.parse(frame), case let .object(payload)? = fields["payload"],
+              payload.count == 1, let (name, body) = payload.first else { return nil }
+        if let id = fields["requestID"] {
+            guard case let .number(value) = id, value >= 0, value < 0x1p53, value.rounded() == value else { return nil }
+            requestID = UInt64(value)
+        }
+        guard case let .object(values) = body else { return nil }
+        switch name {
+        case "relayRoomSecret":
+            guard case let .string(text)? = values["_0"], let secret = try? Base64.decode(text), secret.count == RoomSecret.byteCount else { return nil }
+            self.payload = .relayRoomSecret(secret)
+        case "relayRoomSecretStored": self.payload = .relayRoomSecretStored
+        case "hello":
+            guard case let .number(revision)? = values["revision"], case let .number(minimum)? = values["minimumPeer"] else { return nil }
+            var wants: Bool?
+            if case let .bool(flag)? = values["wantsNotificationPermission"] { wants = flag }
+            self.payload = .hello(revision: Int(revision), minimumPeer: Int(minimum), wantsNotificationPermission: wants)
+        case "error":
+            guard case let .object(detail)? = values["_0"], case let .string(code)? = detail["code"], case let .string(message)? = detail["message"] else { return nil }
+            self.payload = .error(code: code, message: message)
+        case "ping": self.payload = .ping
+        case "pong": self.payload = .pong
+        case "unpairing": self.payload = .unpairing
+        case "unpaired": self.payload = .unpaired
+        default: self.payload = .unsupported(name)
+        }
+    }
+
+    /// A JSON string literal.
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// What a reassembled application frame is (client.md §12.1).
+public enum CompanionFrameKind: Sendable, Equatable {
+    /// An empty frame: dropped.
+    case empty
+    /// First byte 0x01: an iTerm2 media frame (not interpreted here).
+    case media
+    /// Anything else: a JSON control envelope (or, once on a fresh pairing, the verdict).
+    case control
+
+    public init(_ frame: [UInt8]) {
+        guard let first = frame.first else { self = .empty; return }
+        self = first == 0x01 ? .media : .control
+    }
+}

@@ -1,0 +1,60 @@
+import TetherWire
+import XCTest
+
+final class CompanionMessagesTests: XCTestCase {
+    func testTheVerdictIsExactBytesAndStrictlyDecoded() {
+        XCTAssertEqual(String(decoding: PairingVerdict.accepted.frame, as: UTF8.self), #"{"pairing":"accepted"}"#)
+        XCTAssertEqual(String(decoding: PairingVerdict.rejected.frame, as: UTF8.self), #"{"pairing":"rejected"}"#)
+        XCTAssertEqual(PairingVerdict(frame: PairingVerdict.accepted.frame), .accepted)
+        XCTAssertEqual(PairingVerdict(frame: PairingVerdict.rejected.frame), .rejected)
+        for text in ["", "hello", #"{"pairing":"maybe"}"#, #"{"other":"accepted"}"#, #"{"payload":{"pairing":"accepted"}}"#,
+                     #"{"pairing":true}"#, #"["pairing","accepted"]"#, #"{"pairing":"Accepted"}"#] {
+            XCTAssertNil(PairingVerdict(frame: Array(text.utf8)), text)
+        }
+    }
+
+    func testEnvelopesEncodeInTheClientsShapes() {
+        let secret = [UInt8](repeating: 0x5A, count: 32)
+        XCTAssertEqual(CompanionEnvelope(requestID: 1, .relayRoomSecret(secret)).json,
+                       #"{"requestID":1,"payload":{"relayRoomSecret":{"_0":"WlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlo="}}}"#)
+        XCTAssertEqual(CompanionEnvelope(requestID: 1, .relayRoomSecretStored).json, #"{"requestID":1,"payload":{"relayRoomSecretStored":{}}}"#)
+        XCTAssertEqual(CompanionEnvelope(requestID: 2, .hello(revision: 11, minimumPeer: 11, wantsNotificationPermission: nil)).json,
+                       #"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11}}}"#)
+        XCTAssertEqual(CompanionEnvelope(requestID: 2, .hello(revision: 11, minimumPeer: 11, wantsNotificationPermission: true)).json,
+                       #"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11,"wantsNotificationPermission":true}}}"#)
+        XCTAssertEqual(CompanionEnvelope(requestID: 3, .error(code: "internalError", message: "say \"no\"\n")).json,
+                       #"{"requestID":3,"payload":{"error":{"_0":{"code":"internalError","message":"say \"no\"\n"}}}}"#)
+        XCTAssertEqual(CompanionEnvelope(.unpairing).json, #"{"payload":{"unpairing":{}}}"#)
+        XCTAssertEqual(CompanionEnvelope(.unpaired).json, #"{"payload":{"unpaired":{}}}"#)
+        XCTAssertEqual(CompanionEnvelope(requestID: 7, .ping).json, #"{"requestID":7,"payload":{"ping":{}}}"#)
+    }
+
+    func testEnvelopesRoundTripAndMalformedOnesAreDropped() {
+        let all: [CompanionEnvelope] = [
+            .init(requestID: 1, .relayRoomSecret([UInt8](repeating: 1, count: 32))), .init(requestID: 1, .relayRoomSecretStored),
+            .init(requestID: 9, .hello(revision: 11, minimumPeer: 11, wantsNotificationPermission: false)),
+            .init(requestID: 4, .error(code: "badRequest", message: "Companion app upgrade required")),
+            .init(requestID: 5, .ping), .init(requestID: 5, .pong), .init(.unpairing), .init(.unpaired),
+        ]
+        for envelope in all { XCTAssertEqual(CompanionEnvelope(frame: envelope.frame), envelope, envelope.json) }
+        XCTAssertEqual(CompanionEnvelope(frame: Array(#"{"requestID":3,"payload":{"listChats":{}}}"#.utf8))?.payload, .unsupported("listChats"))
+        for text in ["{}", #"{"payload":{}}"#, #"{"payload":{"ping":{},"pong":{}}}"#, #"{"requestID":-1,"payload":{"ping":{}}}"#,
+                     #"{"requestID":1.5,"payload":{"ping":{}}}"#, #"{"payload":{"relayRoomSecret":{"_0":"AAAA"}}}"#,
+                     #"{"payload":{"hello":{"revision":11}}}"#, #"{"payload":{"ping":1}}"#, "not json"] {
+            XCTAssertNil(CompanionEnvelope(frame: Array(text.utf8)), text)
+        }
+    }
+
+    func testRevisionVerdictsAreConsistentOnBothSides() {
+        XCTAssertEqual(CompanionRevision.compare(peerRevision: 11, peerMinimumPeer: 11), .compatible)
+        XCTAssertEqual(CompanionRevision.compare(peerRevision: 12, peerMinimumPeer: 12), .upgradeSelf)
+        XCTAssertEqual(CompanionRevision.compare(peerRevision: 10, peerMinimumPeer: 10), .upgradePeer)
+        XCTAssertEqual(CompanionRevision.compare(localRevision: 12, localMinimumPeer: 12, peerRevision: 11, peerMinimumPeer: 11), .upgradePeer)
+    }
+
+    func testFramesAreDemultiplexedByTheirFirstByte() {
+        XCTAssertEqual(CompanionFrameKind([]), .empty)
+        XCTAssertEqual(CompanionFrameKind([0x01, 0xFF]), .media)
+        XCTAssertEqual(CompanionFrameKind(Array("{}".utf8)), .control)
+    }
+}
