@@ -110,6 +110,18 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     /// Queues a small header (copied into the connection's header arena, which is released
     /// when the queue drains) and a payload (kept as the caller's array).
+    public func writeNow(_ bytes: UnsafeRawBufferPointer) {
+        guard !isClosed else { return }
+        guard queuedBytes == 0, !flushScheduled else { return write(Array(bytes)) }
+        let written = tether_send(fd, bytes.baseAddress, bytes.count)
+        if written == bytes.count { return }
+        if written < 0, errno != EAGAIN, errno != EWOULDBLOCK, errno != EINTR {
+            return close(error: .system("send", errno))
+        }
+        // The kernel took part (or none): the rest waits in the queue like any write.
+        write(Array(bytes[max(0, written)...]))
+    }
+
     public func write(header: UnsafeRawBufferPointer, payload: [UInt8]) {
         guard !isClosed else { return }
         let start = headerArena.count

@@ -14,6 +14,9 @@ public protocol Transport: AnyObject {
     func write(_ bytes: [UInt8])
     /// A small header and a payload back to back (one `writev` on plain TCP).
     func write(header: UnsafeRawBufferPointer, payload: [UInt8])
+    /// A few bytes written at once when nothing is queued (else queued like `write`): a ping
+    /// sweep over thousands of idle sockets then allocates nothing per socket.
+    func writeNow(_ bytes: UnsafeRawBufferPointer)
     /// Closes once everything queued is sent.
     func closeAfterFlush()
     /// Closes now.
@@ -30,6 +33,10 @@ public protocol TransportDelegate: AnyObject {
     func transportDidClose(_ transport: any Transport, error: NetError?)
     /// `isWritable` changed.
     func transportWritabilityChanged(_ transport: any Transport)
+}
+
+public extension Transport {
+    func writeNow(_ bytes: UnsafeRawBufferPointer) { write(Array(bytes)) }
 }
 
 public extension TransportDelegate {

@@ -247,6 +247,9 @@ public final class WebSocketConnection: TransportDelegate {
             return
         }
         awaitingPong = true
-        send(.ping, [])
+        guard role == .server else { return send(.ping, []) }
+        // A server's empty ping is two fixed bytes, written at once: the sweep reaches every idle
+        // socket in one tick, and queueing each ping would allocate per socket at the same time.
+        withUnsafeBytes(of: (UInt8(0x89), UInt8(0x00))) { connection.writeNow($0) }
     }
 }
