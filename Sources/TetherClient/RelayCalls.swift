@@ -110,15 +110,3 @@ public struct RelayCalls: Sendable {
         return json
     }
 }
-
-extension JSONValue {
-    func string(_ key: String) -> String? {
-        guard case let .object(fields) = self, case let .string(value)? = fields[key] else { return nil }
-        return value
-    }
-
-    func bool(_ key: String) -> Bool? {
-        guard case let .object(fields) = self, case let .bool(value)? = fields[key] else { return nil }
-        return value
-    }
-}

@@ -144,11 +144,3 @@ public struct RoomEndpoints: Sendable {
         return Outcome(status: 200, json: #"{"ok":true}"#, tearDown: true)
     }
 }
-
-extension JSONValue {
-    /// A string field of an object (nil when absent, not a string, or not an object).
-    func string(_ key: String) -> String? {
-        guard case let .object(fields) = self, case let .string(value)? = fields[key] else { return nil }
-        return value
-    }
-}

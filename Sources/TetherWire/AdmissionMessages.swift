@@ -91,6 +91,18 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// A string field of an object (nil when absent, not a string, or not an object).
+    public func string(_ key: String) -> String? {
+        guard case let .object(fields) = self, case let .string(value)? = fields[key] else { return nil }
+        return value
+    }
+
+    /// A boolean field of an object (nil when absent, not a boolean, or not an object).
+    public func bool(_ key: String) -> Bool? {
+        guard case let .object(fields) = self, case let .bool(value)? = fields[key] else { return nil }
+        return value
+    }
+
     /// Parses one JSON text (RFC 8259, surrounding whitespace allowed); nil if malformed or too deep.
     public static func parse(_ bytes: [UInt8], maxDepth: Int = 32) -> JSONValue? {
         // A JSON text is UTF-8 (RFC 8259 §8.1); checked once, up front.

@@ -9,27 +9,15 @@ import XCTest
 /// The first pairing and a reconnect (client.md §16) through the real relay, both roles driven by
 /// the SDK: park, join, Noise XK, SAS typed on the Mac, verdict, room-secret courier and ack,
 /// `/register` after the ack, `hello`; then signed joins with the Mac pinning the phone.
-final class PairingFlowTests: XCTestCase {
-    private var group: EventLoopGroup!
-    private var relay: RelayProcess!
-
-    override func setUpWithError() throws {
-        group = try EventLoopGroup(count: 1)
-        relay = try RelayProcess()
-    }
-
-    override func tearDown() {
-        relay.stop()
-        group.shutdown()
-    }
-
+final class PairingFlowTests: RelayTestCase {
     private final class Box<Value>: @unchecked Sendable {
         var value: Value
         init(_ value: Value) { self.value = value }
     }
 
     func testFirstPairingThenASignedReconnectWithThePinnedPhone() async throws {
-        let loop = group.loops[0]
+        let loop = self.loop
+
         let macKey = X25519.PrivateKey(), phoneKey = X25519.PrivateKey()
         let pid = PairingLink.makePairingID(randomBytes: SecureRandom.bytes(8))
         // The link carries an https origin (loopback http links are the CLI's to allow); the room
@@ -89,7 +77,8 @@ final class PairingFlowTests: XCTestCase {
     }
 
     func testThreeWrongCodesVoidThePairingAndThePhoneHearsDeclined() async throws {
-        let loop = group.loops[0]
+        let loop = self.loop
+
         let macKey = X25519.PrivateKey()
         let pid = "0011223344556677"
         let room = RelayRoom(origin: relay.origin, name: RoomName(responderStaticKey: macKey.publicKey.rawRepresentation, pairingID: pid))

@@ -7,20 +7,7 @@ import TetherWire
 import XCTest
 
 /// Noise XK between a phone and a Mac through the real relay's splice (client.md §9).
-final class SecureChannelTests: XCTestCase {
-    private var group: EventLoopGroup!
-    private var relay: RelayProcess!
-
-    override func setUpWithError() throws {
-        group = try EventLoopGroup(count: 1)
-        relay = try RelayProcess()
-    }
-
-    override func tearDown() {
-        relay.stop()
-        group.shutdown()
-    }
-
+final class SecureChannelTests: RelayTestCase {
     private struct Pair {
         let mac: SecureChannel
         let phone: SecureChannel
@@ -31,7 +18,7 @@ final class SecureChannelTests: XCTestCase {
                          believed: X25519.PublicKey? = nil, phonePID: String? = nil, pinned: X25519.PublicKey? = nil) async throws -> Pair {
         let pid = "0123456789abcdef"
         let room = RelayRoom(origin: relay.origin, name: RoomName(responderStaticKey: macKey.publicKey.rawRepresentation, pairingID: pid))
-        let loop = group.loops[0]
+
         let macSocket = try await RelayAdmission.join(room, role: .mac, proof: .park, on: loop)
         let phoneSocket = try await RelayAdmission.join(room, role: .phone, proof: .park, on: loop)
         async let mac = SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: pid, pinnedPeer: pinned)
