@@ -18,7 +18,6 @@ final class SecureChannelTests: RelayTestCase {
                          believed: X25519.PublicKey? = nil, phonePID: String? = nil, pinned: X25519.PublicKey? = nil) async throws -> Pair {
         let pid = "0123456789abcdef"
         let room = RelayRoom(origin: relay.origin, name: RoomName(responderStaticKey: macKey.publicKey.rawRepresentation, pairingID: pid))
-
         let macSocket = try await RelayAdmission.join(room, role: .mac, proof: .park, on: loop)
         let phoneSocket = try await RelayAdmission.join(room, role: .phone, proof: .park, on: loop)
         async let mac = SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: pid, pinnedPeer: pinned)
