@@ -75,13 +75,16 @@ final class RoomHost: WebSocketDelegate {
     // MARK: Events
 
     private func frame(from id: SocketID, isText: Bool, payload: [UInt8]) {
-        let actions = machine.frame(from: id, isText: isText, payload: payload, now: RelayServer.milliseconds())
-        for action in actions {
-            if case let .forward(target) = action, let out = members[target]?.connection {
+        // One pass in the machine's order; the splice's common case is a single forward.
+        for action in machine.frame(from: id, isText: isText, payload: payload, now: RelayServer.milliseconds()) {
+            guard case let .forward(target) = action else {
+                perform(action)
+                continue
+            }
+            if let out = members[target]?.connection {
                 if isText { out.send(text: payload) } else { out.send(binary: payload) }
             }
         }
-        perform(actions.filter { if case .forward = $0 { return false } else { return true } })
         armDeadline()
     }
 
@@ -117,17 +120,20 @@ final class RoomHost: WebSocketDelegate {
     func closeAll(code: UInt16, reason: String) { perform(machine.closeAll(code: code, reason: reason)) }
 
     private func perform(_ actions: [RoomAction]) {
-        for action in actions {
-            switch action {
-            case let .send(id, text): members[id]?.connection?.send(text: Array(text.utf8))
-            case let .close(id, code, reason):
-                server.metrics.closed(code: code, reason: reason)
-                guard let member = members[id] else { continue }
-                if member.closedByRelay == nil { members[id]?.closedByRelay = (code, reason) }
-                member.connection?.close(code: code, reason: reason)
-            case let .log(line): server.write(line)
-            case .forward: break
-            }
+        for action in actions { perform(action) }
+    }
+
+    /// Forwards are the splice's and carry a frame; `frame(from:…)` performs those itself.
+    private func perform(_ action: RoomAction) {
+        switch action {
+        case let .send(id, text): members[id]?.connection?.send(text: Array(text.utf8))
+        case let .close(id, code, reason):
+            server.metrics.closed(code: code, reason: reason)
+            guard let member = members[id] else { return }
+            if member.closedByRelay == nil { members[id]?.closedByRelay = (code, reason) }
+            member.connection?.close(code: code, reason: reason)
+        case let .log(line): server.write(line)
+        case .forward: break
         }
     }
 
