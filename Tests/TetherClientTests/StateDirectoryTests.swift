@@ -1,0 +1,47 @@
+import Foundation
+import TetherClient
+import XCTest
+
+final class StateDirectoryTests: XCTestCase {
+    private var url: URL!
+
+    override func setUp() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("tether-state-\(UUID().uuidString)")
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: url) }
+
+    private func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    func testFilesAreOwnerOnlyAndReplacedWhole() throws {
+        let state = try StateDirectory(url)
+        XCTAssertEqual(try mode(url.path), 0o700)
+        XCTAssertNil(state.read("pairing"))
+        try state.write("pairing", Array("first".utf8))
+        try state.write("pairing", Array("second, longer".utf8))
+        XCTAssertEqual(state.read("pairing"), Array("second, longer".utf8))
+        XCTAssertEqual(try mode(url.appendingPathComponent("pairing").path), 0o600)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: url.path), ["pairing"], "no temporary file left behind")
+        state.remove("pairing")
+        XCTAssertNil(state.read("pairing"))
+    }
+
+    func testAnExistingDirectoryIsTightened() throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        _ = try StateDirectory(url)
+        XCTAssertEqual(try mode(url.path), 0o700)
+    }
+
+    func testTheStaticKeyIsMadeOnceAndADamagedOneIsNeverReplaced() throws {
+        let first = try StateDirectory(url).staticKey()
+        let again = try StateDirectory(url).staticKey()
+        XCTAssertEqual(first.publicKey, again.publicKey, "stable across runs")
+        try StateDirectory(url).write("noise-static-private-key", [1, 2, 3])
+        XCTAssertThrowsError(try StateDirectory(url).staticKey()) {
+            XCTAssertEqual($0 as? StateDirectory.Failure, .corrupt("noise-static-private-key"))
+        }
+        XCTAssertEqual(try StateDirectory(url).read("noise-static-private-key"), [1, 2, 3], "left for the user to inspect")
+    }
+}
