@@ -22,6 +22,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private let machineContext: RoomMachine.Context
     private var socketsPerIP: [String: Int] = [:]
     private var totalSockets = 0
+    /// Socket ids in arrival order across all loops (§3.9 evicts the oldest pending).
+    private var nextSocketID: UInt64 = 0
     /// Rooms with a host on some loop (§2.6 "resident"), for the `maxRooms` cap, by their
     /// per-process seeded hash: 8 bytes a room instead of 32. A client cannot aim a name at a
     /// resident room's hash (the seed is random per process), and an accidental 64-bit collision
@@ -223,6 +225,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         }
         let ip = clientIP(request.head, peer: request.peer)
         let now = Self.milliseconds()
+        var arrival = SocketID(0)
         let refused: (HTTPResponse, RelayMetrics.Rejection)? = gate.withLock {
             guard wsLimiter.hit(ip, now: now) else { return (.text(429, "rate limited"), .rate_limited) }
             guard socketsPerIP[ip, default: 0] < configuration.maxSocketsPerIP else { return (.text(429, "too many connections"), .ip_cap) }
@@ -230,6 +233,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
             guard hasRoomFor(room) else { return (.text(503, "capacity"), .room_cap) }
             socketsPerIP[ip, default: 0] += 1
             totalSockets += 1
+            nextSocketID += 1
+            arrival = SocketID(nextSocketID)
             return nil
         }
         if let (response, reason) = refused {
@@ -245,9 +250,12 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         let index = room.bucket % group.loops.count
         let target = group.loops[index]
         let table = rooms[index]
+        // Connect time and order are taken here, on arrival: a socket handed off from another
+        // loop may reach its room after a later one, and the pre-auth cap evicts by arrival.
+        let connectedAt = Self.milliseconds(), id = arrival
         return .accept { [self] transport, leftover in
             let attach: @Sendable (any Transport) -> Void = { [self] transport in
-                table.attach(transport, leftover: leftover, room: room, server: self, ip: ip)
+                table.attach(transport, leftover: leftover, room: room, server: self, ip: ip, id: id, connectedAt: connectedAt)
             }
             if transport.loop === target {
                 attach(transport)

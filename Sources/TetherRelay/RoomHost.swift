@@ -40,9 +40,9 @@ final class RoomHost: WebSocketDelegate {
         self.table = table
     }
 
-    func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String) {
-        members[id] = Member(connection: nil, ip: ip, openedAt: RelayServer.milliseconds())
-        perform(machine.connected(id, now: RelayServer.milliseconds()))
+    func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String, connectedAt: UInt64) {
+        members[id] = Member(connection: nil, ip: ip, openedAt: connectedAt)
+        perform(machine.connected(id, now: connectedAt))
         table.adopting = id
         let connection = WebSocketConnection(connection: transport, role: .server, options: server.webSocketOptions,
                                              delegate: self, leftover: leftover)

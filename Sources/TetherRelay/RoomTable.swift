@@ -7,22 +7,21 @@ final class RoomTable: @unchecked Sendable {
     /// Set once the server is made (rooms reach it through their table, not a reference each).
     weak var server: RelayServer?
     private var rooms = RoomIndex<RoomHost> { $0.machine.room }
-    private var nextSocket: UInt64 = 0
     /// The socket whose WebSocket is being set up on this loop: frames in its handshake
     /// leftovers arrive before its host can find the connection among its members.
     var adopting: SocketID?
 
     init(loop: EventLoop) { self.loop = loop }
 
-    func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String) {
+    func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String,
+                id: SocketID, connectedAt: UInt64) {
         let host = rooms[room] ?? {
             let host = RoomHost(machine: server.makeMachine(for: room), table: self)
             rooms.insert(host)
             server.roomBecameResident(room)
             return host
         }()
-        nextSocket += 1
-        host.adopt(transport, id: SocketID(nextSocket), leftover: leftover, ip: ip)
+        host.adopt(transport, id: id, leftover: leftover, ip: ip, connectedAt: connectedAt)
     }
 
     /// The room's last socket is gone: it stops being resident.

@@ -180,6 +180,15 @@ final class RoomMachineTests: XCTestCase {
         XCTAssertEqual(closes(fifth).map { $0.2 }, ["too many pending"])
     }
 
+    func testTheOldestByArrivalIsEvictedEvenWhenItReachesTheRoomLast() {
+        // A socket handed off from another loop can be adopted after later arrivals; the relay
+        // gives each socket its arrival time and id, and eviction follows those.
+        var m = machine()
+        for i in 2...5 { _ = m.connected(SocketID(UInt64(i)), now: 50) }
+        let late = m.connected(SocketID(1), now: 50)
+        XCTAssertEqual(closes(late).map { $0.0 }, [SocketID(1)], "the first to arrive goes, though adopted last")
+    }
+
     func testAdmissionDeadlineClosesPendingSocketsAfter15Seconds() {
         var m = machine()
         _ = m.connected(SocketID(1), now: 0)
