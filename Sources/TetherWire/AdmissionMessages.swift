@@ -67,12 +67,17 @@ public enum AdmissionReply {
     /// The refusal; the relay then closes 1008 with the same reason.
     public static func refused(_ reason: String) -> String { #"{"ok":false,"error":"\#(jsonEscaped(reason))"}"# }
 
+    /// The inside of a JSON string literal for `text` (RFC 8259 §7); shared by every message
+    /// this module writes.
     static func jsonEscaped(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
             case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)
             }

@@ -1,5 +1,3 @@
-import Foundation
-
 /// The Mac's verdict on a fresh pairing (client.md §11): the first application frame, bare (not
 /// an envelope), exactly `{"pairing":"accepted"}` or `{"pairing":"rejected"}`.
 public enum PairingVerdict: Sendable, Equatable {
@@ -117,21 +115,7 @@ public struct CompanionEnvelope: Sendable, Equatable {
     }
 
     /// A JSON string literal.
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ text: String) -> String { "\"" + AdmissionReply.jsonEscaped(text) + "\"" }
 }
 
 /// What a reassembled application frame is (client.md §12.1).
