@@ -27,6 +27,8 @@ let package = Package(
         // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // QR codes for the pairing link in the terminal (Debian: libqrencode-dev).
+        .systemLibrary(name: "CQRencode", path: "Sources/CQRencode"),
         // Linux calls Glibc does not expose cleanly to Swift (epoll, eventfd, timerfd, accept4, sockopts).
         .target(name: "CTetherSystem", path: "Sources/CTetherSystem"),
         // The OpenSSL-in-C reference loop tether-bench measures wrapper overhead against.
@@ -49,7 +51,8 @@ let package = Package(
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherNet", "TetherWire"], swiftSettings: strict),
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
+                          swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
 

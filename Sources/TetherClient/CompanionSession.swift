@@ -2,40 +2,13 @@ public import TetherCrypto
 public import TetherNet
 public import TetherWire
 
-/// Why pairing or a reconnect did not reach a working session. Each is one the user can act on.
-public enum CompanionSessionError: Error, Equatable, Sendable, CustomStringConvertible {
-    case relay(AdmissionError)
-    case calls(RelayCallError)
-    case channel(SecureChannelError)
-    /// The Mac declined (a wrong code three times, a timeout or an abort).
-    case pairingDeclined
-    /// Three wrong codes were typed on the Mac: the pairing is void, make a new one.
-    case wrongCode
-    /// The peer broke the pairing protocol (an unexpected or malformed message).
-    case protocolViolation(String)
-    /// The two apps' revisions cannot talk.
-    case incompatible(CompanionRevision.Verdict)
-
-    public var description: String {
-        switch self {
-        case let .relay(error): "\(error)"
-        case let .calls(error): "\(error)"
-        case let .channel(error): "\(error)"
-        case .pairingDeclined: "The pairing was declined on your Mac. Make sure the code matches and try again."
-        case .wrongCode: "The code was entered wrongly three times; start a new pairing."
-        case let .protocolViolation(what): "the other device broke the protocol: \(what)"
-        case let .incompatible(verdict): verdict == .upgradeSelf ? "this app must be upgraded" : "the other device's app must be upgraded"
-        }
-    }
-}
-
 /// The pairing-critical conversation of client.md §11–§12 over a `SecureChannel`, for both
 /// roles: the verdict, the room-secret courier and its ack, then the `hello` revision handshake.
 public enum CompanionSession {
     /// The Mac's typed entry of the phone's code: up to three attempts (client.md §10). Returns
     /// normally after the verdict `accepted` was sent; throws `wrongCode` after `rejected`.
     public static func confirmOnMac(_ channel: SecureChannel, attempts: Int = 3,
-                                    enterCode: (Int) async -> String) async throws(CompanionSessionError) {
+                                    enterCode: (Int) async -> String) async throws(CompanionError) {
         for attempt in 1...attempts where SAS.matches(entry: await enterCode(attempt), expected: channel.sas) {
             try send(channel, PairingVerdict.accepted.frame)
             return
@@ -45,13 +18,13 @@ public enum CompanionSession {
     }
 
     /// The phone's wait for the verdict: only `accepted` proceeds.
-    public static func awaitVerdict(_ channel: SecureChannel) async throws(CompanionSessionError) {
+    public static func awaitVerdict(_ channel: SecureChannel) async throws(CompanionError) {
         let frame = try await receive(channel)
         guard PairingVerdict(frame: frame) == .accepted else { throw .pairingDeclined }
     }
 
     /// Phone, on every connection: courier `roomSecret` and wait for the Mac's ack (§12.4).
-    public static func courierRoomSecret(_ channel: SecureChannel, _ secret: RoomSecret, requestID: UInt64) async throws(CompanionSessionError) {
+    public static func courierRoomSecret(_ channel: SecureChannel, _ secret: RoomSecret, requestID: UInt64) async throws(CompanionError) {
         try send(channel, CompanionEnvelope(requestID: requestID, .relayRoomSecret(secret.bytes)).frame)
         let reply = try await envelope(channel)
         guard reply.requestID == requestID else { throw .protocolViolation("reply for another request") }
@@ -64,7 +37,7 @@ public enum CompanionSession {
 
     /// Mac, on every connection: receive the courier, store it (`store` throws if it cannot),
     /// then ack — or answer `internalError`.
-    public static func acceptRoomSecret(_ channel: SecureChannel, store: (RoomSecret) throws -> Void) async throws(CompanionSessionError) -> RoomSecret {
+    public static func acceptRoomSecret(_ channel: SecureChannel, store: (RoomSecret) throws -> Void) async throws(CompanionError) -> RoomSecret {
         let message = try await envelope(channel)
         guard case let .relayRoomSecret(bytes) = message.payload, let secret = try? RoomSecret(bytes: bytes) else {
             throw .protocolViolation("expected relayRoomSecret")
@@ -80,7 +53,7 @@ public enum CompanionSession {
     }
 
     /// Phone: `hello` with our revision; the Mac's reply decides compatibility (§12.5).
-    public static func helloFromPhone(_ channel: SecureChannel, requestID: UInt64) async throws(CompanionSessionError) {
+    public static func helloFromPhone(_ channel: SecureChannel, requestID: UInt64) async throws(CompanionError) {
         try send(channel, CompanionEnvelope(requestID: requestID, .hello(revision: CompanionRevision.current, minimumPeer: CompanionRevision.minimumPeer,
                                                                           wantsNotificationPermission: nil)).frame)
         let reply = try await envelope(channel)
@@ -90,7 +63,7 @@ public enum CompanionSession {
     }
 
     /// Mac: answer the phone's `hello`.
-    public static func helloOnMac(_ channel: SecureChannel) async throws(CompanionSessionError) {
+    public static func helloOnMac(_ channel: SecureChannel) async throws(CompanionError) {
         let request = try await envelope(channel)
         guard case let .hello(revision, minimum, _) = request.payload else { throw .protocolViolation("expected hello") }
         try send(channel, CompanionEnvelope(requestID: request.requestID, .hello(revision: CompanionRevision.current, minimumPeer: CompanionRevision.minimumPeer,
@@ -101,11 +74,11 @@ public enum CompanionSession {
 
     // MARK: Plumbing
 
-    private static func send(_ channel: SecureChannel, _ frame: [UInt8]) throws(CompanionSessionError) {
+    private static func send(_ channel: SecureChannel, _ frame: [UInt8]) throws(CompanionError) {
         do { try channel.send(frame) } catch { throw .channel(error) }
     }
 
-    private static func receive(_ channel: SecureChannel) async throws(CompanionSessionError) -> [UInt8] {
+    private static func receive(_ channel: SecureChannel) async throws(CompanionError) -> [UInt8] {
         while true {
             let frame: [UInt8]?
             do { frame = try await channel.receive() } catch { throw .channel(error) }
@@ -115,7 +88,7 @@ public enum CompanionSession {
         }
     }
 
-    private static func envelope(_ channel: SecureChannel) async throws(CompanionSessionError) -> CompanionEnvelope {
+    private static func envelope(_ channel: SecureChannel) async throws(CompanionError) -> CompanionEnvelope {
         let frame = try await receive(channel)
         guard let envelope = CompanionEnvelope(frame: frame) else { throw .protocolViolation("not an envelope") }
         return envelope

@@ -75,6 +75,9 @@ public final class AdmittedSocket: @unchecked Sendable {
 
     /// The relay's close once the socket has ended (nil while open).
     public var closeReceived: (code: UInt16, reason: String)? { session.closeReceived }
+
+    /// Returns once the socket has ended, with the close it ended with (without consuming frames).
+    public func ended() async -> (code: UInt16, reason: String) { await session.ended() }
 }
 
 /// Joins a room (client.md §6): upgrade with the room header and fixed User-Agent, Hello,
@@ -85,7 +88,11 @@ public enum RelayAdmission {
                             timeout: UInt64 = .seconds(30)) async throws(AdmissionError) -> AdmittedSocket {
         let outcome: Result<AdmittedSocket, AdmissionError> = await withCheckedContinuation { continuation in
             let session = AdmissionSession(room: room, role: role, proof: proof, nonDisplacing: nonDisplacing) { continuation.resume(returning: $0) }
-            WebSocketClient.connect(room.webSocketURL, headers: HTTPHeaders(room.headers), tls: tls, delegate: session, on: loop,
+            // Pings every 15 s both keep NAT state alive and meet the relay's 30 s sweep; a ping
+            // left unanswered until the next one drops the socket (client.md §14).
+            var options = WebSocketConnection.Options()
+            options.keepaliveInterval = .seconds(15)
+            WebSocketClient.connect(room.webSocketURL, headers: HTTPHeaders(room.headers), options: options, tls: tls, delegate: session, on: loop,
                                     timeout: timeout) { result in
                 switch result {
                 case let .success(connection): session.opened(connection)
@@ -124,6 +131,30 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     var closeReceived: (code: UInt16, reason: String)? { lock.withLock { closed } }
+    private var endWaiters: [Int: CheckedContinuation<(code: UInt16, reason: String), Never>] = [:]
+    private var nextWaiter = 0
+
+    /// Waits for the close; a cancelled waiter returns at once with code 0.
+    func ended() async -> (code: UInt16, reason: String) {
+        let id = lock.withLock {
+            nextWaiter += 1
+            return nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let done: (code: UInt16, reason: String)? = lock.withLock {
+                    if let closed { return closed }
+                    if Task.isCancelled { return (0, "") }
+                    endWaiters[id] = continuation
+                    return nil
+                }
+                if let done { continuation.resume(returning: done) }
+            }
+        } onCancel: {
+            let waiter = lock.withLock { endWaiters.removeValue(forKey: id) }
+            waiter?.resume(returning: (0, ""))
+        }
+    }
 
     func opened(_ connection: WebSocketConnection) {
         self.connection = connection
@@ -192,7 +223,12 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
-        lock.withLock { closed = (code, reason) }
+        let waiters = lock.withLock {
+            closed = (code, reason)
+            defer { endWaiters = [:] }
+            return endWaiters.values
+        }
+        for waiter in waiters { waiter.resume(returning: (code, reason)) }
         if stage != .admitted, stage != .finished {
             stage = .finished
             return finish(.failure(.closed(code: code, reason: reason)))

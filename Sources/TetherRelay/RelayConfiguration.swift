@@ -221,9 +221,7 @@ extension RelayConfiguration {
         }
     }
 
-    static func isLoopback(_ host: String) -> Bool {
-        host == "::1" || host == "localhost" || (host.hasPrefix("127.") && host.split(separator: ".").count == 4)
-    }
+    static func isLoopback(_ host: String) -> Bool { RelayOrigin.isLoopback(host: host) }
 
     private static func integer(_ values: [String: String], _ name: String) throws(RelayConfigurationError) -> Int64? {
         guard let text = values[name] else { return nil }

@@ -29,17 +29,17 @@ public struct PairingLink: Sendable, Hashable {
 
     /// A link from already-valid parts. The origin or resolver URL is canonicalised; one that
     /// cannot be is refused with the parser's error.
-    public init(transport: Transport, responderStaticKey: [UInt8], pairingID: String) throws(PairingLinkError) {
+    public init(transport: Transport, responderStaticKey: [UInt8], pairingID: String, allowLoopbackHTTP: Bool = false) throws(PairingLinkError) {
         guard responderStaticKey.count == 32 else { throw .invalidResponderKey }
         guard !pairingID.isEmpty else { throw .missingPairingID }
         switch transport {
         case .direct(nil):
             self.transport = transport
         case let .direct(origin?):
-            guard let canonical = RelayOrigin.canonicalize(origin) else { throw .invalidRelay }
+            guard let canonical = RelayOrigin.canonicalize(origin, allowLoopbackHTTP: allowLoopbackHTTP) else { throw .invalidRelay }
             self.transport = .direct(relayOrigin: canonical)
         case let .resolved(url):
-            guard let canonical = RelayOrigin.canonicalizeResolver(url) else { throw .invalidResolver }
+            guard let canonical = RelayOrigin.canonicalizeResolver(url, allowLoopbackHTTP: allowLoopbackHTTP) else { throw .invalidResolver }
             self.transport = .resolved(resolverURL: canonical)
         }
         self.responderStaticKey = responderStaticKey
@@ -72,7 +72,9 @@ public struct PairingLink: Sendable, Hashable {
     }
 
     /// Parses and validates a link; the first failing rule of client.md §2.2 wins.
-    public static func parse(_ text: String) throws(PairingLinkError) -> PairingLink {
+    /// `allowLoopbackHTTP` admits `http://` relays and resolvers on loopback hosts only (local
+    /// test relays); every other origin must be https.
+    public static func parse(_ text: String, allowLoopbackHTTP: Bool = false) throws(PairingLinkError) -> PairingLink {
         guard let components = URLComponents(string: text), components.scheme == "iterm2", components.host == "pair" else {
             throw .malformedURL
         }
@@ -89,13 +91,13 @@ public struct PairingLink: Sendable, Hashable {
         let transport: Transport
         if v == 2 {
             // A v2 link ignores any relay=.
-            guard let resolver = first("resolver"), let canonical = RelayOrigin.canonicalizeResolver(resolver) else {
+            guard let resolver = first("resolver"), let canonical = RelayOrigin.canonicalizeResolver(resolver, allowLoopbackHTTP: allowLoopbackHTTP) else {
                 throw .invalidResolver
             }
             transport = .resolved(resolverURL: canonical)
         } else if let relay = first("relay") {
             // A v1 link ignores any resolver=.
-            guard let canonical = RelayOrigin.canonicalize(relay) else { throw .invalidRelay }
+            guard let canonical = RelayOrigin.canonicalize(relay, allowLoopbackHTTP: allowLoopbackHTTP) else { throw .invalidRelay }
             transport = .direct(relayOrigin: canonical)
         } else {
             transport = .direct(relayOrigin: nil)

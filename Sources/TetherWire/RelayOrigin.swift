@@ -13,17 +13,28 @@ public enum RelayOrigin {
 
     /// `canonicalRelayOrigin`: https, a host, no userinfo, query or fragment, and a path that is
     /// empty or `/`. Output `https://host[:port]` (an explicit port is kept, even 443).
-    public static func canonicalize(_ text: String) -> String? {
-        guard let components = httpsComponents(text) else { return nil }
+    ///
+    /// With `allowLoopbackHTTP` (local test relays, as the reference clients allow them) an
+    /// `http://` origin is accepted too, but only when its host is loopback; the scheme is kept.
+    public static func canonicalize(_ text: String, allowLoopbackHTTP: Bool = false) -> String? {
+        guard let (components, scheme) = webComponents(text, allowLoopbackHTTP: allowLoopbackHTTP) else { return nil }
         guard components.percentEncodedPath.isEmpty || components.percentEncodedPath == "/" else { return nil }
-        return "https://" + authority(components)
+        return scheme + "://" + authority(components)
     }
 
     /// `canonicalResolverURL`: the same rules, but the path is allowed and kept verbatim in its
     /// percent-encoded form (a trailing slash included).
-    public static func canonicalizeResolver(_ text: String) -> String? {
-        guard let components = httpsComponents(text) else { return nil }
-        return "https://" + authority(components) + components.percentEncodedPath
+    public static func canonicalizeResolver(_ text: String, allowLoopbackHTTP: Bool = false) -> String? {
+        guard let (components, scheme) = webComponents(text, allowLoopbackHTTP: allowLoopbackHTTP) else { return nil }
+        return scheme + "://" + authority(components) + components.percentEncodedPath
+    }
+
+    /// A loopback host: `localhost`, `::1` or a dotted `127.x.y.z`.
+    public static func isLoopback(host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// The host (without port) of an https URL, or nil if it has none.
@@ -32,16 +43,24 @@ public enum RelayOrigin {
         return host
     }
 
-    /// The origin that serves a shard-map host (a bare authority, `host[:port]`).
-    public static func origin(forShardHost host: String) -> String? { canonicalize("https://" + host) }
+    /// The origin that serves a shard-map host (a bare authority, `host[:port]`): https, except
+    /// that a loopback resolver reached over http (local tests) names loopback owners over http.
+    public static func origin(forShardHost host: String, resolverURL: String? = nil) -> String? {
+        if let resolverURL, resolverURL.hasPrefix("http://"), let origin = canonicalize("http://" + host, allowLoopbackHTTP: true) {
+            return origin
+        }
+        return canonicalize("https://" + host)
+    }
 
-    private static func httpsComponents(_ text: String) -> URLComponents? {
+    private static func webComponents(_ text: String, allowLoopbackHTTP: Bool) -> (URLComponents, String)? {
         guard let components = URLComponents(string: text),
-              components.scheme?.lowercased() == "https",
+              let scheme = components.scheme?.lowercased(),
               let host = components.host, !host.isEmpty,
               components.user == nil, components.password == nil,
               components.query == nil, components.fragment == nil else { return nil }
-        return components
+        if scheme == "https" { return (components, scheme) }
+        if scheme == "http", allowLoopbackHTTP, isLoopback(host: host) { return (components, scheme) }
+        return nil
     }
 
     private static func authority(_ components: URLComponents) -> String {

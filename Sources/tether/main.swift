@@ -17,6 +17,10 @@ usage: tether <command> [options]
 commands:
   relay     run the companion relay (tether relay --help)
   shardmap  show or publish the resolver v2 shard map in a relay database (tether shardmap --help)
+  mac       the Mac side: show a pairing link and QR code, then chat (tether mac --help)
+  phone     the phone side: pair from a link, show the code, then chat (tether phone --help)
+  unpair    end a pairing, on either side (tether unpair --help)
+  demo      watch a whole pairing on a local relay, narrated (tether demo --help)
 
 """
 
@@ -42,6 +46,10 @@ func relayEnvironment(_ arguments: inout [String], command: String) -> [String: 
 }
 
 switch command {
+case "mac": await runMacCommand(arguments)
+case "phone": await runPhoneCommand(arguments)
+case "unpair": await runUnpairCommand(arguments)
+case "demo": await runDemoCommand(arguments)
 case "shardmap":
     let help = """
     usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]

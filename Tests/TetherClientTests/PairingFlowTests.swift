@@ -99,13 +99,13 @@ final class PairingFlowTests: RelayTestCase {
         do {
             try await macSide
             XCTFail("three wrong codes")
-        } catch let error as CompanionSessionError {
+        } catch let error as CompanionError {
             XCTAssertEqual(error, .wrongCode)
         }
         do {
             try await phoneSide
             XCTFail("declined")
-        } catch let error as CompanionSessionError {
+        } catch let error as CompanionError {
             XCTAssertEqual(error, .pairingDeclined)
             XCTAssertEqual(error.description, "The pairing was declined on your Mac. Make sure the code matches and try again.")
         }

@@ -1,0 +1,4 @@
+#ifndef TETHER_CQRENCODE_SHIM_H
+#define TETHER_CQRENCODE_SHIM_H
+#include <qrencode.h>
+#endif

@@ -1,0 +1,58 @@
+public import TetherWire
+
+/// A working session between the paired devices, after pairing or reconnect setup: application
+/// frames of any size both ways. The control envelopes that are not the application's own are
+/// handled here: a `ping` is answered with `pong` (on the Mac), `unpairing`/`unpaired` end the
+/// pairing; every other frame is the application's.
+public final class CompanionConnection: @unchecked Sendable {
+    public enum Incoming: Sendable, Equatable {
+        case message([UInt8])
+        /// The other device unpaired (its farewell arrived).
+        case peerUnpaired
+    }
+
+    public let role: RelayRole
+    public let channel: SecureChannel
+    public let socket: AdmittedSocket
+
+    init(role: RelayRole, channel: SecureChannel, socket: AdmittedSocket) {
+        self.role = role
+        self.channel = channel
+        self.socket = socket
+    }
+
+    /// Sends one application frame (chunked as needed).
+    public func send(_ frame: [UInt8]) throws(CompanionError) {
+        do { try channel.send(frame) } catch { throw .channel(error) }
+    }
+
+    /// The next application frame or event; nil once the connection closed.
+    public func receive() async throws(CompanionError) -> Incoming? {
+        while true {
+            let next: [UInt8]?
+            do { next = try await channel.receive() } catch { throw .channel(error) }
+            guard let frame = next else { return nil }
+            if frame.isEmpty { continue }  // dropped (client.md §12.1)
+            guard frame.first == UInt8(ascii: "{"), let envelope = CompanionEnvelope(frame: frame) else { return .message(frame) }
+            switch envelope.payload {
+            case .ping:
+                if role == .mac { try? channel.send(CompanionEnvelope(requestID: envelope.requestID, .pong).frame) }
+            case .pong:
+                continue
+            case .unpairing, .unpaired:
+                return .peerUnpaired
+            default:
+                return .message(frame)
+            }
+        }
+    }
+
+    /// Tells the other device this pairing is over (`unpairing` from the phone, `unpaired` from
+    /// the Mac, client.md §12.6), then closes.
+    public func sayFarewell() {
+        try? channel.send(CompanionEnvelope(role == .phone ? .unpairing : .unpaired).frame)
+        channel.close()
+    }
+
+    public func close() { channel.close() }
+}

@@ -1,0 +1,137 @@
+import Foundation
+public import TetherNet
+public import TetherWire
+
+/// What an endpoint tells its user interface, in order. Both roles use one vocabulary.
+public enum EndpointEvent: Sendable, Equatable {
+    /// Mac: show this pairing link (and its QR code); it replaces any earlier one.
+    case pairingLink(PairingLink)
+    /// Mac: parked in the room, waiting for the phone.
+    case waitingForPeer
+    /// Phone: the relay this pairing goes through (origin), and the host to disclose when it
+    /// is not the official one (punycode for non-ASCII labels).
+    case relay(origin: String, disclosedHost: String?)
+    /// Mac: a phone finished the handshake; the code it shows must be typed now.
+    case enterCode
+    /// Mac: a wrong code; `attemptsLeft` more may be tried.
+    case wrongCode(attemptsLeft: Int)
+    /// Phone: show this six-digit code until the Mac decides.
+    case showCode(String)
+    /// Phone: the code is void (the connection dropped or the verdict came); stop showing it.
+    case codeWithdrawn
+    /// A pairing ended without success and a new attempt starts (the reason).
+    case pairingRestarted(String)
+    /// The pairing was confirmed and stored.
+    case paired
+    /// An end-to-end session is up (after pairing or a reconnect).
+    case connected
+    /// An application frame from the other device.
+    case message([UInt8])
+    /// The session or an attempt ended; the next attempt follows in `retryIn` seconds.
+    case disconnected(reason: String, retryIn: Double)
+}
+
+/// The pieces both endpoints share: where to connect from, the state directory, the event sink,
+/// the outgoing-message queue, and the session pump.
+public struct EndpointContext: Sendable {
+    public let loop: EventLoop
+    public let tls: TLSClientContext?
+    public let state: StateDirectory
+    public let events: @Sendable (EndpointEvent) -> Void
+
+    public init(loop: EventLoop, tls: TLSClientContext? = nil, state: StateDirectory, events: @escaping @Sendable (EndpointEvent) -> Void) {
+        self.loop = loop
+        self.tls = tls
+        self.state = state
+        self.events = events
+    }
+}
+
+/// Application frames to send: delivered at once while a session is up, held (in order) while
+/// there is none and delivered when the next session starts.
+final class Outbox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pending: [[UInt8]] = []
+    private var connection: CompanionConnection?
+
+    func send(_ frame: [UInt8]) {
+        let live: CompanionConnection? = lock.withLock {
+            if connection == nil { pending.append(frame) }
+            return connection
+        }
+        if let live, (try? live.send(frame)) == nil { lock.withLock { pending.append(frame) } }
+    }
+
+    func attach(_ live: CompanionConnection) {
+        let queued: [[UInt8]] = lock.withLock {
+            connection = live
+            defer { pending = [] }
+            return pending
+        }
+        for frame in queued { try? live.send(frame) }
+    }
+
+    func detach() { lock.withLock { connection = nil } }
+
+    var current: CompanionConnection? { lock.withLock { connection } }
+}
+
+/// How a session ended.
+enum SessionEnd: Sendable {
+    case closed(code: UInt16, reason: String)
+    case failed(CompanionError)
+    case peerUnpaired
+}
+
+extension EndpointContext {
+    /// Delivers frames from the session until it ends; outgoing frames flow through `outbox`.
+    func serve(_ connection: CompanionConnection, outbox: Outbox) async -> SessionEnd {
+        outbox.attach(connection)
+        defer { outbox.detach() }
+        while true {
+            do throws(CompanionError) {
+                guard let incoming = try await connection.receive() else {
+                    let close = await connection.socket.ended()
+                    return .closed(code: close.code, reason: close.reason)
+                }
+                switch incoming {
+                case let .message(frame): events(.message(frame))
+                case .peerUnpaired:
+                    connection.close()
+                    return .peerUnpaired
+                }
+            } catch {
+                return .failed(error)
+            }
+        }
+    }
+
+    /// Sleeps `seconds` (returns early only when the task is cancelled).
+    func pause(_ seconds: Double) async {
+        try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+    }
+
+    /// A relay close that means the room no longer exists (client.md §14, relay.md §9): the
+    /// pairing cannot come back by retrying.
+    static func roomGone(_ reason: String) -> Bool { reason == "room deleted" || reason == "room expired" }
+
+    /// The delay before the next attempt after `error`, or nil if retrying cannot help.
+    static func retryDelay(after signal: RelaySignal, backoff: inout ReconnectBackoff) -> Double? {
+        switch signal {
+        case .fatal: nil
+        case .reResolve: 0
+        case .displaced, .quotaExceeded: signal.fixedDelaySeconds
+        case .transient: backoff.next()
+        }
+    }
+
+    /// Unpair (client.md §12.6): a signed `/delete` for the room (403 `not established` counts
+    /// as done), then the local pairing is wiped. A relay that cannot be reached leaves the
+    /// pairing in place, so the user can try again.
+    func unpair(room: RelayRoom, secret: RoomSecret?) async throws(CompanionError) {
+        if let secret {
+            do { try await RelayCalls(room: room, loop: loop, tls: tls).delete(roomSecret: secret) } catch { throw .calls(error) }
+        }
+        state.wipePairing()
+    }
+}

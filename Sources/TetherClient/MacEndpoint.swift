@@ -1,0 +1,303 @@
+import Foundation
+public import TetherCrypto
+import TetherNet
+public import TetherWire
+
+/// The Mac role (client.md §16; design "Pairing flow", "Established rooms", "Reconnection"):
+/// unpaired, it mints a pairing id, parks in the room and shows the link, answers the phone's
+/// Noise XK handshake, takes the phone's code as typed input (3 attempts, constant-time),
+/// sends the verdict, pins the phone's key, stores the couriered room secret and acks it;
+/// paired, it parks with signed joins and serves the session, re-parking whenever it ends.
+public final class MacEndpoint: @unchecked Sendable {
+    /// How long a pairing link lives without a phone using it (client.md §2.6).
+    public static let pairingLinkLifetime: Double = 120
+    /// Routine re-park delay: 5 s doubling to a 60 s cap, reset by a successful park (§14).
+    static func reparkDelay(failures: Int) -> Double { min(60, 5 * Double(1 << min(failures, 4))) }
+
+    public let context: EndpointContext
+    /// Where a new pairing lives (ignored once paired: the stored pairing names its relay).
+    public let transport: PairingLink.Transport?
+    public var pairingLinkLifetime = MacEndpoint.pairingLinkLifetime
+    private let enterCode: @Sendable (Int) async -> String?
+    private let outbox = Outbox()
+
+    /// `enterCode(attempt)` returns the code the user typed, or nil if no more input will come.
+    public init(context: EndpointContext, transport: PairingLink.Transport?, enterCode: @escaping @Sendable (Int) async -> String?) {
+        self.context = context
+        self.transport = transport
+        self.enterCode = enterCode
+    }
+
+    private var events: @Sendable (EndpointEvent) -> Void { context.events }
+    private var state: StateDirectory { context.state }
+
+    /// Sends an application frame to the phone (held until a session is up).
+    public func send(_ frame: [UInt8]) { outbox.send(frame) }
+
+    /// Closes the current session, if any (the process is about to end).
+    public func closeSession() { outbox.current?.close() }
+
+    /// Pairs if needed, then serves sessions until a fatal error (thrown) or cancellation.
+    public func run() async throws(CompanionError) {
+        let key: X25519.PrivateKey
+        do { key = try state.staticKey() } catch { throw .state(error) }
+        while !Task.isCancelled {
+            if let pairing = try storedPairing() {
+                try await serveEstablished(pairing, key: key)
+            } else {
+                try await pairOnce(key: key)
+            }
+        }
+    }
+
+    private func storedPairing() throws(CompanionError) -> (MacPairing, RoomSecret)? {
+        do {
+            guard let pairing = try state.macPairing(), let secret = try state.roomSecret() else { return nil }
+            return (pairing, secret)
+        } catch { throw .state(error) }
+    }
+
+    // MARK: First pairing
+
+    /// One pairing id's life: park, wait for a phone, confirm. Returns when paired (the session
+    /// then ran and ended), or when the id expired or was voided (the caller starts a new one).
+    private func pairOnce(key: X25519.PrivateKey) async throws(CompanionError) {
+        guard let transport else { throw .notPaired }
+        let pid = PairingLink.makePairingID(randomBytes: SecureRandom.bytes(8))
+        let link: PairingLink
+        do { link = try PairingLink(transport: transport, responderStaticKey: key.publicKey.rawRepresentation, pairingID: pid, allowLoopbackHTTP: true) }
+        catch { throw .invalidLink(error) }
+        let resolver = RelayResolver(transport: transport, loop: context.loop, tls: context.tls)
+        let expiry = Date().addingTimeInterval(pairingLinkLifetime)
+        var announced = false
+        var failures = 0
+        while !Task.isCancelled {
+            let remaining = expiry.timeIntervalSinceNow
+            guard remaining > 0 else { return events(.pairingRestarted(CompanionError.pairingExpired.description)) }
+            let socket: AdmittedSocket
+            let room: RelayRoom
+            do {
+                room = RelayRoom(origin: try await resolve(resolver, link.roomName, force: failures > 0), name: link.roomName)
+                socket = try await join(room, proof: .park)
+            } catch {
+                if error.signal == .fatal { throw error }
+                let delay = min(Self.reparkDelay(failures: failures), max(0, remaining))
+                failures += 1
+                events(.disconnected(reason: error.description, retryIn: delay))
+                await context.pause(delay)
+                continue
+            }
+            failures = 0
+            if !announced {
+                announced = true
+                events(.pairingLink(link))
+            }
+            events(.waitingForPeer)
+            let channel: SecureChannel
+            do throws(CompanionError) {
+                channel = try await withDeadline(seconds: remaining, onTimeout: .pairingExpired) { () throws(CompanionError) in
+                    try await Self.respond(socket, key: key, pairingID: pid, pinnedPeer: nil)
+                }
+            } catch .pairingExpired {
+                socket.close()
+                return events(.pairingRestarted(CompanionError.pairingExpired.description))
+            } catch {
+                // The phone left mid-handshake or the park was lost: park again, same link.
+                socket.close()
+                continue
+            }
+            try await confirm(channel, socket: socket, link: link)
+            return
+        }
+    }
+
+    /// SAS entry, verdict, pin, room-secret courier, hello, then the session.
+    private func confirm(_ channel: SecureChannel, socket: AdmittedSocket, link: PairingLink) async throws(CompanionError) {
+        guard let phoneKey = channel.remoteStaticKey else { throw .protocolViolation("no phone static key") }
+        events(.enterCode)
+        let entry = enterCode
+        let events = self.events
+        let outcome: Result<Void, CompanionError> = await withTaskGroup(of: Result<Void, CompanionError>?.self) { group in
+            group.addTask {
+                do throws(CompanionError) {
+                    try await CompanionSession.confirmOnMac(channel) { attempt in
+                        if attempt > 1 { events(.wrongCode(attemptsLeft: 4 - attempt)) }
+                        return await entry(attempt) ?? ""
+                    }
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                _ = await socket.ended()
+                return Task.isCancelled ? nil : .failure(.pairingDeclined)
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .failure(.pairingDeclined)
+        }
+        switch outcome {
+        case .success: break
+        case .failure(.wrongCode):
+            socket.close()
+            return events(.pairingRestarted(CompanionError.wrongCode.description))
+        case .failure:
+            try? channel.send(PairingVerdict.rejected.frame)
+            socket.close()
+            return events(.pairingRestarted("the phone left before the code was confirmed"))
+        }
+        let pairing = MacPairing(transport: link.transport, pairingID: link.pairingID, phoneStaticKey: phoneKey)
+        let state = self.state
+        do {
+            _ = try await withDeadline(seconds: 30, onTimeout: .timedOut("the phone's room secret")) { () throws(CompanionError) in
+                try await CompanionSession.acceptRoomSecret(channel) { secret in
+                    // The secret first: a stored pairing always has its secret.
+                    try state.storeRoomSecret(secret)
+                    try state.storeMacPairing(pairing)
+                }
+            }
+            try await withDeadline(seconds: 30, onTimeout: .timedOut("the phone's hello")) { () throws(CompanionError) in
+                try await CompanionSession.helloOnMac(channel)
+            }
+        } catch {
+            socket.close()
+            if (try? storedPairing()) == nil {
+                return events(.pairingRestarted(error.description))
+            }
+            events(.paired)
+            return events(.disconnected(reason: error.description, retryIn: 0))
+        }
+        events(.paired)
+        try await session(CompanionConnection(role: .mac, channel: channel, socket: socket), backoff: nil)
+    }
+
+    // MARK: Established room
+
+    private func serveEstablished(_ stored: (MacPairing, RoomSecret), key: X25519.PrivateKey) async throws(CompanionError) {
+        let (pairing, secret) = stored
+        let name = RoomName(responderStaticKey: key.publicKey.rawRepresentation, pairingID: pairing.pairingID)
+        let resolver = RelayResolver(transport: pairing.transport, loop: context.loop, tls: context.tls)
+        var failures = 0
+        var forceResolve = false
+        while !Task.isCancelled {
+            guard (try? state.macPairing()) != nil else { return }   // unpaired meanwhile
+            let room: RelayRoom
+            let socket: AdmittedSocket
+            do {
+                room = RelayRoom(origin: try await resolve(resolver, name, force: forceResolve), name: name)
+                socket = try await join(room, proof: .signed(secret))
+            } catch {
+                try await wait(after: error, failures: &failures, forceResolve: &forceResolve)
+                continue
+            }
+            failures = 0
+            forceResolve = false
+            events(.waitingForPeer)
+            let connection: CompanionConnection
+            do throws(CompanionError) {
+                let channel = try await Self.respond(socket, key: key, pairingID: pairing.pairingID, pinnedPeer: pairing.phoneStaticKey)
+                let state = self.state
+                _ = try await withDeadline(seconds: 15, onTimeout: .timedOut("the phone's room secret")) { () throws(CompanionError) in
+                    try await CompanionSession.acceptRoomSecret(channel) { couriered in
+                        if couriered != secret { try state.storeRoomSecret(couriered) }
+                    }
+                }
+                try await withDeadline(seconds: 15, onTimeout: .timedOut("the phone's hello")) { () throws(CompanionError) in
+                    try await CompanionSession.helloOnMac(channel)
+                }
+                connection = CompanionConnection(role: .mac, channel: channel, socket: socket)
+            } catch {
+                socket.close()
+                let close = await socket.ended()
+                if EndpointContext.roomGone(close.reason) { return try roomGone(close.reason) }
+                let delay = Self.reparkDelay(failures: failures)
+                failures += 1
+                events(.disconnected(reason: error.description, retryIn: delay))
+                await context.pause(delay)
+                continue
+            }
+            try await session(connection, backoff: nil)
+            // A fresh secret from the phone (re-pairing on its side) takes effect at the next park.
+            if let (_, current) = try storedPairing(), current != secret { return }
+        }
+    }
+
+    /// Serves one session; returns when it ended and a re-park should follow.
+    private func session(_ connection: CompanionConnection, backoff: Double?) async throws(CompanionError) {
+        events(.connected)
+        switch await context.serve(connection, outbox: outbox) {
+        case .peerUnpaired:
+            state.wipePairing()
+            throw .unpairedByPeer
+        case let .closed(code, reason):
+            if EndpointContext.roomGone(reason) { return try roomGone(reason) }
+            let signal = RelaySignal.close(code: code, reason: reason)
+            let delay = signal.fixedDelaySeconds ?? 0
+            events(.disconnected(reason: "relay closed the connection (\(code)\(reason.isEmpty ? "" : " \(reason)"))", retryIn: delay))
+            await context.pause(delay)
+        case let .failed(error):
+            // An AEAD failure tears the channel down; a fresh handshake follows at once (§9.6).
+            connection.close()
+            events(.disconnected(reason: error.description, retryIn: 0))
+        }
+    }
+
+    private func roomGone(_ reason: String) throws(CompanionError) {
+        state.wipePairing()
+        throw .needsRepairing(reason)
+    }
+
+    private func wait(after error: CompanionError, failures: inout Int, forceResolve: inout Bool) async throws(CompanionError) {
+        if case let .relay(.refused(reason)) = error, reason == "bad signature" {
+            // The room is established with another verifier: this Mac's secret is stale.
+            throw .needsRepairing(reason)
+        }
+        let signal = error.signal
+        if signal == .fatal { throw error }
+        if case .reResolve = signal { forceResolve = true }
+        let delay = signal.fixedDelaySeconds ?? (forceResolve ? 0 : Self.reparkDelay(failures: failures))
+        failures += 1
+        events(.disconnected(reason: error.description, retryIn: delay))
+        await context.pause(delay)
+    }
+
+    // MARK: Plumbing
+
+    private static func respond(_ socket: AdmittedSocket, key: X25519.PrivateKey, pairingID: String,
+                                pinnedPeer: X25519.PublicKey?) async throws(CompanionError) -> SecureChannel {
+        do { return try await SecureChannel.respond(over: socket, staticKey: key, pairingID: pairingID, pinnedPeer: pinnedPeer) } catch { throw .channel(error) }
+    }
+
+    private func resolve(_ resolver: RelayResolver, _ name: RoomName, force: Bool) async throws(CompanionError) -> String {
+        do { return try await resolver.origin(for: name, forceFresh: force) } catch { throw .resolve(error) }
+    }
+
+    private func join(_ room: RelayRoom, proof: JoinProof) async throws(CompanionError) -> AdmittedSocket {
+        do { return try await RelayAdmission.join(room, role: .mac, proof: proof, on: context.loop, tls: context.tls) } catch { throw .relay(error) }
+    }
+
+    /// Unpairs: tells a connected phone (`unpaired`), deletes the room on the relay, wipes the
+    /// pairing. Works without a running session too.
+    public func unpair() async throws(CompanionError) {
+        outbox.current?.sayFarewell()
+        try await Self.unpair(context: context)
+    }
+
+    public static func unpair(context: EndpointContext) async throws(CompanionError) {
+        let key: X25519.PrivateKey
+        let pairing: MacPairing?
+        let secret: RoomSecret?
+        do {
+            key = try context.state.staticKey()
+            pairing = try context.state.macPairing()
+            secret = try context.state.roomSecret()
+        } catch { throw .state(error) }
+        guard let pairing else { throw .notPaired }
+        let name = RoomName(responderStaticKey: key.publicKey.rawRepresentation, pairingID: pairing.pairingID)
+        let origin: String
+        do { origin = try await RelayResolver(transport: pairing.transport, loop: context.loop, tls: context.tls).origin(for: name, forceFresh: true) }
+        catch { throw .resolve(error) }
+        try await context.unpair(room: RelayRoom(origin: origin, name: name), secret: secret)
+    }
+}

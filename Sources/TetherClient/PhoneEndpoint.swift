@@ -1,0 +1,297 @@
+import Foundation
+public import TetherCrypto
+import TetherNet
+public import TetherWire
+
+/// The phone role (client.md §16): validates the pairing link, resolves the relay, obtains a
+/// ticket from its `Attester` when the relay asks for attestation, joins, runs Noise XK as
+/// initiator, shows the code until the Mac's verdict, mints and couriers the room secret,
+/// registers the verifier only after the Mac's ack; afterwards it reconnects with signed joins,
+/// re-couriers the secret and re-runs `hello` on every connection, and classifies every close.
+public final class PhoneEndpoint: @unchecked Sendable {
+    /// How long the code is shown while the Mac decides (client.md §14).
+    public static let verdictTimeout: Double = 180
+    /// Re-resolves allowed for one attempt when the map is stale (client.md §14).
+    static let reResolveMaxAttempts = 3
+
+    public let context: EndpointContext
+    public let attester: (any Attester)?
+    private let outbox = Outbox()
+
+    public init(context: EndpointContext, attester: (any Attester)? = nil) {
+        self.context = context
+        self.attester = attester
+    }
+
+    private var events: @Sendable (EndpointEvent) -> Void { context.events }
+    private var state: StateDirectory { context.state }
+
+    /// Sends an application frame to the Mac (held until a session is up).
+    public func send(_ frame: [UInt8]) { outbox.send(frame) }
+
+    /// Closes the current session, if any (the process is about to end).
+    public func closeSession() { outbox.current?.close() }
+
+    /// Pairs with the Mac that shows `link`, then serves sessions like `run()`.
+    public func pair(_ link: PairingLink) async throws(CompanionError) {
+        let key = try staticKey()
+        guard case .direct(nil) = link.transport else {
+            try await firstPairing(link, key: key)
+            return try await run()
+        }
+        throw .resolve(.noTransport)
+    }
+
+    /// Serves sessions of the stored pairing until a fatal error (thrown) or cancellation.
+    public func run() async throws(CompanionError) {
+        let key = try staticKey()
+        guard let (link, secret) = try storedPairing() else { throw .notPaired }
+        let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls)
+        var backoff = ReconnectBackoff()
+        var resolved = false
+        while !Task.isCancelled {
+            guard (try? state.phonePairing()) != nil else { throw .notPaired }
+            do throws(CompanionError) {
+                // v2: a fresh map before every reconnect attempt (client.md §5).
+                let room = RelayRoom(origin: try await resolve(resolver, link.roomName, force: resolved), name: link.roomName)
+                resolved = true
+                let socket = try await join(room, proof: .signed(secret))
+                let connection = try await establish(socket, room: room, link: link, key: key, secret: secret, deadline: 6)
+                backoff.reset()
+                try await session(connection, backoff: &backoff)
+            } catch {
+                try await wait(after: error, backoff: &backoff)
+            }
+        }
+    }
+
+    // MARK: First pairing
+
+    private func firstPairing(_ link: PairingLink, key: X25519.PrivateKey) async throws(CompanionError) {
+        let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls)
+        var origin = try await resolve(resolver, link.roomName, force: false)
+        events(.relay(origin: origin, disclosedHost: link.disclosedHost))
+        var socket: AdmittedSocket?
+        var room = RelayRoom(origin: origin, name: link.roomName)
+        for attempt in 1...Self.reResolveMaxAttempts {
+            do throws(CompanionError) {
+                socket = try await join(room, proof: try await pairingProof(room))
+                break
+            } catch {
+                guard case .reResolve = error.signal, attempt < Self.reResolveMaxAttempts else { throw error }
+                origin = try await resolve(resolver, link.roomName, force: true)
+                room = RelayRoom(origin: origin, name: link.roomName)
+            }
+        }
+        guard let socket else { throw .relay(.unreachable("no attempt left")) }
+        let channel: SecureChannel
+        do throws(CompanionError) {
+            channel = try await withDeadline(seconds: 15, onTimeout: .timedOut("the secure handshake")) { () throws(CompanionError) in
+                try await Self.initiate(socket, key: key, link: link)
+            }
+        } catch {
+            socket.close()
+            throw error
+        }
+        events(.showCode(channel.sas))
+        do throws(CompanionError) {
+            try await withDeadline(seconds: Self.verdictTimeout, onTimeout: .timedOut("the Mac's confirmation")) { () throws(CompanionError) in
+                try await CompanionSession.awaitVerdict(channel)
+            }
+        } catch {
+            // The code is void the instant the connection drops or the verdict is negative.
+            events(.codeWithdrawn)
+            socket.close()
+            throw error
+        }
+        events(.codeWithdrawn)
+        let secret = RoomSecret.generate()
+        do {
+            try state.storeRoomSecret(secret)
+            try state.storePhonePairing(link)
+        } catch {
+            socket.close()
+            state.wipePairing()
+            throw .state(error)
+        }
+        events(.paired)
+        let connection: CompanionConnection
+        do throws(CompanionError) {
+            connection = try await setUp(channel, socket: socket, room: room, link: link, secret: secret)
+        } catch {
+            // Paired: the reconnect loop finishes the courier and registration.
+            socket.close()
+            return events(.disconnected(reason: error.description, retryIn: 0))
+        }
+        var backoff = ReconnectBackoff()
+        try await session(connection, backoff: &backoff)
+    }
+
+    /// The proof of a pairing join: a ticket from the attester when the relay runs attestation,
+    /// `{}` in open mode (the relay answers `/attest` with 400 `attestation disabled`).
+    private func pairingProof(_ room: RelayRoom) async throws(CompanionError) -> JoinProof {
+        guard let attester else { return .park }
+        let calls = RelayCalls(room: room, loop: context.loop, tls: context.tls)
+        do {
+            let challenge = try await calls.challenge()
+            let hash = AttestClientData.hash(challenge: (try? Base64.decodeForgiving(challenge)) ?? [], origin: room.origin)
+            let object: [UInt8]
+            do { object = try await attester.attest(clientDataHash: hash) } catch { throw CompanionError.attestation("\(error)") }
+            return .ticket(try await calls.attest(challenge: challenge, attestationObject: object))
+        } catch let error as RelayCallError {
+            if case .refused(400, "attestation disabled") = error { return .park }
+            throw .calls(error)
+        } catch let error as CompanionError {
+            throw error
+        } catch {
+            throw .attestation("\(error)")
+        }
+    }
+
+    // MARK: Every connection
+
+    /// Handshake (pinned Mac key from the link), then the setup messages.
+    private func establish(_ socket: AdmittedSocket, room: RelayRoom, link: PairingLink, key: X25519.PrivateKey, secret: RoomSecret,
+                           deadline: Double) async throws(CompanionError) -> CompanionConnection {
+        do throws(CompanionError) {
+            let channel = try await withDeadline(seconds: deadline, onTimeout: .timedOut("the secure handshake")) { () throws(CompanionError) in
+                try await Self.initiate(socket, key: key, link: link)
+            }
+            return try await setUp(channel, socket: socket, room: room, link: link, secret: secret)
+        } catch {
+            socket.close()
+            throw error
+        }
+    }
+
+    /// Courier the room secret (request 1), register after the ack if not yet done, `hello`
+    /// (request 2): client.md §12.4, §12.5.
+    private func setUp(_ channel: SecureChannel, socket: AdmittedSocket, room: RelayRoom, link: PairingLink,
+                       secret: RoomSecret) async throws(CompanionError) -> CompanionConnection {
+        try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's acknowledgement")) { () throws(CompanionError) in
+            try await CompanionSession.courierRoomSecret(channel, secret, requestID: 1)
+        }
+        if state.registeredRoom != room.name.hex, let token = socket.registrationToken {
+            try await register(room, token: token, secret: secret)
+            do { try state.markRegistered(room.name) } catch { throw .state(error) }
+        }
+        try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's hello")) { () throws(CompanionError) in
+            try await CompanionSession.helloFromPhone(channel, requestID: 2)
+        }
+        return CompanionConnection(role: .phone, channel: channel, socket: socket)
+    }
+
+    /// `/register`: with an assertion from the attested key when there is an attester and the
+    /// relay wants one (`assertion required`), plainly otherwise.
+    private func register(_ room: RelayRoom, token: String, secret: RoomSecret) async throws(CompanionError) {
+        let calls = RelayCalls(room: room, loop: context.loop, tls: context.tls)
+        do {
+            try await calls.register(registrationToken: token, verifier: secret.verifier)
+        } catch .refused(403, "assertion required") {
+            guard let attester else { throw .calls(.refused(status: 403, error: "assertion required")) }
+            do {
+                let challenge = try await calls.challenge()
+                let hash = AttestClientData.hash(challenge: (try? Base64.decodeForgiving(challenge)) ?? [], origin: room.origin)
+                let assertion: [UInt8]
+                do { assertion = try await attester.assert(clientDataHash: hash) } catch { throw CompanionError.attestation("\(error)") }
+                try await calls.register(registrationToken: token, verifier: secret.verifier, challenge: challenge, assertion: assertion)
+            } catch let error as RelayCallError {
+                throw .calls(error)
+            } catch let error as CompanionError {
+                throw error
+            } catch {
+                throw .attestation("\(error)")
+            }
+        } catch {
+            throw .calls(error)
+        }
+    }
+
+    private func session(_ connection: CompanionConnection, backoff: inout ReconnectBackoff) async throws(CompanionError) {
+        events(.connected)
+        switch await context.serve(connection, outbox: outbox) {
+        case .peerUnpaired:
+            state.wipePairing()
+            throw .unpairedByPeer
+        case let .closed(code, reason):
+            if EndpointContext.roomGone(reason) { return try roomGone(reason) }
+            let signal = RelaySignal.close(code: code, reason: reason)
+            let delay = EndpointContext.retryDelay(after: signal, backoff: &backoff) ?? 0
+            events(.disconnected(reason: "relay closed the connection (\(code)\(reason.isEmpty ? "" : " \(reason)"))", retryIn: delay))
+            await context.pause(delay)
+        case let .failed(error):
+            // An AEAD failure tears the channel down; a fresh handshake follows at once (§9.6).
+            connection.close()
+            events(.disconnected(reason: error.description, retryIn: 0))
+        }
+    }
+
+    private func wait(after error: CompanionError, backoff: inout ReconnectBackoff) async throws(CompanionError) {
+        if case let .relay(.refused(reason)) = error, ["bad signature", "ticket required", "signature required"].contains(reason) {
+            // The room is gone or belongs to another verifier: signed joins cannot succeed.
+            throw .needsRepairing(reason)
+        }
+        if case let .relay(.closed(_, reason)) = error, EndpointContext.roomGone(reason) { return try roomGone(reason) }
+        guard let delay = EndpointContext.retryDelay(after: error.signal, backoff: &backoff) else { throw error }
+        events(.disconnected(reason: error.description, retryIn: delay))
+        await context.pause(delay)
+    }
+
+    private func roomGone(_ reason: String) throws(CompanionError) {
+        state.wipePairing()
+        throw .needsRepairing(reason)
+    }
+
+    // MARK: Plumbing
+
+    private func staticKey() throws(CompanionError) -> X25519.PrivateKey {
+        do { return try state.staticKey() } catch { throw .state(error) }
+    }
+
+    private func storedPairing() throws(CompanionError) -> (PairingLink, RoomSecret)? {
+        do {
+            guard let link = try state.phonePairing(), let secret = try state.roomSecret() else { return nil }
+            return (link, secret)
+        } catch { throw .state(error) }
+    }
+
+    private static func initiate(_ socket: AdmittedSocket, key: X25519.PrivateKey, link: PairingLink) async throws(CompanionError) -> SecureChannel {
+        do {
+            let macKey = try X25519.PublicKey(rawRepresentation: link.responderStaticKey)
+            return try await SecureChannel.initiate(over: socket, staticKey: key, responderStaticKey: macKey, pairingID: link.pairingID)
+        } catch let error as SecureChannelError {
+            throw .channel(error)
+        } catch {
+            throw .channel(.handshakeFailed("\(error)"))
+        }
+    }
+
+    private func resolve(_ resolver: RelayResolver, _ name: RoomName, force: Bool) async throws(CompanionError) -> String {
+        do { return try await resolver.origin(for: name, forceFresh: force) } catch { throw .resolve(error) }
+    }
+
+    private func join(_ room: RelayRoom, proof: JoinProof) async throws(CompanionError) -> AdmittedSocket {
+        do { return try await RelayAdmission.join(room, role: .phone, proof: proof, on: context.loop, tls: context.tls) } catch { throw .relay(error) }
+    }
+
+    /// Unpairs: tells a connected Mac (`unpairing`), deletes the room on the relay, wipes the
+    /// pairing. Works without a running session too.
+    public func unpair() async throws(CompanionError) {
+        outbox.current?.sayFarewell()
+        try await Self.unpair(context: context)
+    }
+
+    public static func unpair(context: EndpointContext) async throws(CompanionError) {
+        let link: PairingLink?
+        let secret: RoomSecret?
+        do {
+            link = try context.state.phonePairing()
+            secret = try context.state.roomSecret()
+        } catch { throw .state(error) }
+        guard let link else { throw .notPaired }
+        let origin: String
+        do { origin = try await RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls).origin(for: link.roomName, forceFresh: true) }
+        catch { throw .resolve(error) }
+        try await context.unpair(room: RelayRoom(origin: origin, name: link.roomName), secret: secret)
+    }
+}

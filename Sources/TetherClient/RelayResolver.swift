@@ -1,0 +1,76 @@
+import Foundation
+public import TetherNet
+public import TetherWire
+
+/// Why no relay origin could be found for a room.
+public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A v1 link without `relay=` (client.md §2.2 rule 7).
+    case noTransport
+    case resolverUnreachable(String)
+    case resolverRefused(status: Int)
+    case invalidMap(String)
+    /// The map names an owner that is not a valid origin.
+    case invalidOwner(String)
+
+    public var description: String {
+        switch self {
+        case .noTransport: "No transport configured (no relay origin)"
+        case let .resolverUnreachable(why): "shard-map resolver unreachable: \(why)"
+        case let .resolverRefused(status): "shard-map resolver answered \(status)"
+        case let .invalidMap(why): "shard map rejected: \(why)"
+        case let .invalidOwner(host): "shard map names an unusable host: \(host)"
+        }
+    }
+}
+
+/// The relay origin of a pairing (client.md §5): the link's origin (v1), or the owner of the
+/// room's bucket in the resolver's shard map (v2). A map is adopted only if its version is
+/// higher than the one held; a forced refresh refetches first (before every reconnect, and on
+/// a 421 or a 4421 close).
+public final class RelayResolver: @unchecked Sendable {
+    public let transport: PairingLink.Transport
+    private let loop: EventLoop
+    private let tls: TLSClientContext?
+    private let lock = NSLock()
+    private var map: ShardMap?
+
+    public init(transport: PairingLink.Transport, loop: EventLoop, tls: TLSClientContext? = nil) {
+        self.transport = transport
+        self.loop = loop
+        self.tls = tls
+    }
+
+    /// The map currently held (v2 only).
+    public var currentMap: ShardMap? { lock.withLock { map } }
+
+    public func origin(for room: RoomName, forceFresh: Bool = false) async throws(ResolveError) -> String {
+        switch transport {
+        case .direct(nil): throw .noTransport
+        case let .direct(origin?): return origin
+        case let .resolved(resolverURL):
+            if forceFresh || currentMap == nil { try await refresh(resolverURL) }
+            guard let map = currentMap else { throw .invalidMap("none") }
+            let owner = map.owner(of: room)
+            guard let origin = RelayOrigin.origin(forShardHost: owner, resolverURL: resolverURL) else { throw .invalidOwner(owner) }
+            return origin
+        }
+    }
+
+    private func refresh(_ url: String) async throws(ResolveError) {
+        // The shard-map GET carries no User-Agent (client.md §1).
+        let result: Result<HTTPClient.Response, NetError> = await withCheckedContinuation { continuation in
+            HTTPClient.request("GET", url, tls: url.hasPrefix("https://") ? tls : nil, on: loop) { continuation.resume(returning: $0) }
+        }
+        let response: HTTPClient.Response
+        switch result {
+        case let .failure(error): throw .resolverUnreachable("\(error)")
+        case let .success(answer): response = answer
+        }
+        guard (200..<300).contains(response.status) else { throw .resolverRefused(status: response.status) }
+        let fetched: ShardMap
+        do { fetched = try ShardMap(json: response.body) } catch { throw .invalidMap("\(error)") }
+        lock.withLock {
+            if fetched.version > (map?.version ?? Int.min) { map = fetched }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Glibc
+
+/// The terminal or pipes a peer command talks through. Interactive (both standard input and
+/// output are terminals): narration, the QR code and the chat share the screen. Scriptable
+/// (either is not a terminal): standard output carries only the pairing link, the code and the
+/// received chat lines, each on a line of its own; narration goes to standard error.
+final class Console: @unchecked Sendable {
+    let interactive: Bool
+    private let lock = NSLock()
+
+    init() {
+        interactive = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
+    }
+
+    /// A line that is part of the command's output (link, code, chat).
+    func output(_ line: String) { write(STDOUT_FILENO, line) }
+
+    /// Narration: on the screen when interactive, on standard error when scripted.
+    func say(_ line: String) { write(interactive ? STDOUT_FILENO : STDERR_FILENO, line) }
+
+    /// Narration that is always on standard error (diagnostics).
+    func note(_ line: String) { write(STDERR_FILENO, line) }
+
+    private func write(_ fd: Int32, _ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        lock.withLock {
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+    }
+
+    /// A received frame as one printable line: invalid UTF-8 becomes U+FFFD and control
+    /// characters are replaced too, so a peer cannot drive the terminal with escape sequences
+    /// or split one frame into several lines.
+    static func printable(_ frame: [UInt8]) -> String {
+        String(String(decoding: frame, as: UTF8.self).unicodeScalars.map { scalar -> Character in
+            let value = scalar.value
+            if value == 0x09 { return " " }
+            if value < 0x20 || (0x7F...0x9F).contains(value) || value == 0x2028 || value == 0x2029 { return "\u{FFFD}" }
+            return Character(scalar)
+        })
+    }
+}
+
+/// Lines from standard input, read on a thread of their own, for whichever part of the command
+/// asks next (the Mac's code entry, then the chat). Waiting is cancellation-aware.
+final class LineQueue: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var finished = false
+    private var waiters: [Int: CheckedContinuation<String?, Never>] = [:]
+    private var nextID = 0
+
+    /// Starts reading standard input.
+    func startReadingStandardInput() {
+        let thread = Thread { [self] in
+            while let line = readLine(strippingNewline: true) {
+                push(line.hasSuffix("\r") ? String(line.dropLast()) : line)
+            }
+            finish()
+        }
+        thread.start()
+    }
+
+    func push(_ line: String) {
+        let waiter: CheckedContinuation<String?, Never>? = lock.withLock {
+            if let (id, waiter) = waiters.min(by: { $0.key < $1.key }) {
+                waiters[id] = nil
+                return waiter
+            }
+            lines.append(line)
+            return nil
+        }
+        waiter?.resume(returning: line)
+    }
+
+    func finish() {
+        let all: [CheckedContinuation<String?, Never>] = lock.withLock {
+            finished = true
+            defer { waiters = [:] }
+            return Array(waiters.values)
+        }
+        for waiter in all { waiter.resume(returning: nil) }
+    }
+
+    /// The next line; nil at the end of input or when the waiting task is cancelled.
+    func next() async -> String? {
+        let id = lock.withLock {
+            nextID += 1
+            return nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready: String?? = lock.withLock {
+                    if !lines.isEmpty { return .some(lines.removeFirst()) }
+                    if finished || Task.isCancelled { return .some(nil) }
+                    waiters[id] = continuation
+                    return .none
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiter = lock.withLock { waiters.removeValue(forKey: id) }
+            waiter?.resume(returning: nil)
+        }
+    }
+}

@@ -1,0 +1,3 @@
+func runDemoCommand(_ arguments: [String]) async -> Never {
+    fail("demo: not yet")
+}

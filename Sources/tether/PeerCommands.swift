@@ -1,0 +1,322 @@
+import Foundation
+import Glibc
+import TetherClient
+import TetherNet
+import TetherWire
+
+/// Options every peer command shares.
+struct PeerOptions {
+    var state: String?
+    var caFile: String?
+    var rest: [String] = []
+    var values: [String: String] = [:]
+
+    /// Parses `--name VALUE` for the given names (and `--state`, `--ca`); other arguments are
+    /// left in `rest`.
+    init(_ arguments: [String], command: String, valued: Set<String> = []) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = argument.hasPrefix("--") ? String(argument.dropFirst(2)) : nil
+            if let name, name == "state" || name == "ca" || valued.contains(name) {
+                guard index + 1 < arguments.count else { fail("\(command): --\(name) needs a value") }
+                let value = arguments[index + 1]
+                switch name {
+                case "state": state = value
+                case "ca": caFile = value
+                default: values[name] = value
+                }
+                index += 2
+            } else if let name, name.contains("=") {
+                let parts = name.split(separator: "=", maxSplits: 1).map(String.init)
+                self = PeerOptions(Array(arguments[..<index]) + ["--" + parts[0], parts[1]] + Array(arguments[(index + 1)...]), command: command, valued: valued)
+                return
+            } else {
+                if let name, name != "help" { fail("\(command): unknown option --\(name)") }
+                rest.append(argument)
+                index += 1
+            }
+        }
+    }
+
+    /// The state directory: `--state`, else `$XDG_STATE_HOME/tether/<role>` (or
+    /// `~/.local/state/tether/<role>`).
+    func stateDirectory(role: PairingRecord.Role) -> StateDirectory {
+        let path = state ?? Self.defaultStatePath(role: role)
+        do {
+            if state == nil { try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true) }
+            return try StateDirectory(URL(fileURLWithPath: path))
+        } catch {
+            fail("\(error)", code: 1)
+        }
+    }
+
+    static func defaultStatePath(role: PairingRecord.Role) -> String {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/state")
+        return base + "/tether/" + role.rawValue
+    }
+
+    func tls() -> TLSClientContext? {
+        guard let caFile = caFile ?? ProcessInfo.processInfo.environment["TETHER_CA_FILE"] else { return nil }
+        do { return try TLSClientContext(caFile: caFile) } catch { fail("--ca: \(error)", code: 1) }
+    }
+}
+
+/// Runs an endpoint until it fails (exit 1 with the reason on one line), the other device
+/// unpairs (exit 0), or SIGINT/SIGTERM arrives (the session is closed, exit 0).
+func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () async throws(CompanionError) -> Void) async -> Never {
+    signal(SIGPIPE, SIG_IGN)
+    for number in [SIGINT, SIGTERM] {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            close()
+            // A moment for the close frames to leave.
+            usleep(100_000)
+            exit(0)
+        }
+        source.resume()
+        signalSources.append(source)
+    }
+    do {
+        try await body()
+        exit(0)
+    } catch .unpairedByPeer {
+        console.say(CompanionError.unpairedByPeer.description)
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+
+/// Narrates endpoint events for a person (interactive) or a script (scripted).
+func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role) {
+    switch event {
+    case let .pairingLink(link):
+        if console.interactive {
+            console.say("Scan this code with the phone, or open the link below on it:")
+            for line in TerminalQR.render(link.url, colors: true) ?? [] { console.output(line) }
+        } else if let lines = TerminalQR.render(link.url, colors: false) {
+            for line in lines { console.note(line) }
+        }
+        console.output(link.url)
+        console.say("Waiting for the phone. The link expires after 2 minutes without use.")
+    case .waitingForPeer:
+        if role == .mac { console.say("Parked on the relay; waiting for the phone.") }
+    case let .relay(origin, disclosed):
+        let host = RelayOrigin.host(of: origin) ?? origin
+        if let disclosed {
+            console.say("Relay: \(disclosed) (not the official relay: pair only if you set it up)")
+        } else {
+            console.say("Relay: \(host)")
+        }
+    case .enterCode:
+        console.say("A phone connected. Type the 6-digit code the phone shows, then Enter:")
+    case let .wrongCode(left):
+        console.say("That code does not match. \(left) attempt\(left == 1 ? "" : "s") left:")
+    case let .showCode(code):
+        console.say("Check that your Mac asks for this code, and type it there:")
+        console.output(code)
+    case .codeWithdrawn:
+        if console.interactive { console.say("(the code is no longer valid)") }
+    case let .pairingRestarted(reason):
+        console.say("\(reason) Making a new pairing link.")
+    case .paired:
+        console.say("Paired.")
+    case .connected:
+        console.say("Connected end-to-end. Type a line and press Enter to send it.")
+    case let .message(frame):
+        console.output(Console.printable(frame))
+    case let .disconnected(reason, delay):
+        console.say("Disconnected: \(reason). Retrying in \(String(format: "%.0f", delay.rounded(.up))) s.")
+    }
+}
+
+// MARK: - tether mac
+
+func runMacCommand(_ arguments: [String]) async -> Never {
+    let help = """
+    usage: tether mac --relay https://HOST[:PORT] [--state DIR] [--ca FILE]
+           tether mac --resolver https://HOST/shardmap.json [--state DIR] [--ca FILE]
+           tether mac [--state DIR]          (reconnect a paired Mac)
+
+    The Mac side of a pairing. Unpaired, it parks on the relay and prints the pairing link and
+    its QR code; type the six digits the phone shows. Paired, it reconnects with a signed join.
+    Then each line typed is sent to the phone and each line received is printed.
+    http:// relays are accepted for loopback hosts only (local tests).
+    --link-lifetime SECONDS   how long an unused link lives (default 120)
+
+    """
+    let options = PeerOptions(arguments, command: "mac", valued: ["relay", "resolver", "link-lifetime"])
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(help, terminator: "")
+        exit(0)
+    }
+    guard options.rest.isEmpty else { fail("mac: unexpected argument \(options.rest[0])") }
+    let console = Console()
+    let state = options.stateDirectory(role: .mac)
+    if state.pairedRole == .phone { fail("mac: \(state.url.path) holds a phone's pairing; use another --state", code: 1) }
+
+    var transport: PairingLink.Transport?
+    switch (options.values["relay"], options.values["resolver"]) {
+    case (nil, nil): break
+    case let (relay?, nil):
+        guard let origin = RelayOrigin.canonicalize(webOrigin(relay), allowLoopbackHTTP: true) else {
+            fail("mac: --relay must be an https origin such as https://relay.example.com (http only for loopback): \(relay)")
+        }
+        transport = .direct(relayOrigin: origin)
+    case let (nil, resolver?):
+        guard let url = RelayOrigin.canonicalizeResolver(webOrigin(resolver), allowLoopbackHTTP: true) else {
+            fail("mac: --resolver must be an https URL (http only for loopback): \(resolver)")
+        }
+        transport = .resolved(resolverURL: url)
+    default: fail("mac: give --relay or --resolver, not both")
+    }
+    if transport == nil, state.pairedRole == nil { fail("mac: not paired yet; give --relay https://HOST[:PORT] (or --resolver URL)") }
+    if transport != nil, state.pairedRole == .mac { console.note("tether: already paired; reconnecting (--relay/--resolver apply to a new pairing only)") }
+
+    let lines = LineQueue()
+    lines.startReadingStandardInput()
+    let group: EventLoopGroup
+    do { group = try EventLoopGroup(count: 1) } catch { fail("mac: \(error)", code: 1) }
+    let chat = ChatPump(lines: lines)
+    let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { event in
+        narrate(event, console: console, role: .mac)
+        if event == .paired || event == .connected { chat.start() }
+    }
+    let mac = MacEndpoint(context: context, transport: transport) { _ in await lines.next() }
+    if let lifetime = options.values["link-lifetime"] {
+        guard let seconds = Double(lifetime), seconds > 0 else { fail("mac: --link-lifetime needs a positive number of seconds") }
+        mac.pairingLinkLifetime = seconds
+    }
+    chat.send = { mac.send($0) }
+    await runPeer(console: console, close: { mac.closeSession() }) { () throws(CompanionError) in try await mac.run() }
+}
+
+// MARK: - tether phone
+
+func runPhoneCommand(_ arguments: [String]) async -> Never {
+    let help = """
+    usage: tether phone 'iterm2://pair?…' [--state DIR] [--ca FILE]
+           tether phone [--state DIR]        (reconnect a paired phone)
+
+    The phone side of a pairing: shows the relay and the six-digit code to type on the Mac,
+    then the same line chat as `tether mac`. Run again later, it reconnects.
+
+    """
+    let options = PeerOptions(arguments, command: "phone")
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(help, terminator: "")
+        exit(0)
+    }
+    guard options.rest.count <= 1 else { fail("phone: one pairing link at most") }
+    let console = Console()
+    let state = options.stateDirectory(role: .phone)
+    if state.pairedRole == .mac { fail("phone: \(state.url.path) holds a Mac's pairing; use another --state", code: 1) }
+    var link: PairingLink?
+    if let text = options.rest.first {
+        do { link = try PairingLink.parse(text, allowLoopbackHTTP: true) } catch { fail("phone: \(error)", code: 1) }
+    }
+    let stored: PairingLink?
+    do { stored = try state.phonePairing() } catch { fail("\(error)", code: 1) }
+    if let link, let stored, stored.roomName != link.roomName {
+        fail("phone: already paired with another Mac; run `tether unpair` first", code: 1)
+    }
+    if link == nil, stored == nil { fail("phone: not paired yet; give the pairing link the Mac shows", code: 1) }
+
+    let lines = LineQueue()
+    lines.startReadingStandardInput()
+    let group: EventLoopGroup
+    do { group = try EventLoopGroup(count: 1) } catch { fail("phone: \(error)", code: 1) }
+    let chat = ChatPump(lines: lines)
+    let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { event in
+        narrate(event, console: console, role: .phone)
+    }
+    let phone = PhoneEndpoint(context: context)
+    chat.send = { phone.send($0) }
+    chat.start()
+    let pairing = stored == nil ? link : nil
+    if let stored {
+        narrate(.relay(origin: storedOrigin(stored), disclosedHost: stored.disclosedHost), console: console, role: .phone)
+    }
+    await runPeer(console: console, close: { phone.closeSession() }) { () throws(CompanionError) in
+        if let pairing { try await phone.pair(pairing) } else { try await phone.run() }
+    }
+}
+
+private func storedOrigin(_ link: PairingLink) -> String {
+    switch link.transport {
+    case let .direct(origin): origin ?? "(none)"
+    case let .resolved(url): url
+    }
+}
+
+/// `ws://` and `wss://` are accepted where an origin is expected (as http/https).
+func webOrigin(_ text: String) -> String {
+    if text.lowercased().hasPrefix("wss://") { return "https://" + text.dropFirst(6) }
+    if text.lowercased().hasPrefix("ws://") { return "http://" + text.dropFirst(5) }
+    return text
+}
+
+/// Standard input lines into the chat, once the session may carry them.
+final class ChatPump: @unchecked Sendable {
+    private let lines: LineQueue
+    private let lock = NSLock()
+    private var started = false
+    var send: @Sendable ([UInt8]) -> Void = { _ in }
+
+    init(lines: LineQueue) { self.lines = lines }
+
+    func start() {
+        guard lock.withLock({ () -> Bool in
+            defer { started = true }
+            return !started
+        }) else { return }
+        let lines = self.lines, send = self.send
+        Task.detached {
+            while let line = await lines.next() { send(Array(line.utf8)) }
+        }
+    }
+}
+
+// MARK: - tether unpair
+
+func runUnpairCommand(_ arguments: [String]) async -> Never {
+    let help = """
+    usage: tether unpair [--state DIR] [--ca FILE]
+
+    Ends the pairing held in the state directory (either role): deletes the room on the relay
+    with a signed request, then forgets the pairing. Without --state, the default Mac and phone
+    directories are both checked.
+
+    """
+    let options = PeerOptions(arguments, command: "unpair")
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(help, terminator: "")
+        exit(0)
+    }
+    guard options.rest.isEmpty else { fail("unpair: unexpected argument \(options.rest[0])") }
+    let directories: [StateDirectory] = options.state != nil
+        ? [options.stateDirectory(role: .mac)]
+        : [PairingRecord.Role.mac, .phone].filter { FileManager.default.fileExists(atPath: PeerOptions.defaultStatePath(role: $0)) }
+            .map { options.stateDirectory(role: $0) }
+    let paired = directories.filter { $0.pairedRole != nil }
+    guard !paired.isEmpty else { fail("unpair: \(CompanionError.notPaired)", code: 1) }
+    let group: EventLoopGroup
+    do { group = try EventLoopGroup(count: 1) } catch { fail("unpair: \(error)", code: 1) }
+    for state in paired {
+        let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { _ in }
+        do throws(CompanionError) {
+            if state.pairedRole == .mac { try await MacEndpoint.unpair(context: context) } else { try await PhoneEndpoint.unpair(context: context) }
+        } catch {
+            fail("unpair: \(error)", code: 1)
+        }
+        print("Unpaired: the room is deleted on the relay and the pairing is forgotten (\(state.url.path)).")
+    }
+    exit(0)
+}
