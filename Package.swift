@@ -46,12 +46,12 @@ let package = Package(
 
         // MARK: Services
         // Rooms are confined to their loop like the network layer, so the same release setting applies.
-        .target(name: "TetherClient", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
+        .target(name: "TetherClient", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise", "TetherAttest"], swiftSettings: strict),
         .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "CSQLite"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
                           swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
@@ -65,7 +65,7 @@ let package = Package(
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherWire", "TetherCrypto", "TetherTestSupport", "CSQLite"], swiftSettings: strict),

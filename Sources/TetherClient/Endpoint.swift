@@ -119,7 +119,7 @@ extension EndpointContext {
     static func retryDelay(after signal: RelaySignal, backoff: inout ReconnectBackoff) -> Double? {
         switch signal {
         case .fatal: nil
-        case .reResolve: 0
+        case .reResolve: backoff.nextAfterReResolve()
         case .displaced, .quotaExceeded: signal.fixedDelaySeconds
         case .transient: backoff.next()
         }

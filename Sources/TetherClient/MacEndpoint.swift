@@ -71,13 +71,16 @@ public final class MacEndpoint: @unchecked Sendable {
         let expiry = Date().addingTimeInterval(pairingLinkLifetime)
         var announced = false
         var failures = 0
+        var parks = 0
         while !Task.isCancelled {
             let remaining = expiry.timeIntervalSinceNow
             guard remaining > 0 else { return events(.pairingRestarted(CompanionError.pairingExpired.description)) }
             let socket: AdmittedSocket
             let room: RelayRoom
             do {
-                room = RelayRoom(origin: try await resolve(resolver, link.roomName, force: failures > 0), name: link.roomName)
+                // Every re-park of a v2 link refetches the map: the park may have ended in a reshard.
+                room = RelayRoom(origin: try await resolve(resolver, link.roomName, force: parks > 0), name: link.roomName)
+                parks += 1
                 socket = try await join(room, proof: .park)
             } catch {
                 if error.signal == .fatal { throw error }
@@ -169,7 +172,7 @@ public final class MacEndpoint: @unchecked Sendable {
             return events(.disconnected(reason: error.description, retryIn: 0))
         }
         events(.paired)
-        try await session(CompanionConnection(role: .mac, channel: channel, socket: socket), backoff: nil)
+        _ = try await session(CompanionConnection(role: .mac, channel: channel, socket: socket))
     }
 
     // MARK: Established room
@@ -180,6 +183,7 @@ public final class MacEndpoint: @unchecked Sendable {
         let resolver = RelayResolver(transport: pairing.transport, loop: context.loop, tls: context.tls)
         var failures = 0
         var forceResolve = false
+        var reshardBackoff = ReconnectBackoff()
         while !Task.isCancelled {
             guard (try? state.macPairing()) != nil else { return }   // unpaired meanwhile
             let room: RelayRoom
@@ -188,11 +192,12 @@ public final class MacEndpoint: @unchecked Sendable {
                 room = RelayRoom(origin: try await resolve(resolver, name, force: forceResolve), name: name)
                 socket = try await join(room, proof: .signed(secret))
             } catch {
-                try await wait(after: error, failures: &failures, forceResolve: &forceResolve)
+                try await wait(after: error, failures: &failures, forceResolve: &forceResolve, reshardBackoff: &reshardBackoff)
                 continue
             }
             failures = 0
             forceResolve = false
+            reshardBackoff.reset()
             events(.waitingForPeer)
             let connection: CompanionConnection
             do throws(CompanionError) {
@@ -210,53 +215,58 @@ public final class MacEndpoint: @unchecked Sendable {
             } catch {
                 socket.close()
                 let close = await socket.ended()
-                if EndpointContext.roomGone(close.reason) { return try roomGone(close.reason) }
+                if EndpointContext.roomGone(close.reason) { try roomGone(close.reason) }
                 let delay = Self.reparkDelay(failures: failures)
                 failures += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
                 await context.pause(delay)
                 continue
             }
-            try await session(connection, backoff: nil)
+            if case .reResolve = try await session(connection) { forceResolve = true }
             // A fresh secret from the phone (re-pairing on its side) takes effect at the next park.
             if let (_, current) = try storedPairing(), current != secret { return }
         }
     }
 
-    /// Serves one session; returns when it ended and a re-park should follow.
-    private func session(_ connection: CompanionConnection, backoff: Double?) async throws(CompanionError) {
+    /// Serves one session; returns when it ended and a re-park should follow, with what the
+    /// relay's close said.
+    private func session(_ connection: CompanionConnection) async throws(CompanionError) -> RelaySignal {
         events(.connected)
         switch await context.serve(connection, outbox: outbox) {
         case .peerUnpaired:
             state.wipePairing()
             throw .unpairedByPeer
         case let .closed(code, reason):
-            if EndpointContext.roomGone(reason) { return try roomGone(reason) }
+            if EndpointContext.roomGone(reason) { try roomGone(reason) }
             let signal = RelaySignal.close(code: code, reason: reason)
             let delay = signal.fixedDelaySeconds ?? 0
             events(.disconnected(reason: "relay closed the connection (\(code)\(reason.isEmpty ? "" : " \(reason)"))", retryIn: delay))
             await context.pause(delay)
+            return signal
         case let .failed(error):
             // An AEAD failure tears the channel down; a fresh handshake follows at once (§9.6).
             connection.close()
             events(.disconnected(reason: error.description, retryIn: 0))
+            return .transient
         }
     }
 
-    private func roomGone(_ reason: String) throws(CompanionError) {
+    private func roomGone(_ reason: String) throws(CompanionError) -> Never {
         state.wipePairing()
         throw .needsRepairing(reason)
     }
 
-    private func wait(after error: CompanionError, failures: inout Int, forceResolve: inout Bool) async throws(CompanionError) {
+    private func wait(after error: CompanionError, failures: inout Int, forceResolve: inout Bool,
+                      reshardBackoff: inout ReconnectBackoff) async throws(CompanionError) {
         if case let .relay(.refused(reason)) = error, reason == "bad signature" {
             // The room is established with another verifier: this Mac's secret is stale.
             throw .needsRepairing(reason)
         }
         let signal = error.signal
         if signal == .fatal { throw error }
+        // After a reshard the Mac re-parks with the reconnect backoff (client.md §14).
         if case .reResolve = signal { forceResolve = true }
-        let delay = signal.fixedDelaySeconds ?? (forceResolve ? 0 : Self.reparkDelay(failures: failures))
+        let delay = signal.fixedDelaySeconds ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : Self.reparkDelay(failures: failures))
         failures += 1
         events(.disconnected(reason: error.description, retryIn: delay))
         await context.pause(delay)

@@ -19,6 +19,16 @@ public struct ReconnectBackoff: Sendable {
         return unit() * Self.bound(attempt: attempt)
     }
 
+    /// After a re-resolve signal: the first retry goes at once (to the new owner), later ones
+    /// back off, so nodes that disagree about the map for a moment are not hammered.
+    public mutating func nextAfterReResolve(unit: () -> Double = { Double.random(in: 0...1) }) -> Double {
+        if attempt == 0 {
+            attempt = 1
+            return 0
+        }
+        return next(unit: unit)
+    }
+
     /// A connection held: the next failure starts over at attempt 1.
     public mutating func reset() { attempt = 0 }
 }

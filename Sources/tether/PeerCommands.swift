@@ -1,6 +1,9 @@
 import Foundation
 import Glibc
+import Synchronization
+import TetherAttest
 import TetherClient
+import TetherCrypto
 import TetherNet
 import TetherWire
 
@@ -72,6 +75,7 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler {
+            shuttingDown.withLock { $0 = true }
             close()
             // A moment for the close frames to leave.
             usleep(100_000)
@@ -93,9 +97,12 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
 }
 
 nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+/// Set when a stop signal arrived: the session's own close is not news to narrate.
+let shuttingDown = Mutex(false)
 
 /// Narrates endpoint events for a person (interactive) or a script (scripted).
 func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role) {
+    if shuttingDown.withLock({ $0 }) { return }
     switch event {
     case let .pairingLink(link):
         if console.interactive {
@@ -202,14 +209,18 @@ func runMacCommand(_ arguments: [String]) async -> Never {
 
 func runPhoneCommand(_ arguments: [String]) async -> Never {
     let help = """
-    usage: tether phone 'iterm2://pair?…' [--state DIR] [--ca FILE]
+    usage: tether phone 'iterm2://pair?…' [--state DIR] [--ca FILE] [--attester DIR --app-id ID]
            tether phone [--state DIR]        (reconnect a paired phone)
 
     The phone side of a pairing: shows the relay and the six-digit code to type on the Mac,
     then the same line chat as `tether mac`. Run again later, it reconnects.
+    --attester DIR    attest with the software attester whose root `tether attester init DIR`
+                      made (for relays in attestation mode configured with that root)
+    --app-id ID       the relay's APP_ID (TEAMID.bundle.id), with --attester
+    --attest-env E    production (default) or development, as the relay's APPATTEST_ENV
 
     """
-    let options = PeerOptions(arguments, command: "phone")
+    let options = PeerOptions(arguments, command: "phone", valued: ["attester", "app-id", "attest-env"])
     if arguments.contains("--help") || arguments.contains("-h") {
         print(help, terminator: "")
         exit(0)
@@ -237,7 +248,7 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { event in
         narrate(event, console: console, role: .phone)
     }
-    let phone = PhoneEndpoint(context: context)
+    let phone = PhoneEndpoint(context: context, attester: softwareAttester(options))
     chat.send = { phone.send($0) }
     chat.start()
     let pairing = stored == nil ? link : nil
@@ -246,6 +257,27 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     }
     await runPeer(console: console, close: { phone.closeSession() }) { () throws(CompanionError) in
         if let pairing { try await phone.pair(pairing) } else { try await phone.run() }
+    }
+}
+
+/// The software attester `--attester DIR --app-id ID` names, if any.
+private func softwareAttester(_ options: PeerOptions) -> SoftwareAttester? {
+    guard let directory = options.values["attester"] else {
+        if options.values["app-id"] != nil { fail("phone: --app-id goes with --attester DIR") }
+        return nil
+    }
+    guard let appID = options.values["app-id"], !appID.isEmpty else { fail("phone: --attester needs --app-id (the relay's APP_ID)") }
+    let environment: AppAttestVerifier.Environment
+    switch options.values["attest-env"] ?? "production" {
+    case "production": environment = .production
+    case "development": environment = .development
+    case let other: fail("phone: --attest-env must be production or development, not \(other)")
+    }
+    do {
+        let authority = try AttesterAuthorityFiles(directory: directory).load()
+        return SoftwareAttester(appID: appID, environment: environment, authority: authority)
+    } catch {
+        fail("phone: --attester \(directory): \(error)", code: 1)
     }
 }
 

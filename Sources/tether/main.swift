@@ -21,6 +21,7 @@ commands:
   phone     the phone side: pair from a link, show the code, then chat (tether phone --help)
   unpair    end a pairing, on either side (tether unpair --help)
   demo      watch a whole pairing on a local relay, narrated (tether demo --help)
+  attester  make a software App Attest root for tests (tether attester --help)
 
 """
 
@@ -50,6 +51,7 @@ case "mac": await runMacCommand(arguments)
 case "phone": await runPhoneCommand(arguments)
 case "unpair": await runUnpairCommand(arguments)
 case "demo": await runDemoCommand(arguments)
+case "attester": runAttesterCommand(arguments)
 case "shardmap":
     let help = """
     usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]
