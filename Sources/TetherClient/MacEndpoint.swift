@@ -122,14 +122,20 @@ public final class MacEndpoint: @unchecked Sendable {
         let events = self.events
         let outcome: Result<Void, CompanionError> = await withTaskGroup(of: Result<Void, CompanionError>?.self) { group in
             group.addTask {
+                let inputEnded = InputEnded()
                 do throws(CompanionError) {
                     try await CompanionSession.confirmOnMac(channel) { attempt in
+                        if inputEnded.value { return "" }
                         if attempt > 1 { events(.wrongCode(attemptsLeft: 4 - attempt)) }
-                        return await entry(attempt) ?? ""
+                        guard let code = await entry(attempt) else {
+                            inputEnded.value = true
+                            return ""
+                        }
+                        return code
                     }
                     return .success(())
                 } catch {
-                    return .failure(error)
+                    return .failure(inputEnded.value && !Task.isCancelled ? .noCodeEntered : error)
                 }
             }
             group.addTask {
@@ -142,6 +148,12 @@ public final class MacEndpoint: @unchecked Sendable {
         }
         switch outcome {
         case .success: break
+        case .failure(.noCodeEntered):
+            // The verdict `rejected` is on its way; the close handshake sees it out before the
+            // caller (likely about to exit) goes on.
+            socket.close()
+            _ = await socket.ended()
+            throw .noCodeEntered
         case .failure(.wrongCode):
             socket.close()
             return events(.pairingRestarted(CompanionError.wrongCode.description))
@@ -309,5 +321,15 @@ public final class MacEndpoint: @unchecked Sendable {
         do { origin = try await RelayResolver(transport: pairing.transport, loop: context.loop, tls: context.tls).origin(for: name, forceFresh: true) }
         catch { throw .resolve(error) }
         try await context.unpair(room: RelayRoom(origin: origin, name: name), secret: secret)
+    }
+}
+
+/// Set once the code entry has no more input to give (then the pairing cannot be confirmed).
+private final class InputEnded: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ended = false
+    var value: Bool {
+        get { lock.withLock { ended } }
+        set { lock.withLock { ended = newValue } }
     }
 }

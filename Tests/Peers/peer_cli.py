@@ -224,6 +224,15 @@ def scenario_wrongcode():
     code = phone.expect(lambda l: SAS_LINE.match(l) is not None, what="SAS line")
     mac.type(code)
     chat(phone, mac, "paired on the second link", timeout=20)
+    # A scripted Mac whose standard input ends before a code arrives cannot confirm: it says so
+    # and exits non-zero; the phone hears "declined".
+    closed = peer("mac-eof", ["mac", "--relay", relay.origin, "--state", state("mac-eof")])
+    closed.proc.stdin.close()
+    link3 = closed.expect(lambda l: l.startswith("iterm2://pair?"), what="pairing link")
+    late = peer("phone-eof", ["phone", link3, "--state", state("phone-eof")])
+    check(closed.expect_exit() != 0, "the Mac fails without input")
+    check(closed.err and closed.err[-1] == "tether: standard input ended before the code was entered", closed.err[-1:])
+    check(late.expect_exit() != 0 and any("declined" in l for l in late.err), late.err[-1:])
 
 
 def scenario_expiry():
@@ -458,6 +467,11 @@ if __name__ == "__main__":
         code = 0
     except AssertionError as error:
         log(f"FAIL {SCENARIO}: {error}")
+        code = 1
+    except Exception as error:  # a crash of the driver is a failure too, with its cause
+        import traceback
+        traceback.print_exc(file=sys.stdout)
+        log(f"FAIL {SCENARIO}: {type(error).__name__}: {error}")
         code = 1
     finally:
         for p in PEERS:

@@ -11,9 +11,10 @@ final class PeerCommandEndToEndTests: XCTestCase {
         let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether").path
         guard FileManager.default.isExecutableFile(atPath: binary) else { throw XCTSkip("build the tether product first (make test does)") }
         let result = try PythonPeer.run(script: script, arguments: [binary] + arguments, timeout: timeout)
-        let last = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
-        XCTAssertEqual(result.status, 0, "\(last)\n--- transcript ---\n\(result.stdout.suffix(6000))\n\(result.stderr.suffix(2000))", file: file, line: line)
-        XCTAssertEqual(last, pass, file: file, line: line)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        let verdict = lines.first { $0.hasPrefix("PASS ") || $0.hasPrefix("FAIL ") } ?? "(no verdict)"
+        XCTAssertEqual(result.status, 0, "\(verdict)\n--- transcript ---\n\(result.stdout.suffix(6000))\n\(result.stderr.suffix(2000))", file: file, line: line)
+        XCTAssertEqual(verdict, pass, file: file, line: line)
     }
 
     private func scenario(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
@@ -54,5 +55,19 @@ final class PeerCommandEndToEndTests: XCTestCase {
             throw XCTSkip("tmux and zbarimg are needed (scripts/install-deps installs them)")
         }
         try run("peer_tmux.py", [], expect: "PASS tmux", timeout: 120)
+    }
+
+    /// `tether demo`: one command, narrated, through every step, leaving nothing behind.
+    func testTheDemoNarratesPairingChatRejoinAndUnpair() throws {
+        let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether").path
+        let result = try runProcess(binary, ["demo"], timeout: 120)
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        for expected in ["1. Started a private relay at http://127.0.0.1:", "The phone shows: ", "the demo types ",
+                         "phone → Mac: Hello from the phone!", "Mac → phone: Hello back from the Mac.",
+                         "no code this time", "phone → Mac: Still here after a restart.", "The phone unpaired", "9. Done."] {
+            XCTAssertTrue(result.stdout.contains(expected), "missing \(expected) in:\n\(result.stdout)")
+        }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("tether-demo-") }
+        XCTAssertTrue(leftovers.allSatisfy { !FileManager.default.fileExists(atPath: NSTemporaryDirectory() + "/" + $0 + "/relay.db") })
     }
 }

@@ -88,6 +88,27 @@ final class PairingLinkTests: XCTestCase {
         }
     }
 
+    func testHTTPIsAcceptedOnlyForLoopbackHostsAndOnlyWhenAllowed() throws {
+        XCTAssertNil(RelayOrigin.canonicalize("http://127.0.0.1:8080"), "never by default")
+        XCTAssertEqual(RelayOrigin.canonicalize("http://127.0.0.1:8080/", allowLoopbackHTTP: true), "http://127.0.0.1:8080")
+        XCTAssertEqual(RelayOrigin.canonicalize("http://localhost:1", allowLoopbackHTTP: true), "http://localhost:1")
+        XCTAssertEqual(RelayOrigin.canonicalize("http://[::1]:9", allowLoopbackHTTP: true), "http://[::1]:9")
+        XCTAssertEqual(RelayOrigin.canonicalize("http://127.1.2.3", allowLoopbackHTTP: true), "http://127.1.2.3")
+        for refused in ["http://relay.example.com", "http://10.0.0.1:80", "http://127.0.0.1.example.com", "http://128.0.0.1",
+                        "http://127.0.0.256", "http://user@127.0.0.1", "http://127.0.0.1/path", "ftp://127.0.0.1"] {
+            XCTAssertNil(RelayOrigin.canonicalize(refused, allowLoopbackHTTP: true), refused)
+        }
+        XCTAssertEqual(RelayOrigin.canonicalizeResolver("http://127.0.0.1:9/shardmap.json", allowLoopbackHTTP: true), "http://127.0.0.1:9/shardmap.json")
+        XCTAssertNil(RelayOrigin.canonicalizeResolver("http://resolver.example/shardmap.json", allowLoopbackHTTP: true))
+        let local = "iterm2://pair?v=1&proto=\(proto)&rs=\(rs)&pid=p&relay=http://127.0.0.1:8080"
+        XCTAssertThrowsError(try PairingLink.parse(local)) { XCTAssertEqual($0 as? PairingLinkError, .invalidRelay) }
+        XCTAssertEqual(try PairingLink.parse(local, allowLoopbackHTTP: true).transport, .direct(relayOrigin: "http://127.0.0.1:8080"))
+        // A loopback resolver over http names loopback owners over http, anything else over https.
+        XCTAssertEqual(RelayOrigin.origin(forShardHost: "127.0.0.1:7", resolverURL: "http://127.0.0.1:9/m.json"), "http://127.0.0.1:7")
+        XCTAssertEqual(RelayOrigin.origin(forShardHost: "relay-b.example", resolverURL: "http://127.0.0.1:9/m.json"), "https://relay-b.example")
+        XCTAssertEqual(RelayOrigin.origin(forShardHost: "127.0.0.1:7", resolverURL: "https://resolver.example/m.json"), "https://127.0.0.1:7")
+    }
+
     func testResolverURLKeepsItsPathVerbatim() {
         XCTAssertEqual(RelayOrigin.canonicalizeResolver("https://resolver.example.com/shardmap.json"), "https://resolver.example.com/shardmap.json")
         XCTAssertEqual(RelayOrigin.canonicalizeResolver("https://resolver.example.com/maps/"), "https://resolver.example.com/maps/")
