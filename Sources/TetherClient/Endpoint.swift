@@ -128,10 +128,70 @@ extension EndpointContext {
     /// Unpair (client.md §12.6): a signed `/delete` for the room (403 `not established` counts
     /// as done), then the local pairing is wiped. A relay that cannot be reached leaves the
     /// pairing in place, so the user can try again.
-    func unpair(room: RelayRoom, secret: RoomSecret?) async throws(CompanionError) {
+    func unpair(transport: PairingLink.Transport, name: RoomName, secret: RoomSecret?) async throws(CompanionError) {
         if let secret {
-            do { try await RelayCalls(room: room, loop: loop, tls: tls).delete(roomSecret: secret) } catch { throw .calls(error) }
+            let origin = try await resolve(RelayResolver(transport: transport, loop: loop, tls: tls), name, force: true)
+            do { try await RelayCalls(room: RelayRoom(origin: origin, name: name), loop: loop, tls: tls).delete(roomSecret: secret) }
+            catch { throw .calls(error) }
         }
         state.wipePairing()
+    }
+
+    func resolve(_ resolver: RelayResolver, _ name: RoomName, force: Bool) async throws(CompanionError) -> String {
+        do { return try await resolver.origin(for: name, forceFresh: force) } catch { throw .resolve(error) }
+    }
+
+    func join(_ room: RelayRoom, role: RelayRole, proof: JoinProof) async throws(CompanionError) -> AdmittedSocket {
+        do { return try await RelayAdmission.join(room, role: role, proof: proof, on: loop, tls: tls) } catch { throw .relay(error) }
+    }
+}
+
+/// What both roles share: the context, the queue of outgoing frames, and how a session is
+/// served and how its end is read (client.md §14).
+public class CompanionEndpoint: @unchecked Sendable {
+    public let context: EndpointContext
+    let outbox = Outbox()
+
+    init(context: EndpointContext) { self.context = context }
+
+    var events: @Sendable (EndpointEvent) -> Void { context.events }
+    var state: StateDirectory { context.state }
+
+    /// Sends an application frame to the other device (held until a session is up).
+    public func send(_ frame: [UInt8]) { outbox.send(frame) }
+
+    /// Closes the current session, if any (the process is about to end).
+    public func closeSession() { outbox.current?.close() }
+
+    /// Serves one session until it ends, waits as its end says (`delay` picks the wait for a
+    /// relay close), and returns what the relay's close signalled. The other device's farewell
+    /// or a deleted room end the pairing (thrown).
+    func serveSession(_ connection: CompanionConnection, delay: (RelaySignal) -> Double) async throws(CompanionError) -> RelaySignal {
+        events(.connected)
+        switch await context.serve(connection, outbox: outbox) {
+        case .peerUnpaired:
+            state.wipePairing()
+            throw .unpairedByPeer
+        case let .closed(code, reason):
+            try checkRoomExists(closeReason: reason)
+            let signal = RelaySignal.close(code: code, reason: reason)
+            let wait = delay(signal)
+            events(.disconnected(reason: "relay closed the connection (\(code)\(reason.isEmpty ? "" : " \(reason)"))", retryIn: wait))
+            await context.pause(wait)
+            return signal
+        case let .failed(error):
+            // An AEAD failure tears the channel down; a fresh handshake follows at once (§9.6).
+            connection.close()
+            events(.disconnected(reason: error.description, retryIn: 0))
+            return .transient
+        }
+    }
+
+    /// A relay close saying the room is gone ends the pairing: it is forgotten, and the caller
+    /// hears it needs re-pairing.
+    func checkRoomExists(closeReason reason: String) throws(CompanionError) {
+        guard EndpointContext.roomGone(reason) else { return }
+        state.wipePairing()
+        throw .needsRepairing(reason)
     }
 }

@@ -8,34 +8,23 @@ public import TetherWire
 /// Noise XK handshake, takes the phone's code as typed input (3 attempts, constant-time),
 /// sends the verdict, pins the phone's key, stores the couriered room secret and acks it;
 /// paired, it parks with signed joins and serves the session, re-parking whenever it ends.
-public final class MacEndpoint: @unchecked Sendable {
+public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     /// How long a pairing link lives without a phone using it (client.md §2.6).
     public static let pairingLinkLifetime: Double = 120
     /// Routine re-park delay: 5 s doubling to a 60 s cap, reset by a successful park (§14).
     static func reparkDelay(failures: Int) -> Double { min(60, 5 * Double(1 << min(failures, 4))) }
 
-    public let context: EndpointContext
     /// Where a new pairing lives (ignored once paired: the stored pairing names its relay).
     public let transport: PairingLink.Transport?
     public var pairingLinkLifetime = MacEndpoint.pairingLinkLifetime
     private let enterCode: @Sendable (Int) async -> String?
-    private let outbox = Outbox()
 
     /// `enterCode(attempt)` returns the code the user typed, or nil if no more input will come.
     public init(context: EndpointContext, transport: PairingLink.Transport?, enterCode: @escaping @Sendable (Int) async -> String?) {
-        self.context = context
         self.transport = transport
         self.enterCode = enterCode
+        super.init(context: context)
     }
-
-    private var events: @Sendable (EndpointEvent) -> Void { context.events }
-    private var state: StateDirectory { context.state }
-
-    /// Sends an application frame to the phone (held until a session is up).
-    public func send(_ frame: [UInt8]) { outbox.send(frame) }
-
-    /// Closes the current session, if any (the process is about to end).
-    public func closeSession() { outbox.current?.close() }
 
     /// Pairs if needed, then serves sessions until a fatal error (thrown) or cancellation.
     public func run() async throws(CompanionError) {
@@ -79,9 +68,9 @@ public final class MacEndpoint: @unchecked Sendable {
             let room: RelayRoom
             do {
                 // Every re-park of a v2 link refetches the map: the park may have ended in a reshard.
-                room = RelayRoom(origin: try await resolve(resolver, link.roomName, force: parks > 0), name: link.roomName)
+                room = RelayRoom(origin: try await context.resolve(resolver, link.roomName, force: parks > 0), name: link.roomName)
                 parks += 1
-                socket = try await join(room, proof: .park)
+                socket = try await context.join(room, role: .mac, proof: .park)
             } catch {
                 if error.signal == .fatal { throw error }
                 let delay = min(Self.reparkDelay(failures: failures), max(0, remaining))
@@ -201,8 +190,8 @@ public final class MacEndpoint: @unchecked Sendable {
             let room: RelayRoom
             let socket: AdmittedSocket
             do {
-                room = RelayRoom(origin: try await resolve(resolver, name, force: forceResolve), name: name)
-                socket = try await join(room, proof: .signed(secret))
+                room = RelayRoom(origin: try await context.resolve(resolver, name, force: forceResolve), name: name)
+                socket = try await context.join(room, role: .mac, proof: .signed(secret))
             } catch {
                 try await wait(after: error, failures: &failures, forceResolve: &forceResolve, reshardBackoff: &reshardBackoff)
                 continue
@@ -227,7 +216,7 @@ public final class MacEndpoint: @unchecked Sendable {
             } catch {
                 socket.close()
                 let close = await socket.ended()
-                if EndpointContext.roomGone(close.reason) { try roomGone(close.reason) }
+                try checkRoomExists(closeReason: close.reason)
                 let delay = Self.reparkDelay(failures: failures)
                 failures += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
@@ -240,32 +229,10 @@ public final class MacEndpoint: @unchecked Sendable {
         }
     }
 
-    /// Serves one session; returns when it ended and a re-park should follow, with what the
-    /// relay's close said.
+    /// Serves one session; after a relay close the Mac re-parks at once (or after the long
+    /// backoff of a displacement or spent quota).
     private func session(_ connection: CompanionConnection) async throws(CompanionError) -> RelaySignal {
-        events(.connected)
-        switch await context.serve(connection, outbox: outbox) {
-        case .peerUnpaired:
-            state.wipePairing()
-            throw .unpairedByPeer
-        case let .closed(code, reason):
-            if EndpointContext.roomGone(reason) { try roomGone(reason) }
-            let signal = RelaySignal.close(code: code, reason: reason)
-            let delay = signal.fixedDelaySeconds ?? 0
-            events(.disconnected(reason: "relay closed the connection (\(code)\(reason.isEmpty ? "" : " \(reason)"))", retryIn: delay))
-            await context.pause(delay)
-            return signal
-        case let .failed(error):
-            // An AEAD failure tears the channel down; a fresh handshake follows at once (§9.6).
-            connection.close()
-            events(.disconnected(reason: error.description, retryIn: 0))
-            return .transient
-        }
-    }
-
-    private func roomGone(_ reason: String) throws(CompanionError) -> Never {
-        state.wipePairing()
-        throw .needsRepairing(reason)
+        try await serveSession(connection) { $0.fixedDelaySeconds ?? 0 }
     }
 
     private func wait(after error: CompanionError, failures: inout Int, forceResolve: inout Bool,
@@ -291,14 +258,6 @@ public final class MacEndpoint: @unchecked Sendable {
         do { return try await SecureChannel.respond(over: socket, staticKey: key, pairingID: pairingID, pinnedPeer: pinnedPeer) } catch { throw .channel(error) }
     }
 
-    private func resolve(_ resolver: RelayResolver, _ name: RoomName, force: Bool) async throws(CompanionError) -> String {
-        do { return try await resolver.origin(for: name, forceFresh: force) } catch { throw .resolve(error) }
-    }
-
-    private func join(_ room: RelayRoom, proof: JoinProof) async throws(CompanionError) -> AdmittedSocket {
-        do { return try await RelayAdmission.join(room, role: .mac, proof: proof, on: context.loop, tls: context.tls) } catch { throw .relay(error) }
-    }
-
     /// Unpairs: tells a connected phone (`unpaired`), deletes the room on the relay, wipes the
     /// pairing. Works without a running session too.
     public func unpair() async throws(CompanionError) {
@@ -317,10 +276,7 @@ public final class MacEndpoint: @unchecked Sendable {
         } catch { throw .state(error) }
         guard let pairing else { throw .notPaired }
         let name = RoomName(responderStaticKey: key.publicKey.rawRepresentation, pairingID: pairing.pairingID)
-        let origin: String
-        do { origin = try await RelayResolver(transport: pairing.transport, loop: context.loop, tls: context.tls).origin(for: name, forceFresh: true) }
-        catch { throw .resolve(error) }
-        try await context.unpair(room: RelayRoom(origin: origin, name: name), secret: secret)
+        try await context.unpair(transport: pairing.transport, name: name, secret: secret)
     }
 }
 

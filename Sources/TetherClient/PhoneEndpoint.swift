@@ -8,29 +8,18 @@ public import TetherWire
 /// initiator, shows the code until the Mac's verdict, mints and couriers the room secret,
 /// registers the verifier only after the Mac's ack; afterwards it reconnects with signed joins,
 /// re-couriers the secret and re-runs `hello` on every connection, and classifies every close.
-public final class PhoneEndpoint: @unchecked Sendable {
+public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     /// How long the code is shown while the Mac decides (client.md §14).
     public static let verdictTimeout: Double = 180
     /// Re-resolves allowed for one attempt when the map is stale (client.md §14).
     static let reResolveMaxAttempts = 3
 
-    public let context: EndpointContext
     public let attester: (any Attester)?
-    private let outbox = Outbox()
 
     public init(context: EndpointContext, attester: (any Attester)? = nil) {
-        self.context = context
         self.attester = attester
+        super.init(context: context)
     }
-
-    private var events: @Sendable (EndpointEvent) -> Void { context.events }
-    private var state: StateDirectory { context.state }
-
-    /// Sends an application frame to the Mac (held until a session is up).
-    public func send(_ frame: [UInt8]) { outbox.send(frame) }
-
-    /// Closes the current session, if any (the process is about to end).
-    public func closeSession() { outbox.current?.close() }
 
     /// Pairs with the Mac that shows `link`, then serves sessions like `run()`.
     public func pair(_ link: PairingLink) async throws(CompanionError) {
@@ -53,9 +42,9 @@ public final class PhoneEndpoint: @unchecked Sendable {
             guard (try? state.phonePairing()) != nil else { throw .notPaired }
             do throws(CompanionError) {
                 // v2: a fresh map before every reconnect attempt (client.md §5).
-                let room = RelayRoom(origin: try await resolve(resolver, link.roomName, force: resolved), name: link.roomName)
+                let room = RelayRoom(origin: try await context.resolve(resolver, link.roomName, force: resolved), name: link.roomName)
                 resolved = true
-                let socket = try await join(room, proof: .signed(secret))
+                let socket = try await context.join(room, role: .phone, proof: .signed(secret))
                 let connection = try await establish(socket, room: room, link: link, key: key, secret: secret, deadline: 6)
                 backoff.reset()
                 try await session(connection, backoff: &backoff)
@@ -69,17 +58,17 @@ public final class PhoneEndpoint: @unchecked Sendable {
 
     private func firstPairing(_ link: PairingLink, key: X25519.PrivateKey) async throws(CompanionError) {
         let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls)
-        var origin = try await resolve(resolver, link.roomName, force: false)
+        var origin = try await context.resolve(resolver, link.roomName, force: false)
         events(.relay(origin: origin, disclosedHost: link.disclosedHost))
         var socket: AdmittedSocket?
         var room = RelayRoom(origin: origin, name: link.roomName)
         for attempt in 1...Self.reResolveMaxAttempts {
             do throws(CompanionError) {
-                socket = try await join(room, proof: try await pairingProof(room))
+                socket = try await context.join(room, role: .phone, proof: try await pairingProof(room))
                 break
             } catch {
                 guard case .reResolve = error.signal, attempt < Self.reResolveMaxAttempts else { throw error }
-                origin = try await resolve(resolver, link.roomName, force: true)
+                origin = try await context.resolve(resolver, link.roomName, force: true)
                 room = RelayRoom(origin: origin, name: link.roomName)
             }
         }
@@ -207,23 +196,11 @@ public final class PhoneEndpoint: @unchecked Sendable {
         }
     }
 
+    /// Serves one session; after a relay close the phone waits as the close class says.
     private func session(_ connection: CompanionConnection, backoff: inout ReconnectBackoff) async throws(CompanionError) {
-        events(.connected)
-        switch await context.serve(connection, outbox: outbox) {
-        case .peerUnpaired:
-            state.wipePairing()
-            throw .unpairedByPeer
-        case let .closed(code, reason):
-            if EndpointContext.roomGone(reason) { return try roomGone(reason) }
-            let signal = RelaySignal.close(code: code, reason: reason)
-            let delay = EndpointContext.retryDelay(after: signal, backoff: &backoff) ?? 0
-            events(.disconnected(reason: "relay closed the connection (\(code)\(reason.isEmpty ? "" : " \(reason)"))", retryIn: delay))
-            await context.pause(delay)
-        case let .failed(error):
-            // An AEAD failure tears the channel down; a fresh handshake follows at once (§9.6).
-            connection.close()
-            events(.disconnected(reason: error.description, retryIn: 0))
-        }
+        var local = backoff
+        _ = try await serveSession(connection) { EndpointContext.retryDelay(after: $0, backoff: &local) ?? 0 }
+        backoff = local
     }
 
     private func wait(after error: CompanionError, backoff: inout ReconnectBackoff) async throws(CompanionError) {
@@ -231,15 +208,10 @@ public final class PhoneEndpoint: @unchecked Sendable {
             // The room is gone or belongs to another verifier: signed joins cannot succeed.
             throw .needsRepairing(reason)
         }
-        if case let .relay(.closed(_, reason)) = error, EndpointContext.roomGone(reason) { return try roomGone(reason) }
+        if case let .relay(.closed(_, reason)) = error { try checkRoomExists(closeReason: reason) }
         guard let delay = EndpointContext.retryDelay(after: error.signal, backoff: &backoff) else { throw error }
         events(.disconnected(reason: error.description, retryIn: delay))
         await context.pause(delay)
-    }
-
-    private func roomGone(_ reason: String) throws(CompanionError) {
-        state.wipePairing()
-        throw .needsRepairing(reason)
     }
 
     // MARK: Plumbing
@@ -266,14 +238,6 @@ public final class PhoneEndpoint: @unchecked Sendable {
         }
     }
 
-    private func resolve(_ resolver: RelayResolver, _ name: RoomName, force: Bool) async throws(CompanionError) -> String {
-        do { return try await resolver.origin(for: name, forceFresh: force) } catch { throw .resolve(error) }
-    }
-
-    private func join(_ room: RelayRoom, proof: JoinProof) async throws(CompanionError) -> AdmittedSocket {
-        do { return try await RelayAdmission.join(room, role: .phone, proof: proof, on: context.loop, tls: context.tls) } catch { throw .relay(error) }
-    }
-
     /// Unpairs: tells a connected Mac (`unpairing`), deletes the room on the relay, wipes the
     /// pairing. Works without a running session too.
     public func unpair() async throws(CompanionError) {
@@ -289,9 +253,6 @@ public final class PhoneEndpoint: @unchecked Sendable {
             secret = try context.state.roomSecret()
         } catch { throw .state(error) }
         guard let link else { throw .notPaired }
-        let origin: String
-        do { origin = try await RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls).origin(for: link.roomName, forceFresh: true) }
-        catch { throw .resolve(error) }
-        try await context.unpair(room: RelayRoom(origin: origin, name: link.roomName), secret: secret)
+        try await context.unpair(transport: link.transport, name: link.roomName, secret: secret)
     }
 }
