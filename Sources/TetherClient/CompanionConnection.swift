@@ -26,7 +26,9 @@ public final class CompanionConnection: @unchecked Sendable {
         do { try channel.send(frame) } catch { throw .channel(error) }
     }
 
-    /// The next application frame or event; nil once the connection closed.
+    /// The next application frame or event; nil once the connection closed. Envelopes
+    /// (client.md §12.2) are the protocol's, never the application's: they are answered or
+    /// dropped here. Everything else, including chat lines, is the application's.
     public func receive() async throws(CompanionError) -> Incoming? {
         while true {
             let next: [UInt8]?
@@ -37,12 +39,22 @@ public final class CompanionConnection: @unchecked Sendable {
             switch envelope.payload {
             case .ping:
                 if role == .mac { try? channel.send(CompanionEnvelope(requestID: envelope.requestID, .pong).frame) }
-            case .pong:
-                continue
             case .unpairing, .unpaired:
                 return .peerUnpaired
-            default:
-                return .message(frame)
+            case .hello:
+                // A repeated hello is answered as the first was (client.md §12.5).
+                if role == .mac, let id = envelope.requestID {
+                    try? channel.send(CompanionEnvelope(requestID: id, .hello(revision: CompanionRevision.current, minimumPeer: CompanionRevision.minimumPeer,
+                                                                              wantsNotificationPermission: false)).frame)
+                }
+            case .unsupported:
+                // A request this side does not serve gets a correlated error (client.md §12.2);
+                // events such as `pushStatus` carry no request id and are ignored.
+                if role == .mac, let id = envelope.requestID {
+                    try? channel.send(CompanionEnvelope(requestID: id, .error(code: "unsupported", message: "not supported by this Mac")).frame)
+                }
+            case .pong, .error, .relayRoomSecretStored, .relayRoomSecret:
+                continue
             }
         }
     }

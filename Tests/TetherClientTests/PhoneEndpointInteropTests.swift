@@ -1,0 +1,100 @@
+import Foundation
+import TetherClient
+import TetherCrypto
+import TetherNet
+import TetherTestSupport
+import TetherWire
+import XCTest
+
+/// The phone endpoint against a Mac that speaks the wire as the shipping iTerm2 Mac does:
+/// the phone's requests are byte-identical to client.md §12, `/register` follows the ack, and
+/// the established room then admits signed joins only.
+final class PhoneEndpointInteropTests: RelayTestCase {
+    private final class Recorder: @unchecked Sendable {
+        private let lock = NSLock()
+        private var events: [EndpointEvent] = []
+        func add(_ event: EndpointEvent) { lock.withLock { events.append(event) } }
+        var all: [EndpointEvent] { lock.withLock { events } }
+    }
+
+    func testAShippingMacConversationPairsTheEndpointPhone() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-phone-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        let state = try StateDirectory(directory)
+        let recorder = Recorder()
+        let phone = PhoneEndpoint(context: EndpointContext(loop: loop, state: state) { recorder.add($0) })
+
+        let macKey = X25519.PrivateKey()
+        let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
+                                   pairingID: "00112233aabbccdd", allowLoopbackHTTP: true)
+        let room = RelayRoom(origin: relay.origin, name: link.roomName)
+        let macSocket = try await RelayAdmission.join(room, role: .mac, proof: .park, on: loop)
+        let running = Task { try await phone.pair(link) }
+        defer { running.cancel() }
+
+        let channel = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: link.pairingID)
+        let shown = recorder.all.compactMap { if case let .showCode(code) = $0 { code } else { nil } }
+        XCTAssertEqual(shown, [channel.sas], "the phone shows the code both derived")
+        XCTAssertEqual(recorder.all.first, .relay(origin: relay.origin, disclosedHost: "127.0.0.1:\(relay.port)"))
+        try channel.send(PairingVerdict.accepted.frame)
+
+        let courier = try await channel.receive()
+        let text = String(decoding: try XCTUnwrap(courier), as: UTF8.self)
+        let secretText = try XCTUnwrap(text.split(separator: "\"").dropFirst(9).first)
+        XCTAssertEqual(text, #"{"requestID":1,"payload":{"relayRoomSecret":{"_0":"\#(secretText)"}}}"#)
+        let secret = try RoomSecret(bytes: try Base64.decode(String(secretText)))
+        XCTAssertEqual(try state.roomSecret(), secret)
+        // Not registered before the ack: a signed join still finds a pairing room.
+        XCTAssertNil(state.registeredRoom)
+        try channel.send(Array(#"{"requestID":1,"payload":{"relayRoomSecretStored":{}}}"#.utf8))
+
+        let hello = try await channel.receive()
+        XCTAssertEqual(hello, Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11}}}"#.utf8))
+        XCTAssertEqual(state.registeredRoom, room.name.hex, "registered after the ack, before hello")
+        XCTAssertTrue(recorder.all.contains(.codeWithdrawn), "the code goes once the verdict came")
+        try channel.send(Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11,"wantsNotificationPermission":true}}}"#.utf8))
+        for _ in 0..<200 where !recorder.all.contains(.connected) { try await Task.sleep(nanoseconds: 10_000_000) }
+        XCTAssertTrue(recorder.all.contains(.connected))
+
+        phone.send(Array("line from the phone".utf8))
+        let line = try await channel.receive()
+        XCTAssertEqual(line, Array("line from the phone".utf8))
+
+        // The room is established with the phone's verifier: a park is refused, a signed join admitted.
+        do {
+            _ = try await RelayAdmission.join(room, role: .mac, proof: .park, on: loop)
+            XCTFail("an established room wants a signature")
+        } catch {
+            XCTAssertEqual(error, .refused("signature required"))
+        }
+        let signed = try await RelayAdmission.join(room, role: .mac, proof: .signed(secret), on: loop)
+        signed.close()
+    }
+
+    func testTheCodeIsWithdrawnWhenTheConnectionDropsAndNothingIsStored() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-phone-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        let state = try StateDirectory(directory)
+        let recorder = Recorder()
+        let phone = PhoneEndpoint(context: EndpointContext(loop: loop, state: state) { recorder.add($0) })
+        let macKey = X25519.PrivateKey()
+        let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
+                                   pairingID: "ffeeddccbbaa0099", allowLoopbackHTTP: true)
+        let macSocket = try await RelayAdmission.join(RelayRoom(origin: relay.origin, name: link.roomName), role: .mac, proof: .park, on: loop)
+        let running = Task { try await phone.pair(link) }
+        _ = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: link.pairingID)
+        macSocket.close()
+        do {
+            try await running.value
+            XCTFail("no pairing without a verdict")
+        } catch let error as CompanionError {
+            XCTAssertEqual(error, .channel(.closed))
+        }
+        let events = recorder.all
+        let shownAt = try XCTUnwrap(events.firstIndex { if case .showCode = $0 { true } else { false } })
+        XCTAssertEqual(events.last, .codeWithdrawn, "blanked the moment the connection dropped")
+        XCTAssertGreaterThan(events.count - 1, shownAt)
+        XCTAssertNil(state.pairedRole)
+        XCTAssertNil(try state.roomSecret())
+    }
+}
