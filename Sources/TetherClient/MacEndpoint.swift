@@ -18,6 +18,9 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     public let transport: PairingLink.Transport?
     public var pairingLinkLifetime = MacEndpoint.pairingLinkLifetime
     private let enterCode: @Sendable (Int) async -> String?
+    /// Whether any park has succeeded in this run: before that, an unreachable relay is the
+    /// user's mistake to hear about at once (a wrong URL), not something to wait out.
+    private var everParked = false
 
     /// `enterCode(attempt)` returns the code the user typed, or nil if no more input will come.
     public init(context: EndpointContext, transport: PairingLink.Transport?, enterCode: @escaping @Sendable (Int) async -> String?) {
@@ -73,6 +76,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 socket = try await context.join(room, role: .mac, proof: .park)
             } catch {
                 if error.signal == .fatal { throw error }
+                if !everParked, case .relay(.unreachable) = error { throw error }
                 let delay = min(Self.reparkDelay(failures: failures), max(0, remaining))
                 failures += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
@@ -80,6 +84,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 continue
             }
             failures = 0
+            everParked = true
             if !announced {
                 announced = true
                 events(.pairingLink(link))

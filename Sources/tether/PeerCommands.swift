@@ -231,7 +231,10 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     if state.pairedRole == .mac { fail("phone: \(state.url.path) holds a Mac's pairing; use another --state", code: 1) }
     var link: PairingLink?
     if let text = options.rest.first {
-        do { link = try PairingLink.parse(text, allowLoopbackHTTP: true) } catch { fail("phone: \(error)", code: 1) }
+        do { link = try PairingLink.parse(text, allowLoopbackHTTP: true) } catch {
+            let detail = error == .invalidRelay || error == .invalidResolver ? ": relays must be https (http only on a loopback host)" : ""
+            fail("phone: \(error.userMessage) (\(error)\(detail))", code: 1)
+        }
     }
     let stored: PairingLink?
     do { stored = try state.phonePairing() } catch { fail("\(error)", code: 1) }

@@ -242,7 +242,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .system(call, code): "\(call) failed: errno \(code)"
+        case let .system(call, code): "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
         case let .invalidAddress(text): "invalid address \(text)"
         case .closed: "connection closed"
         case .timedOut: "timed out"
