@@ -88,11 +88,7 @@ public enum RelayAdmission {
                             timeout: UInt64 = .seconds(30)) async throws(AdmissionError) -> AdmittedSocket {
         let outcome: Result<AdmittedSocket, AdmissionError> = await withCheckedContinuation { continuation in
             let session = AdmissionSession(room: room, role: role, proof: proof, nonDisplacing: nonDisplacing) { continuation.resume(returning: $0) }
-            // Pings every 15 s both keep NAT state alive and meet the relay's 30 s sweep; a ping
-            // left unanswered until the next one drops the socket (client.md §14).
-            var options = WebSocketConnection.Options()
-            options.keepaliveInterval = .seconds(15)
-            WebSocketClient.connect(room.webSocketURL, headers: HTTPHeaders(room.headers), options: options, tls: tls, delegate: session, on: loop,
+            WebSocketClient.connect(room.webSocketURL, headers: HTTPHeaders(room.headers), tls: tls, delegate: session, on: loop,
                                     timeout: timeout) { result in
                 switch result {
                 case let .success(connection): session.opened(connection)
@@ -201,6 +197,7 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
             if case let .string(text)? = fields["registrationToken"] { token = text }
             guard let connection else { return }
             stage = .admitted
+            scheduleKeepalive()
             let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
             frames = continuation
             finish(.success(AdmittedSocket(role: role, registrationToken: token, frames: stream, connection: connection, session: self)))
@@ -209,6 +206,27 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
             connection?.close(code: 1003, reason: "malformed frame")
         case .connecting, .finished:
             break
+        }
+    }
+
+    /// Pings every 15 s keep NAT state alive and meet the relay's 30 s sweep; a ping without a
+    /// pong within 10 s means the path is dead: the socket is closed 1001 (client.md §14).
+    static let keepaliveInterval: UInt64 = .seconds(15)
+    static let pongTimeout: UInt64 = .seconds(10)
+
+    private func scheduleKeepalive() {
+        guard let loop = connection?.connection.loop else { return }
+        _ = loop.schedule(after: Self.keepaliveInterval) { [weak self] in
+            guard let self, self.stage == .admitted, let connection = self.connection, connection.isOpen else { return }
+            connection.keepalivePing()
+            _ = loop.schedule(after: Self.pongTimeout) { [weak self] in
+                guard let self, let connection = self.connection, connection.isOpen, connection.pongOverdue else { return }
+                // The path is dead: a close frame for form's sake, then the socket goes at once
+                // rather than waiting out a close handshake nobody will answer.
+                connection.close(code: WebSocketCloseCode.goingAway, reason: WebSocketConnection.keepaliveTimeoutReason)
+                connection.terminate(code: WebSocketCloseCode.goingAway, reason: WebSocketConnection.keepaliveTimeoutReason)
+            }
+            self.scheduleKeepalive()
         }
     }
 

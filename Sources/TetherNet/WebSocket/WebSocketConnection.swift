@@ -105,6 +105,15 @@ public final class WebSocketConnection: TransportDelegate {
     public func send(binary: [UInt8]) { send(.binary, binary) }
     public func ping(_ payload: [UInt8] = []) { send(.ping, Array(payload.prefix(125))) }
 
+    /// A keepalive ping driven by the owner's own schedule (clients with their own timeouts):
+    /// `pongOverdue` stays true until the peer's pong arrives.
+    public func keepalivePing() {
+        awaitingPong = true
+        send(.ping, [])
+    }
+
+    public var pongOverdue: Bool { awaitingPong }
+
     /// Sends one frame. A server's frames go out as a stack-built header and the caller's
     /// payload array in one `writev` (no copy, no allocation); a client masks a copy with a fresh
     /// random key.
