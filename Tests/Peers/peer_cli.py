@@ -9,7 +9,6 @@ Exit 0 and a last line `PASS <scenario>` when every check of the scenario held.
 import base64
 import json
 import os
-import queue
 import re
 import shutil
 import socket
@@ -26,8 +25,14 @@ WORK = tempfile.mkdtemp(prefix="tether-cli-")
 SAS_LINE = re.compile(r"^\d{6}$")
 
 
+LOG_LOCK = threading.Lock()
+
+
 def log(*parts):
-    print(*parts, flush=True)
+    # One write per line under a lock: reader threads and the scenario log at the same time.
+    with LOG_LOCK:
+        sys.stdout.write(" ".join(str(p) for p in parts) + "\n")
+        sys.stdout.flush()
 
 
 def check(condition, message):
@@ -42,50 +47,56 @@ def free_port():
 
 
 class Peer:
-    """One `tether` process with piped standard streams; lines are collected as they come."""
+    """One `tether` process with piped standard streams; each stream's lines are kept in order
+    and read through a cursor of their own, so waiting on one stream never skips the other."""
 
     def __init__(self, name, args, env=None):
         self.name = name
-        self.lines = queue.Queue()
         self.out = []
         self.err = []
+        self.cursor = {"out": 0, "err": 0}
+        self.changed = threading.Condition()
         self.proc = subprocess.Popen([TETHER] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1, cwd=WORK,
                                      env=dict(os.environ, **(env or {})))
-        threading.Thread(target=self._read, args=(self.proc.stdout, "out"), daemon=True).start()
-        threading.Thread(target=self._read, args=(self.proc.stderr, "err"), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.out, "out"), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.err, "err"), daemon=True).start()
 
-    def _read(self, stream, tag):
+    def _read(self, stream, lines, tag):
         for line in stream:
             line = line.rstrip("\n")
-            (self.out if tag == "out" else self.err).append(line)
-            self.lines.put((tag, line))
             log(f"  [{self.name} {tag}] {line[:160]}")
-        self.lines.put((tag, None))
+            with self.changed:
+                lines.append(line)
+                self.changed.notify_all()
 
     def type(self, line):
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
     def expect(self, predicate, timeout=20, what="a line", stream="out"):
-        """The next line on `stream` that satisfies `predicate`."""
+        """The next line on `stream` (after the last one matched there) that satisfies `predicate`."""
+        lines = self.out if stream == "out" else self.err
         deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                tag, line = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                continue
-            if tag == stream and predicate(line):
-                return line
-        raise AssertionError(f"{self.name}: no {what} within {timeout} s")
+        with self.changed:
+            while True:
+                while self.cursor[stream] < len(lines):
+                    line = lines[self.cursor[stream]]
+                    self.cursor[stream] += 1
+                    if predicate(line):
+                        return line
+                left = deadline - time.time()
+                if left <= 0:
+                    raise AssertionError(f"{self.name}: no {what} within {timeout} s")
+                self.changed.wait(left)
 
     def expect_exit(self, timeout=20):
         try:
-            return self.proc.wait(timeout=timeout)
+            code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"{self.name} did not exit within {timeout} s")
+        time.sleep(0.1)  # the reader threads take the last lines
+        return code
 
     def stop(self):
         if self.proc.poll() is None:
