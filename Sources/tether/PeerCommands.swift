@@ -47,7 +47,8 @@ struct PeerOptions {
     func stateDirectory(role: PairingRecord.Role) -> StateDirectory {
         let path = state ?? Self.defaultStatePath(role: role)
         do {
-            if state == nil { try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true) }
+            let parent = (path as NSString).deletingLastPathComponent
+            if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
             return try StateDirectory(URL(fileURLWithPath: path))
         } catch {
             fail("\(error)", code: 1)
