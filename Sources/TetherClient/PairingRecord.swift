@@ -10,7 +10,7 @@ public enum PairingRecord {
     static let macPairing = "mac-pairing"
     static let roomSecret = "relay-room-secret"
     static let registeredRoom = "relay-registered-room"
-    static let attestKey = "attest-key"
+    static let shardMapFloor = "shardmap-version-floor"
 
     /// Which side of a pairing a state directory holds.
     public enum Role: String, Sendable { case mac, phone }
@@ -105,6 +105,21 @@ extension StateDirectory {
         try write(PairingRecord.registeredRoom, Array(room.hex.utf8))
     }
 
+    /// The highest shard-map version adopted, per resolver URL (the phone's
+    /// `ShardMapVersionFloor.<url>` defaults, client.md §5).
+    public var shardMapVersionFloor: RelayResolver.VersionFloor {
+        RelayResolver.VersionFloor(load: { [self] url in
+            guard let bytes = read(PairingRecord.shardMapFloor), let floors = Self.object(bytes) else { return nil }
+            return (floors[url] as? NSNumber)?.intValue
+        }, store: { [self] url, version in
+            var floors = read(PairingRecord.shardMapFloor).flatMap(Self.object) ?? [:]
+            floors[url] = version
+            if let data = try? JSONSerialization.data(withJSONObject: floors, options: [.sortedKeys]) {
+                try? write(PairingRecord.shardMapFloor, Array(data))
+            }
+        })
+    }
+
     // MARK: Both
 
     public func roomSecret() throws(Failure) -> RoomSecret? {
@@ -120,6 +135,7 @@ extension StateDirectory {
     /// Forgets the pairing: room secret first (it is what grants entry to the room), then the
     /// records. The device's static key stays: it is the device's identity, not the pairing's.
     public func wipePairing() {
+        // The shard-map floor stays: it guards the resolver URL, whichever pairing uses it.
         for name in [PairingRecord.roomSecret, PairingRecord.registeredRoom, PairingRecord.macPairing, PairingRecord.phoneCode] {
             remove(name)
         }

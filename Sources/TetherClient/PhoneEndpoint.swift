@@ -35,7 +35,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     public func run() async throws(CompanionError) {
         let key = try staticKey()
         guard let (link, secret) = try storedPairing() else { throw .notPaired }
-        let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls)
+        let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls, versionFloor: state.shardMapVersionFloor)
         var backoff = ReconnectBackoff()
         var resolved = false
         while !Task.isCancelled {
@@ -57,7 +57,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     // MARK: First pairing
 
     private func firstPairing(_ link: PairingLink, key: X25519.PrivateKey) async throws(CompanionError) {
-        let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls)
+        let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls, versionFloor: state.shardMapVersionFloor)
         var origin = try await context.resolve(resolver, link.roomName, force: false)
         events(.relay(origin: origin, disclosedHost: link.disclosedHost))
         var socket: AdmittedSocket?
@@ -222,7 +222,11 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
 
     private func storedPairing() throws(CompanionError) -> (PairingLink, RoomSecret)? {
         do {
-            guard let link = try state.phonePairing(), let secret = try state.roomSecret() else { return nil }
+            guard let stored = try state.phonePairing(), let secret = try state.roomSecret() else { return nil }
+            // Revision 11: a direct pairing on the official relay moves to the official
+            // resolver, same key and pid, so the same room (client.md §2.6).
+            let link = stored.migratedToResolver()
+            if link != stored { try state.storePhonePairing(link) }
             return (link, secret)
         } catch { throw .state(error) }
     }

@@ -11,6 +11,8 @@ public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidMap(String)
     /// The map names an owner that is not a valid origin.
     case invalidOwner(String)
+    /// Only a map older than one already seen was served (a stale or rolled-back resolver).
+    case staleMap(version: Int, floor: Int)
 
     public var description: String {
         switch self {
@@ -19,6 +21,7 @@ public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .resolverRefused(status): "shard-map resolver answered \(status)"
         case let .invalidMap(why): "shard map rejected: \(why)"
         case let .invalidOwner(host): "shard map names an unusable host: \(host)"
+        case let .staleMap(version, floor): "shard map version \(version) is older than version \(floor) seen before"
         }
     }
 }
@@ -26,18 +29,32 @@ public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
 /// The relay origin of a pairing (client.md §5): the link's origin (v1), or the owner of the
 /// room's bucket in the resolver's shard map (v2). A map is adopted only if its version is
 /// higher than the one held; a forced refresh refetches first (before every reconnect, and on
-/// a 421 or a 4421 close).
+/// a 421 or a 4421 close). With a version floor, the highest version ever adopted survives
+/// restarts, and a lower map is ignored even on a cold start.
 public final class RelayResolver: @unchecked Sendable {
+    /// Where the floor lives between runs (the phone keeps one per resolver URL).
+    public struct VersionFloor: Sendable {
+        public let load: @Sendable (_ resolverURL: String) -> Int?
+        public let store: @Sendable (_ resolverURL: String, _ version: Int) -> Void
+
+        public init(load: @escaping @Sendable (String) -> Int?, store: @escaping @Sendable (String, Int) -> Void) {
+            self.load = load
+            self.store = store
+        }
+    }
+
     public let transport: PairingLink.Transport
     private let loop: EventLoop
     private let tls: TLSClientContext?
+    private let versionFloor: VersionFloor?
     private let lock = NSLock()
     private var map: ShardMap?
 
-    public init(transport: PairingLink.Transport, loop: EventLoop, tls: TLSClientContext? = nil) {
+    public init(transport: PairingLink.Transport, loop: EventLoop, tls: TLSClientContext? = nil, versionFloor: VersionFloor? = nil) {
         self.transport = transport
         self.loop = loop
         self.tls = tls
+        self.versionFloor = versionFloor
     }
 
     /// The map currently held (v2 only).
@@ -69,8 +86,13 @@ public final class RelayResolver: @unchecked Sendable {
         guard (200..<300).contains(response.status) else { throw .resolverRefused(status: response.status) }
         let fetched: ShardMap
         do { fetched = try ShardMap(json: response.body) } catch { throw .invalidMap("\(error)") }
-        lock.withLock {
-            if fetched.version > (map?.version ?? Int.min) { map = fetched }
+        let floor = versionFloor?.load(url) ?? Int.min
+        let adopted: Bool = lock.withLock {
+            guard fetched.version > (map?.version ?? Int.min), fetched.version >= floor else { return false }
+            map = fetched
+            return true
         }
+        if adopted, fetched.version > floor { versionFloor?.store(url, fetched.version) }
+        if !adopted, currentMap == nil { throw .staleMap(version: fetched.version, floor: floor) }
     }
 }

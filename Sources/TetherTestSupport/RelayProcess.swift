@@ -8,14 +8,14 @@ public final class RelayProcess {
     public var origin: String { "http://127.0.0.1:\(port)" }
 
     /// Starts the relay (built by `swift build`) with `extra` flags and waits for its start-up line.
-    public init(database: String = ":memory:", _ extra: [String] = []) throws {
+    public init(database: String = ":memory:", port: UInt16? = nil, _ extra: [String] = []) throws {
         let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
         }
-        port = Self.freePort()
+        self.port = port ?? Self.freePort()
         process.executableURL = binary
-        process.arguments = ["relay", "--local", "--relay-port", String(port), "--relay-db", database] + extra
+        process.arguments = ["relay", "--local", "--relay-port", String(self.port), "--relay-db", database] + extra
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

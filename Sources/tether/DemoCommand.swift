@@ -66,6 +66,17 @@ func runDemoCommand(_ arguments: [String]) async -> Never {
     signal(SIGPIPE, SIG_IGN)
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tether-demo-\(getpid())")
     let relay = Process()
+    // Interrupted, the demo still stops its relay and removes its files.
+    for number in [SIGINT, SIGTERM] {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            cleanUp(relay, scratch)
+            exit(130)
+        }
+        source.resume()
+        signalSources.append(source)
+    }
     do {
         try await demo(scratch: scratch, relay: relay)
         cleanUp(relay, scratch)
