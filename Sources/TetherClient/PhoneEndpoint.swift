@@ -23,12 +23,10 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
 
     /// Pairs with the Mac that shows `link`, then serves sessions like `run()`.
     public func pair(_ link: PairingLink) async throws(CompanionError) {
-        let key = try staticKey()
-        guard case .direct(nil) = link.transport else {
-            try await firstPairing(link, key: key)
-            return try await run()
-        }
-        throw .resolve(.noTransport)
+        // A v1 link without relay= names no relay (client.md §2.2 rule 7), not the default one.
+        if case .direct(nil) = link.transport { throw .resolve(.noTransport) }
+        try await firstPairing(link, key: try staticKey())
+        try await run()
     }
 
     /// Serves sessions of the stored pairing until a fatal error (thrown) or cancellation.
