@@ -83,7 +83,6 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 await context.pause(delay)
                 continue
             }
-            failures = 0
             everParked = true
             if !announced {
                 announced = true
@@ -99,8 +98,16 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 socket.close()
                 return events(.pairingRestarted(CompanionError.pairingExpired.description))
             } catch {
-                // The phone left mid-handshake or the park was lost: park again, same link.
+                // The phone left mid-handshake or the park was lost: park again, same link — at
+                // once the first time, then with the re-park backoff, so a relay that keeps
+                // closing parks is not hammered.
                 socket.close()
+                let delay = failures == 0 ? 0 : min(Self.reparkDelay(failures: failures - 1), max(0, expiry.timeIntervalSinceNow))
+                failures += 1
+                if delay > 0 {
+                    events(.disconnected(reason: error.description, retryIn: delay))
+                    await context.pause(delay)
+                }
                 continue
             }
             try await confirm(channel, socket: socket, link: link)
