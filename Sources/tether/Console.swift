@@ -56,13 +56,14 @@ final class LineQueue: @unchecked Sendable {
     private var waiters: [Int: CheckedContinuation<String?, Never>] = [:]
     private var nextID = 0
 
-    /// Starts reading standard input.
-    func startReadingStandardInput() {
+    /// Starts reading standard input; `atEnd` runs once it ends (after the last line is queued).
+    func startReadingStandardInput(atEnd: @escaping @Sendable () -> Void = {}) {
         let thread = Thread { [self] in
             while let line = readLine(strippingNewline: true) {
                 push(line.hasSuffix("\r") ? String(line.dropLast()) : line)
             }
             finish()
+            atEnd()
         }
         thread.start()
     }

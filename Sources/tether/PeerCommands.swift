@@ -189,7 +189,6 @@ func runMacCommand(_ arguments: [String]) async -> Never {
     if transport != nil, state.pairedRole == .mac { console.note("tether: already paired; reconnecting (--relay/--resolver apply to a new pairing only)") }
 
     let lines = LineQueue()
-    lines.startReadingStandardInput()
     let group: EventLoopGroup
     do { group = try EventLoopGroup(count: 1) } catch { fail("mac: \(error)", code: 1) }
     let chat = ChatPump(lines: lines)
@@ -203,6 +202,7 @@ func runMacCommand(_ arguments: [String]) async -> Never {
         mac.pairingLinkLifetime = seconds
     }
     chat.send = { mac.send($0) }
+    lines.startReadingStandardInput(atEnd: endOfInput(console) { mac.closeSession() })
     await runPeer(console: console, close: { mac.closeSession() }) { () throws(CompanionError) in try await mac.run() }
 }
 
@@ -245,7 +245,6 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     if link == nil, stored == nil { fail("phone: not paired yet; give the pairing link the Mac shows", code: 1) }
 
     let lines = LineQueue()
-    lines.startReadingStandardInput()
     let group: EventLoopGroup
     do { group = try EventLoopGroup(count: 1) } catch { fail("phone: \(error)", code: 1) }
     let chat = ChatPump(lines: lines)
@@ -255,6 +254,7 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     let phone = PhoneEndpoint(context: context, attester: softwareAttester(options))
     chat.send = { phone.send($0) }
     chat.start()
+    lines.startReadingStandardInput(atEnd: endOfInput(console) { phone.closeSession() })
     let pairing = stored == nil ? link : nil
     if let stored {
         narrate(.relay(origin: storedOrigin(stored), disclosedHost: stored.disclosedHost), console: console, role: .phone)
@@ -297,6 +297,19 @@ func webOrigin(_ text: String) -> String {
     if text.lowercased().hasPrefix("wss://") { return "https://" + text.dropFirst(6) }
     if text.lowercased().hasPrefix("ws://") { return "http://" + text.dropFirst(5) }
     return text
+}
+
+/// What the end of standard input means: in a terminal (Ctrl-D) the person is done, so the
+/// session closes and the command exits 0; a script's input may end while the chat goes on
+/// (received lines are still printed), so then nothing happens.
+func endOfInput(_ console: Console, close: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+    guard console.interactive else { return {} }
+    return {
+        shuttingDown.withLock { $0 = true }
+        close()
+        usleep(100_000)
+        exit(0)
+    }
 }
 
 /// Standard input lines into the chat, once the session may carry them.

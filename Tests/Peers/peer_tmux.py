@@ -89,11 +89,11 @@ def main():
         check(relay.stdout.readline().startswith("relay: listening"), "relay did not start")
         origin = f"http://127.0.0.1:{port}"
         tmux("new-session", "-d", "-s", "t", "-x", "250", "-y", "90", "-n", "mac",
-             f"{TETHER} mac --relay {origin} --state {WORK}/mac; sleep 30")
+             f"{TETHER} mac --relay {origin} --state {WORK}/mac; echo EXIT=$?; sleep 30")
         found, text = wait_for("t:mac", r"^(iterm2://pair\?\S+)")
         link = found.group(1)
         check(decode_qr(text) == link, "the QR code decodes to the printed link")
-        tmux("new-window", "-t", "t", "-n", "phone", f"{TETHER} phone '{link}' --state {WORK}/phone; sleep 30")
+        tmux("new-window", "-t", "t", "-n", "phone", f"{TETHER} phone '{link}' --state {WORK}/phone; echo EXIT=$?; sleep 30")
         found, _ = wait_for("t:phone", r"^(\d{6})$")
         code = found.group(1)
         wait_for("t:mac", r"Type the 6-digit code")
@@ -104,8 +104,11 @@ def main():
         wait_for("t:mac", r"^hello from a real terminal$")
         tmux("send-keys", "-t", "t:mac", "typed on the mac", "Enter")
         wait_for("t:phone", r"^typed on the mac$")
-        # Ctrl-C ends the chat cleanly (exit 0).
+        # Ctrl-C ends the chat cleanly (exit 0), and so does Ctrl-D (end of input).
         tmux("send-keys", "-t", "t:phone", "C-c", "")
+        wait_for("t:phone", r"EXIT=0$")
+        tmux("send-keys", "-t", "t:mac", "C-d", "")
+        wait_for("t:mac", r"EXIT=0$")
         print("PASS tmux", flush=True)
         return 0
     except AssertionError as error:
