@@ -25,6 +25,9 @@ public enum CompanionError: Error, Equatable, Sendable, CustomStringConvertible 
     case notPaired
     /// The relay no longer knows the room (reaped or deleted): pair again.
     case needsRepairing(String)
+    /// The relay refused this device's join signature for an established room: the relay's
+    /// origin is not the one the pairing binds, or the room now belongs to another pairing.
+    case signatureRefused(origin: String)
     /// The other device ended the pairing.
     case unpairedByPeer
     /// The attester could not produce an attestation or assertion.
@@ -48,6 +51,8 @@ public enum CompanionError: Error, Equatable, Sendable, CustomStringConvertible 
         case let .incompatible(verdict): verdict == .upgradeSelf ? "this app must be upgraded" : "the other device's app must be upgraded"
         case .notPaired: "not paired: run `tether mac --relay URL` and `tether phone LINK` to pair"
         case let .needsRepairing(why): "the pairing is gone from the relay (\(why)); it needs re-pairing"
+        case let .signatureRefused(origin): "the relay refused this device's signature: its RELAY_ORIGIN must be exactly \(origin), "
+            + "or the room was paired again elsewhere (then unpair and pair again)"
         case .unpairedByPeer: "the other device unpaired; this pairing is gone"
         case let .attestation(why): "attestation failed: \(why)"
         case .noCodeEntered: "standard input ended before the code was entered"

@@ -142,7 +142,12 @@ extension EndpointContext {
     }
 
     func join(_ room: RelayRoom, role: RelayRole, proof: JoinProof) async throws(CompanionError) -> AdmittedSocket {
-        do { return try await RelayAdmission.join(room, role: role, proof: proof, on: loop, tls: tls) } catch { throw .relay(error) }
+        do {
+            return try await RelayAdmission.join(room, role: role, proof: proof, on: loop, tls: tls)
+        } catch {
+            if case .signed = proof, error == .refused("bad signature") { throw .signatureRefused(origin: room.origin) }
+            throw .relay(error)
+        }
     }
 }
 

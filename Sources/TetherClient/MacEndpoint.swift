@@ -249,10 +249,6 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
 
     private func wait(after error: CompanionError, failures: inout Int, forceResolve: inout Bool,
                       reshardBackoff: inout ReconnectBackoff) async throws(CompanionError) {
-        if case let .relay(.refused(reason)) = error, reason == "bad signature" {
-            // The room is established with another verifier: this Mac's secret is stale.
-            throw .needsRepairing(reason)
-        }
         let signal = error.signal
         if signal == .fatal { throw error }
         // After a reshard the Mac re-parks with the reconnect backoff (client.md §14).

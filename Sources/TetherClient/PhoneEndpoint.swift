@@ -202,8 +202,9 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     }
 
     private func wait(after error: CompanionError, backoff: inout ReconnectBackoff) async throws(CompanionError) {
-        if case let .relay(.refused(reason)) = error, ["bad signature", "ticket required", "signature required"].contains(reason) {
-            // The room is gone or belongs to another verifier: signed joins cannot succeed.
+        if case let .relay(.refused(reason)) = error, reason == "ticket required" {
+            // Attestation mode asks a signed phone for a ticket only when the room is no longer
+            // established: it was deleted or reaped.
             throw .needsRepairing(reason)
         }
         if case let .relay(.closed(_, reason)) = error { try checkRoomExists(closeReason: reason) }

@@ -328,7 +328,10 @@ final class ChatPump: @unchecked Sendable {
         }) else { return }
         let lines = self.lines, send = self.send
         Task.detached {
-            while let line = await lines.next() { send(Array(line.utf8)) }
+            // An empty frame means nothing on the wire (receivers drop it, client.md §12.1).
+            while let line = await lines.next() {
+                if !line.isEmpty { send(Array(line.utf8)) }
+            }
         }
     }
 }
