@@ -1,9 +1,10 @@
 # Tether — the two commands a new user needs:
 #   make relay   run the companion relay locally (loopback, open admission)
 #   make test    install what is missing, build, run every test
+#   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: fuzz bench-relay deps build test bench relay clean
+.PHONY: fuzz bench-relay deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -37,6 +38,10 @@ fuzz:
 relay: deps
 	$(SWIFT) build -c release --product tether
 	.build/release/tether relay --local
+
+demo: deps
+	$(SWIFT) build --product tether
+	.build/debug/tether demo
 
 clean:
 	rm -rf .build

@@ -159,6 +159,11 @@ func runMacCommand(_ arguments: [String]) async -> Never {
     http:// relays are accepted for loopback hosts only (local tests).
     --link-lifetime SECONDS   how long an unused link lives (default 120)
 
+    Scripted (standard input or output not a terminal): standard output carries the pairing
+    link alone on a line (again for each new link) and each received line; the code is read
+    from standard input; narration and the QR code go to standard error; a failure exits non-zero
+    (1; 2 for a usage error) with one line `tether: <reason>`. Ctrl-C/SIGTERM end the session (exit 0).
+
     """
     let options = PeerOptions(arguments, command: "mac", valued: ["relay", "resolver", "link-lifetime"])
     if arguments.contains("--help") || arguments.contains("-h") {
@@ -219,6 +224,10 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
                       made (for relays in attestation mode configured with that root)
     --app-id ID       the relay's APP_ID (TEAMID.bundle.id), with --attester
     --attest-env E    production (default) or development, as the relay's APPATTEST_ENV
+
+    Scripted (standard input or output not a terminal): standard output carries the code alone
+    on a line and each received line; narration goes to standard error; a failure exits non-zero
+    (1; 2 for a usage error) with one line `tether: <reason>`. Ctrl-C/SIGTERM end the session (exit 0).
 
     """
     let options = PeerOptions(arguments, command: "phone", valued: ["attester", "app-id", "attest-env"])
