@@ -17,12 +17,17 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         var all: [EndpointEvent] { lock.withLock { events } }
     }
 
-    func testAShippingMacConversationPairsTheEndpointPhone() async throws {
+    /// A phone endpoint on a fresh state directory, recording its events.
+    private func makePhone() throws -> (StateDirectory, Recorder, PhoneEndpoint) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-phone-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
         let state = try StateDirectory(directory)
         let recorder = Recorder()
-        let phone = PhoneEndpoint(context: EndpointContext(loop: loop, state: state) { recorder.add($0) })
+        return (state, recorder, PhoneEndpoint(context: EndpointContext(loop: loop, state: state) { recorder.add($0) }))
+    }
+
+    func testAShippingMacConversationPairsTheEndpointPhone() async throws {
+        let (state, recorder, phone) = try makePhone()
 
         let macKey = X25519.PrivateKey()
         let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
@@ -72,11 +77,7 @@ final class PhoneEndpointInteropTests: RelayTestCase {
     }
 
     func testTheCodeIsWithdrawnWhenTheConnectionDropsAndNothingIsStored() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-phone-\(UUID().uuidString)")
-        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
-        let state = try StateDirectory(directory)
-        let recorder = Recorder()
-        let phone = PhoneEndpoint(context: EndpointContext(loop: loop, state: state) { recorder.add($0) })
+        let (state, recorder, phone) = try makePhone()
         let macKey = X25519.PrivateKey()
         let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
                                    pairingID: "ffeeddccbbaa0099", allowLoopbackHTTP: true)
