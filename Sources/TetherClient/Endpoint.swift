@@ -54,21 +54,21 @@ final class Outbox: @unchecked Sendable {
     private var pending: [[UInt8]] = []
     private var connection: CompanionConnection?
 
+    // Sending only queues the frame on the socket's loop, so it happens under the lock: frames
+    // leave in the order they were given even while a session is being attached.
     func send(_ frame: [UInt8]) {
-        let live: CompanionConnection? = lock.withLock {
-            if connection == nil { pending.append(frame) }
-            return connection
+        lock.withLock {
+            if let connection, (try? connection.send(frame)) != nil { return }
+            pending.append(frame)
         }
-        if let live, (try? live.send(frame)) == nil { lock.withLock { pending.append(frame) } }
     }
 
     func attach(_ live: CompanionConnection) {
-        let queued: [[UInt8]] = lock.withLock {
+        lock.withLock {
             connection = live
-            defer { pending = [] }
-            return pending
+            for frame in pending { try? live.send(frame) }
+            pending = []
         }
-        for frame in queued { try? live.send(frame) }
     }
 
     func detach() { lock.withLock { connection = nil } }
@@ -110,10 +110,6 @@ extension EndpointContext {
     func pause(_ seconds: Double) async {
         try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
     }
-
-    /// A relay close that means the room no longer exists (client.md §14, relay.md §9): the
-    /// pairing cannot come back by retrying.
-    static func roomGone(_ reason: String) -> Bool { reason == "room deleted" || reason == "room expired" }
 
     /// The delay before the next attempt after `error`, or nil if retrying cannot help.
     static func retryDelay(after signal: RelaySignal, backoff: inout ReconnectBackoff) -> Double? {
@@ -192,10 +188,11 @@ public class CompanionEndpoint: @unchecked Sendable {
         }
     }
 
-    /// A relay close saying the room is gone ends the pairing: it is forgotten, and the caller
-    /// hears it needs re-pairing.
+    /// A relay close saying the room is gone (relay.md's `room deleted` after a signed delete,
+    /// `room expired` after the idle TTL) ends the pairing: retrying cannot bring it back, so it
+    /// is forgotten and the caller hears it needs re-pairing.
     func checkRoomExists(closeReason reason: String) throws(CompanionError) {
-        guard EndpointContext.roomGone(reason) else { return }
+        guard reason == "room deleted" || reason == "room expired" else { return }
         state.wipePairing()
         throw .needsRepairing(reason)
     }
