@@ -1,3 +1,4 @@
+import Foundation
 public import TetherWire
 
 /// A working session between the paired devices, after pairing or reconnect setup: application
@@ -15,10 +16,38 @@ public final class CompanionConnection: @unchecked Sendable {
     public let channel: SecureChannel
     public let socket: AdmittedSocket
 
+    private let lock = NSLock()
+    private var unansweredPing: UInt64?
+
     init(role: RelayRole, channel: SecureChannel, socket: AdmittedSocket) {
         self.role = role
         self.channel = channel
         self.socket = socket
+    }
+
+    /// The phone's liveness check of the other end of the channel, not just of the relay path:
+    /// a `ping` request every `interval` seconds, and no `pong` within `timeout` closes the
+    /// channel so a fresh handshake follows. It matters when the relay re-splices the phone to
+    /// a newer Mac (relay.md §3.5: "stale Noise state is left to the end-to-end layer"): that Mac
+    /// waits for a handshake the idle phone would otherwise never start. Request ids continue
+    /// after the setup requests (client.md §12.2).
+    func startPinging(every interval: Double, timeout: Double, firstRequestID: UInt64) -> Task<Void, Never> {
+        Task { [weak self] in
+            var id = firstRequestID
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+                guard let self, !Task.isCancelled else { return }
+                self.lock.withLock { self.unansweredPing = id }
+                try? self.channel.send(CompanionEnvelope(requestID: id, .ping).frame)
+                try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+                guard !Task.isCancelled else { return }
+                if self.lock.withLock({ self.unansweredPing == id }) {
+                    self.channel.close()
+                    return
+                }
+                id += 1
+            }
+        }
     }
 
     /// Sends one application frame (chunked as needed).
@@ -53,7 +82,9 @@ public final class CompanionConnection: @unchecked Sendable {
                 if role == .mac, let id = envelope.requestID {
                     try? channel.send(CompanionEnvelope(requestID: id, .error(code: "unsupported", message: "not supported by this Mac")).frame)
                 }
-            case .pong, .error, .relayRoomSecretStored, .relayRoomSecret:
+            case .pong:
+                lock.withLock { if unansweredPing == envelope.requestID { unansweredPing = nil } }
+            case .error, .relayRoomSecretStored, .relayRoomSecret:
                 continue
             }
         }

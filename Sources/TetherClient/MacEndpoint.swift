@@ -193,8 +193,11 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     private func serveEstablished(_ stored: (MacPairing, RoomSecret), key: X25519.PrivateKey) async throws(CompanionError) {
         let (pairing, secret) = stored
         let name = RoomName(responderStaticKey: key.publicKey.rawRepresentation, pairingID: pairing.pairingID)
-        let resolver = RelayResolver(transport: pairing.transport, loop: context.loop, tls: context.tls)
+        let resolver = RelayResolver(transport: pairing.transport, loop: context.loop, tls: context.tls, versionFloor: state.shardMapVersionFloor)
         var failures = 0
+        // Parks that ended before a session started: the first is retried at once (a stale
+        // phone's frame, a peer that left), repeats back off.
+        var lostParks = 0
         var forceResolve = false
         var reshardBackoff = ReconnectBackoff()
         while !Task.isCancelled {
@@ -229,12 +232,18 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 socket.close()
                 let close = await socket.ended()
                 try checkRoomExists(closeReason: close.reason)
-                let delay = Self.reparkDelay(failures: failures)
-                failures += 1
+                // A park the relay ended says how long to wait: displaced by a newer Mac (60 s),
+                // quota spent (30 min), resharded (re-resolve at once); else the re-park backoff.
+                let signal = RelaySignal.close(code: close.code, reason: close.reason)
+                if case .reResolve = signal { forceResolve = true }
+                let delay = signal.fixedDelaySeconds
+                    ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : lostParks == 0 ? 0 : Self.reparkDelay(failures: lostParks - 1))
+                lostParks += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
                 await context.pause(delay)
                 continue
             }
+            lostParks = 0
             if case .reResolve = try await session(connection) { forceResolve = true }
             // A fresh secret from the phone (re-pairing on its side) takes effect at the next park.
             if let (_, current) = try storedPairing(), current != secret { return }

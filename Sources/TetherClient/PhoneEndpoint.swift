@@ -13,6 +13,10 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     public static let verdictTimeout: Double = 180
     /// Re-resolves allowed for one attempt when the map is stale (client.md §14).
     static let reResolveMaxAttempts = 3
+    /// The end-to-end liveness ping (see `CompanionConnection.startPinging`): as often as the
+    /// WebSocket keepalive, and as patient.
+    public var pingInterval: Double = 15
+    public var pongTimeout: Double = 10
 
     public let attester: (any Attester)?
 
@@ -196,6 +200,9 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
 
     /// Serves one session; after a relay close the phone waits as the close class says.
     private func session(_ connection: CompanionConnection, backoff: inout ReconnectBackoff) async throws(CompanionError) {
+        // Requests 1 and 2 were the courier and hello.
+        let pinging = connection.startPinging(every: pingInterval, timeout: pongTimeout, firstRequestID: 3)
+        defer { pinging.cancel() }
         var local = backoff
         _ = try await serveSession(connection) { EndpointContext.retryDelay(after: $0, backoff: &local) ?? 0 }
         backoff = local

@@ -286,6 +286,12 @@ def scenario_displace():
     phone.expect(lambda l: "displaced" in l and "Retrying in 60 s" in l, what="displaced backoff", stream="err")
     chat(newer, mac, "from the newer phone")
     chat(mac, newer, "to the newer phone")
+    # The same for the Mac: a newer Mac with the same pairing takes the slot; the older waits 60 s.
+    shutil.copytree(state("mac"), state("mac-b"))
+    newer_mac = peer("mac-b", ["mac", "--state", state("mac-b")])
+    mac.expect(lambda l: "displaced" in l and "Retrying in 60 s" in l, what="displaced backoff", stream="err")
+    newer_mac.expect(lambda l: l.startswith("Connected end-to-end"), timeout=45, what="newer Mac connected (the phone's next ping starts the handshake)", stream="err")
+    chat(newer, newer_mac, "to the newer mac", timeout=30)
 
 
 def scenario_unpair():

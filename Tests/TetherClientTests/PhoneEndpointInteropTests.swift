@@ -98,4 +98,35 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         XCTAssertNil(state.pairedRole)
         XCTAssertNil(try state.roomSecret())
     }
+
+    func testThePhonePingsTheMacAndDropsASessionWhosePeerNeverAnswers() async throws {
+        let (_, recorder, phone) = try makePhone()
+        phone.pingInterval = 0.2
+        phone.pongTimeout = 0.3
+        let macKey = X25519.PrivateKey()
+        let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
+                                   pairingID: "0a0b0c0d0e0f0001", allowLoopbackHTTP: true)
+        let macSocket = try await RelayAdmission.join(RelayRoom(origin: relay.origin, name: link.roomName), role: .mac, proof: .park, on: loop)
+        let running = Task { try await phone.pair(link) }
+        defer { running.cancel() }
+        let channel = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: link.pairingID)
+        try channel.send(PairingVerdict.accepted.frame)
+        _ = try await channel.receive()
+        try channel.send(Array(#"{"requestID":1,"payload":{"relayRoomSecretStored":{}}}"#.utf8))
+        _ = try await channel.receive()
+        try channel.send(Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11}}}"#.utf8))
+
+        // Answered pings keep the session; ids go on from 3.
+        for id in 3...4 {
+            let ping = try await channel.receive()
+            XCTAssertEqual(ping, Array(#"{"requestID":\#(id),"payload":{"ping":{}}}"#.utf8))
+            try channel.send(Array(#"{"requestID":\#(id),"payload":{"pong":{}}}"#.utf8))
+        }
+        // An unanswered one ends it: the phone closes and will run a fresh handshake.
+        let unanswered = try await channel.receive()
+        XCTAssertEqual(unanswered, Array(#"{"requestID":5,"payload":{"ping":{}}}"#.utf8))
+        let end = try await channel.receive()
+        XCTAssertNil(end, "the phone closed the session")
+        XCTAssertFalse(recorder.all.contains { if case .message = $0 { true } else { false } }, "pongs never reach the application")
+    }
 }
