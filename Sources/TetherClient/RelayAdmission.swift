@@ -50,11 +50,11 @@ public final class AdmittedSocket: @unchecked Sendable {
     /// Minted for every admitted phone (useful only in a pairing room, for `/register`).
     public let registrationToken: String?
     /// Each binary frame the peer sent, in order; finishes when the socket closes.
-    public let frames: AsyncStream<[UInt8]>
+    public let frames: InboundFrames
     private let connection: WebSocketConnection
     private let session: AdmissionSession
 
-    init(role: RelayRole, registrationToken: String?, frames: AsyncStream<[UInt8]>, connection: WebSocketConnection, session: AdmissionSession) {
+    init(role: RelayRole, registrationToken: String?, frames: InboundFrames, connection: WebSocketConnection, session: AdmissionSession) {
         self.role = role
         self.registrationToken = registrationToken
         self.frames = frames
@@ -76,8 +76,37 @@ public final class AdmittedSocket: @unchecked Sendable {
     /// The relay's close once the socket has ended (nil while open).
     public var closeReceived: (code: UInt16, reason: String)? { session.closeReceived }
 
+    /// Bytes received and not yet taken from `frames` (read on the socket's loop).
+    func bufferedByteCount() async -> Int {
+        let session = self.session
+        return await withCheckedContinuation { continuation in
+            connection.connection.loop.execute { continuation.resume(returning: session.bufferedBytes) }
+        }
+    }
+
     /// Returns once the socket has ended, with the close it ended with (without consuming frames).
     public func ended() async -> (code: UInt16, reason: String) { await session.ended() }
+}
+
+/// The binary frames of an admitted socket, in order; taking one lets the socket read more
+/// (see `AdmissionSession.bufferHighWater`).
+public struct InboundFrames: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    let stream: AsyncStream<[UInt8]>
+    let session: AdmissionSession
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncStream<[UInt8]>.Iterator
+        let session: AdmissionSession
+
+        public mutating func next() async -> [UInt8]? {
+            let frame = await base.next()
+            if let frame { session.consumed(frame.count) }
+            return frame
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), session: session) }
 }
 
 /// Joins a room (client.md §6): upgrade with the room header and fixed User-Agent, Hello,
@@ -174,7 +203,15 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
 
     func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) {
         // The shipping clients accept the relay's JSON in a binary frame too (client.md §6.2).
-        if stage == .admitted { frames?.yield(data) } else { control(data) }
+        guard stage == .admitted else { return control(data) }
+        // Frames the application has not taken yet are bounded: past the high-water mark the
+        // socket stops reading, so TCP (and the relay's splice) holds the sender back.
+        bufferedBytes += data.count
+        frames?.yield(data)
+        if !readingPaused, bufferedBytes > Self.bufferHighWater {
+            readingPaused = true
+            connection?.pauseReading()
+        }
     }
 
     private func control(_ bytes: [UInt8]) {
@@ -200,7 +237,8 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
             scheduleKeepalive()
             let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
             frames = continuation
-            finish(.success(AdmittedSocket(role: role, registrationToken: token, frames: stream, connection: connection, session: self)))
+            finish(.success(AdmittedSocket(role: role, registrationToken: token, frames: InboundFrames(stream: stream, session: self),
+                                           connection: connection, session: self)))
         case .admitted:
             // A text frame after admission is a protocol error (client.md §6.5).
             connection?.close(code: 1003, reason: "malformed frame")
@@ -227,6 +265,24 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
                 connection.terminate(code: WebSocketCloseCode.goingAway, reason: WebSocketConnection.keepaliveTimeoutReason)
             }
             self.scheduleKeepalive()
+        }
+    }
+
+    static let bufferHighWater = 4 << 20
+    static let bufferLowWater = 1 << 20
+    /// Bytes delivered to the frame stream and not yet taken by the application (loop only).
+    private(set) var bufferedBytes = 0
+    private var readingPaused = false
+
+    /// The application took a frame of `count` bytes.
+    func consumed(_ count: Int) {
+        guard let loop = connection?.connection.loop else { return }
+        loop.execute { [self] in
+            bufferedBytes -= count
+            if readingPaused, bufferedBytes <= Self.bufferLowWater {
+                readingPaused = false
+                connection?.resumeReading()
+            }
         }
     }
 

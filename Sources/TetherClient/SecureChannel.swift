@@ -40,10 +40,10 @@ public final class SecureChannel: @unchecked Sendable {
     private let socket: AdmittedSocket
     private let sender: NoiseFrameSender
     private var receiver: NoiseFrameReceiver
-    private var inbound: AsyncStream<[UInt8]>.Iterator
+    private var inbound: InboundFrames.AsyncIterator
     private var failed = false
 
-    private init(socket: AdmittedSocket, inbound: AsyncStream<[UInt8]>.Iterator, transport: NoiseTransport) throws(SecureChannelError) {
+    private init(socket: AdmittedSocket, inbound: InboundFrames.AsyncIterator, transport: NoiseTransport) throws(SecureChannelError) {
         guard let sending = transport.sending, let receiving = transport.receiving else { throw .handshakeFailed("no transport keys") }
         self.socket = socket
         self.inbound = inbound
