@@ -241,7 +241,8 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     if state.pairedRole == .mac { fail("phone: \(state.url.path) holds a Mac's pairing; use another --state", code: 1) }
     var link: PairingLink?
     if let text = options.rest.first {
-        do { link = try PairingLink.parse(text, allowLoopbackHTTP: true) } catch {
+        // A link pasted with its line end or surrounding spaces is still the link.
+        do { link = try PairingLink.parse(text.trimmingCharacters(in: .whitespacesAndNewlines), allowLoopbackHTTP: true) } catch {
             let detail = error == .invalidRelay || error == .invalidResolver ? ": relays must be https (http only on a loopback host)" : ""
             fail("phone: \(error.userMessage) (\(error)\(detail))", code: 1)
         }
