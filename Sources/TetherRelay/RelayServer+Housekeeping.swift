@@ -1,4 +1,6 @@
+import Synchronization
 import TetherNet
+import TetherStore
 
 extension RelayServer {
     /// §6.3: the reference's per-room alarm cadence. One store-wide sweep at this cadence replaces
@@ -9,37 +11,59 @@ extension RelayServer {
     static let reapBatch = 512
 
     func startHousekeeping() {
-        start(.housekeeping, every: Self.housekeepingIntervalMs) { $0.housekeep(now: Self.milliseconds()) }
+        start(.housekeeping, every: Self.housekeepingIntervalMs) { $0.housekeep(now: $0.clock.wallMs()) }
     }
 
     func stopHousekeeping() { stop(.housekeeping) }
 
-    /// One sweep (§6.4 steps 2–3): expired ephemeral records go, then every established room idle
-    /// past `RELAY_ESTABLISHED_IDLE_TTL_MS` is torn down on its own loop — re-checked there, since
-    /// a signed join or `/register` may have refreshed it meanwhile. (Step 1, the pre-auth
-    /// deadline, is each resident room's own timer.) The store names rooms only by key, so each
-    /// loop matches the keys against its resident rooms to close their sockets.
-    public func housekeep(now: UInt64) {
-        store.pruneExpired(now: now)
-        let ttl = UInt64(configuration.establishedIdleTTLms)
-        guard now > ttl else { return }
-        let cutoff = now - ttl
-        let byLoop = Dictionary(grouping: store.idleRooms(lastActivityBefore: cutoff, limit: Self.reapBatch)) { $0.bucket % group.loops.count }
-        for (index, keys) in byLoop {
-            let table = rooms[index]
-            group.loops[index].execute { [self] in
-                let expired = Set(keys.filter { key in store.lastActivity(of: key).map { $0 < cutoff } ?? false })
-                for key in expired {
+    /// One sweep (§6.4 steps 2–3), all of it storage work, so none of it on a loop: expired
+    /// ephemeral records go (on lane 0), then every established room idle past
+    /// `RELAY_ESTABLISHED_IDLE_TTL_MS` is re-checked and deleted on its own store lane — after any
+    /// signed join or `/register` of that room already queued there — and its sockets are closed
+    /// on its loop. (Step 1, the pre-auth deadline, is each resident room's own timer.) `now` is
+    /// wall-clock ms (activity is persisted); `done` runs once every part has finished.
+    public func housekeep(now: UInt64, done: (@Sendable () -> Void)? = nil) {
+        storage.submit(lane: 0) { [self] store in
+            store.pruneExpired(now: now)
+            let ttl = UInt64(configuration.establishedIdleTTLms)
+            let idle = now > ttl ? store.idleRooms(lastActivityBefore: now - ttl, limit: Self.reapBatch) : []
+            guard !idle.isEmpty else { done?(); return }
+            let cutoff = now - ttl
+            let remaining = Countdown(idle.count, then: done)
+            for key in idle {
+                storage.submit(key) { [self] store in
+                    guard let last = store.lastActivity(of: key), last < cutoff else { return remaining.finish() }
                     write("relay \(key.logTag) teardown reason=room expired")
                     store.deleteRoom(key)
-                }
-                guard !expired.isEmpty else { return }
-                let buckets = Set(expired.map(\.bucket))
-                table.closeRooms { room in
-                    // The bucket test is a cheap filter; only rooms that pass it are hashed.
-                    buckets.contains(room.bucket) && expired.contains(RoomKey(room)) ? (1000, "room expired") : nil
+                    let index = key.bucket % group.loops.count
+                    let table = rooms[index]
+                    group.loops[index].execute {
+                        // The store names rooms only by key: match it against the loop's resident
+                        // rooms (the bucket test is a cheap filter; only rooms that pass are hashed).
+                        table.closeRooms { room in room.bucket == key.bucket && RoomKey(room) == key ? (1000, "room expired") : nil }
+                        remaining.finish()
+                    }
                 }
             }
         }
+    }
+}
+
+/// Calls `then` when `finish` has been called `count` times, from any threads.
+final class Countdown: Sendable {
+    private let left: Mutex<Int>
+    private let then: (@Sendable () -> Void)?
+
+    init(_ count: Int, then: (@Sendable () -> Void)?) {
+        left = Mutex(count)
+        self.then = then
+    }
+
+    func finish() {
+        let last = left.withLock { left in
+            left -= 1
+            return left == 0
+        }
+        if last { then?() }
     }
 }

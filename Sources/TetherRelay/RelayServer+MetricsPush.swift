@@ -15,8 +15,8 @@ extension RelayServer {
     private func pushMetrics(to url: String, token: String) {
         let socketsLive = self.socketsLive
         let loop = group.loops[0]
-        occupancy { [metrics] occupancy in
-            let body = metrics.pushBody(timestamp: RelayServer.milliseconds(), roomsLive: occupancy.rooms, socketsLive: socketsLive)
+        occupancy { [metrics, clock] occupancy in
+            let body = metrics.pushBody(timestamp: clock.wallMs(), roomsLive: occupancy.rooms, socketsLive: socketsLive)
             loop.execute {
                 HTTPClient.postJSON(url, body: Array(body.utf8), headers: HTTPHeaders([("Authorization", "Bearer \(token)")]), on: loop) { result in
                     if case let .success(response) = result, (200..<300).contains(response.status) { return }

@@ -1,4 +1,5 @@
 import TetherNet
+import TetherStore
 public import TetherWire
 
 extension RelayServer {
@@ -22,23 +23,27 @@ extension RelayServer {
                            body: Array(map.json.utf8)))
     }
 
-    /// Publishes `map` to the shared store (versions only grow) and adopts it here at once.
+    /// Publishes `map` to the shared store (versions only grow) and adopts it here at once. It
+    /// blocks on the store: call it from a command or a test, never on a loop.
     public func publish(_ map: ShardMap) -> Bool {
         let stored = store.publishShardMap(map)
-        refreshShardMap()
+        adoptStoredMap(from: store)
         return stored
     }
 
     func startShardMapWatch() {
-        start(.shardMapPoll, every: Self.shardMapPollMs) { $0.refreshShardMap() }
+        start(.shardMapPoll, every: Self.shardMapPollMs) { server in
+            server.storage.submit(lane: 0) { server.adoptStoredMap(from: $0) }
+        }
     }
 
     func stopShardMapWatch() { stop(.shardMapPoll) }
 
     /// Adopts a newer stored map, then closes every socket of every resident room this node no
     /// longer owns with 4421 `reshard <owner>` (§8.4) — each room on its own loop. Both legs get
-    /// the close: it is the relay's, so peer propagation does not apply.
-    func refreshShardMap() {
+    /// the close: it is the relay's, so peer propagation does not apply. Reads the store, so it
+    /// runs on a store lane (or a caller's own thread).
+    func adoptStoredMap(from store: any RoomStore) {
         guard let map = store.shardMap(), sharding.adopt(map) else { return }
         write("relay: shard map version \(map.version) adopted; this node (\(sharding.host)) owns \(sharding.ownedBuckets(in: map)) of \(RoomName.bucketCount) buckets")
         for (index, loop) in group.loops.enumerated() {

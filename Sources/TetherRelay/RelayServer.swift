@@ -3,6 +3,7 @@ import Glibc
 import TetherAttest
 import TetherCrypto
 public import TetherNet
+public import TetherStore
 import TetherWire
 
 /// The companion relay on TetherNet: the entry gate and per-IP limits (relay.md §2.3), rooms on
@@ -12,7 +13,17 @@ import TetherWire
 public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
-    let store: any RoomStore
+    /// Storage runs here, never on a loop (ARCHITECTURE: storage is an action).
+    public let storage: StoreExecutor
+    var store: any RoomStore { storage.store }
+    /// Monotonic time for deadlines, windows and timeouts; wall time only for what is persisted.
+    public let clock: RelayClock
+    /// How long an admitted socket may hold its peer back (queue above the high-water mark, the
+    /// peer not read) before it is closed 1008 `write stalled`. Twice the keepalive interval: a
+    /// live but slow phone drains its 256 KiB well within it, while a suspended app that stops
+    /// reading cannot pin the relay's buffers and its peer for longer than the keepalive would.
+    public static let stallTimeoutMs: UInt64 = 60_000
+    var stallTimeoutMs: UInt64 { Self.stallTimeoutMs }
     private var http: HTTPServer?
     private let gate = NetLock()
     private var wsLimiter: FixedWindowLimiter<String>
@@ -46,20 +57,22 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     private var faultBudgetExceeded = false
 
     public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,
+                clock: RelayClock = .system, storeLanes: Int = StoreExecutor.defaultLanes,
                 log: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
         self.group = group
-        self.store = store
+        storage = StoreExecutor(store: store, lanes: storeLanes)
+        self.clock = clock
         self.log = log ?? Self.writeToStandardError
         wsLimiter = FixedWindowLimiter(limit: configuration.wsRateLimit, window: 60_000)
         attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
                                   verifier: Self.appAttestVerifier(configuration))
         rooms = group.loops.map { RoomTable(loop: $0) }
-        machineContext = Self.machineContext(configuration, store: store)
+        machineContext = Self.machineContext(configuration)
         sharding = ShardOwnership(origin: configuration.origin)
         verboseLog = configuration.verboseLog
-        (store as? SQLiteRoomStore)?.onFault = { [weak self] in self?.fault("storage error", $0) }
+        store.setFaultHandler { [weak self] in self?.fault("storage error", $0) }
         for table in rooms { table.server = self }
     }
 
@@ -69,7 +82,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         metrics.processException()
         write("relay: \(kind) (continuing): \(message)")
         let exceeded = gate.withLock {
-            guard faults.record(now: Self.milliseconds()), !faultBudgetExceeded else { return false }
+            guard faults.record(now: clock.monotonicMs()), !faultBudgetExceeded else { return false }
             faultBudgetExceeded = true
             return true
         }
@@ -127,6 +140,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
             _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }
         }
         http?.shutdown(grace: .seconds(5))
+        // The rooms' last writes (quota counts, cycle resets) reach the store before exit.
+        storage.drain()
     }
 
     // MARK: HTTP
@@ -144,7 +159,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         metrics.httpRequest()
         if head.path.hasPrefix("/attest") {
             let ip = clientIP(head, peer: peer)
-            let now = Self.milliseconds()
+            let now = clock.monotonicMs()
             guard gate.withLock({ attestLimiter.hit(ip, now: now) }) else { return .text(429, "rate limited") }
         }
         guard gate.withLock({ hasRoomFor(room) }) else { return .text(503, "capacity") }
@@ -158,7 +173,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     }
 
     /// §2.2 step 1, then step 8 for a request `screen` let through: the room's endpoint, run on
-    /// the room's loop.
+    /// the room's store lane (after the room's earlier storage work, before its later), and any
+    /// teardown on the room's loop.
     public func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
         if request.head.path == "/metrics" { return scrape(request, reply: reply) }
         if request.head.path == "/healthz" { return health(request, reply: reply) }
@@ -172,15 +188,16 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         let index = room.bucket % group.loops.count
         let table = rooms[index]
         let body = request.body
-        group.loops[index].execute { [self] in
-            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: Self.milliseconds()) { SecureRandom.bytes($0) }
-            if outcome.tearDown {
-                write("relay \(room.logTag) teardown reason=room deleted")
-                table.closeRoom(room, code: 1000, reason: "room deleted")
-            }
+        storage.submit(RoomKey(room)) { [self] store in
+            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: clock.wallMs()) { SecureRandom.bytes($0) }
             if outcome.status == 500 { metrics.httpError() }
             diagnostic("relay \(room.logTag) POST \(path) -> \(outcome.status)\(outcome.diagnostic.map { " (\($0))" } ?? "")")
-            reply(.json(outcome.status, Array(outcome.json.utf8)))
+            guard outcome.tearDown else { return reply(.json(outcome.status, Array(outcome.json.utf8))) }
+            group.loops[index].execute { [self] in
+                write("relay \(room.logTag) teardown reason=room deleted")
+                table.closeRoom(room, code: 1000, reason: "room deleted")
+                reply(.json(outcome.status, Array(outcome.json.utf8)))
+            }
         }
     }
 
@@ -224,7 +241,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         case let .success(admitted): room = admitted
         }
         let ip = clientIP(request.head, peer: request.peer)
-        let now = Self.milliseconds()
+        let now = clock.monotonicMs()
         var arrival = SocketID(0)
         let refused: (HTTPResponse, RelayMetrics.Rejection)? = gate.withLock {
             guard wsLimiter.hit(ip, now: now) else { return (.text(429, "rate limited"), .rate_limited) }
@@ -252,7 +269,7 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         let table = rooms[index]
         // Connect time and order are taken here, on arrival: a socket handed off from another
         // loop may reach its room after a later one, and the pre-auth cap evicts by arrival.
-        let connectedAt = Self.milliseconds(), id = arrival
+        let connectedAt = now, id = arrival
         return .accept { [self] transport, leftover in
             let attach: @Sendable (any Transport) -> Void = { [self] transport in
                 table.attach(transport, leftover: leftover, room: room, server: self, ip: ip, id: id, connectedAt: connectedAt)
@@ -297,13 +314,20 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
         }
     }
 
-    func makeMachine(for room: RoomName) -> RoomMachine { RoomMachine(room: room, context: machineContext) }
+    func makeMachine(for room: RoomName, admissionWindow: FixedWindow?) -> RoomMachine {
+        RoomMachine(room: room, context: machineContext, admissionWindow: admissionWindow)
+    }
 
-    static func machineContext(_ configuration: RelayConfiguration, store: any RoomStore) -> RoomMachine.Context {
+    static func machineContext(_ configuration: RelayConfiguration) -> RoomMachine.Context {
         var machine = RoomMachine.Configuration(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         machine.dailyByteQuota = configuration.dailyByteQuota
         machine.maxFramesPerSecond = configuration.maxFramesPerSecond
-        return RoomMachine.Context(configuration: machine, store: store)
+        return RoomMachine.Context(configuration: machine)
+    }
+
+    /// A room's write, on its store lane; nobody waits for it.
+    func persist(_ write: RoomWrite, for key: RoomKey) {
+        storage.submit(key) { $0.apply(write, to: key) }
     }
 
     var webSocketOptions: WebSocketConnection.Options {
@@ -327,8 +351,6 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
     func diagnostic(_ line: @autoclosure () -> String) {
         if verbose { log(line()) }
     }
-
-    static func milliseconds() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
 
     /// One line, one write(2): lines from several loops never interleave, and nothing is buffered
     /// that a crash could lose.

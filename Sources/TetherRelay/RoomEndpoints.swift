@@ -1,10 +1,11 @@
 public import TetherAttest
 import TetherCrypto
+public import TetherStore
 public import TetherWire
 
 /// The room-level HTTP endpoints (relay.md §4) as pure logic over a `RoomStore`: a request body
 /// in, a status and JSON body out, plus whether the room must be torn down. Run on the room's
-/// loop, so each request is atomic with respect to the room's sockets.
+/// store lane, so each request is atomic with respect to the room's other storage work.
 public struct RoomEndpoints: Sendable {
     public struct Outcome: Equatable, Sendable {
         public let status: Int
@@ -103,7 +104,9 @@ public struct RoomEndpoints: Sendable {
             if let refusal = checkAssertion(assertionText, challenge: challenge, record: record, room: room, store: store) { return refusal }
         }
         store.deleteRegistrationToken(token, in: room)
-        store.setVerifier(verifier, of: room, now: now)
+        // Tested again inside the write: of two racing registrations (a shared database, several
+        // nodes), one wins and the other is told the room is taken.
+        guard store.setVerifier(verifier, of: room, now: now) else { return .error(403, "already registered") }
         return .ok()
     }
 

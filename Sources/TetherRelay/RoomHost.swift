@@ -1,4 +1,5 @@
 import TetherNet
+import TetherStore
 import TetherWire
 
 /// One resident room: its machine, its sockets, and the actions performed on them. The host is
@@ -9,7 +10,13 @@ final class RoomHost: WebSocketDelegate {
     struct Member {
         var connection: WebSocketConnection?
         let ip: String
+        /// Monotonic ms.
         let openedAt: UInt64
+        /// Why reading is paused (`Hold` bits); read again when none is left.
+        var holds: UInt8 = 0
+        /// The stall deadline's timer while this socket is unwritable: out of line, since only a
+        /// socket whose peer outruns it has one.
+        var stallTimerStorage = OutOfLine<EventLoop.TimerID>()
         /// The close the relay started, if it did (for the disconnect line); out of line, as
         /// only a socket being closed has one.
         var closedByRelayStorage = OutOfLine<(code: UInt16, reason: String)>()
@@ -17,6 +24,14 @@ final class RoomHost: WebSocketDelegate {
             get { closedByRelayStorage.value }
             set { closedByRelayStorage.value = newValue }
         }
+    }
+
+    /// Reasons a member's reading is paused.
+    enum Hold {
+        /// Its frames wait behind the room's storage answer.
+        static let storage: UInt8 = 1
+        /// Its peer has not taken what it already sent (back-pressure).
+        static let peer: UInt8 = 2
     }
 
     /// Inline, not an object of its own: one allocation less per resident room.
@@ -48,7 +63,10 @@ final class RoomHost: WebSocketDelegate {
                                              delegate: self, leftover: leftover)
         table.adopting = nil
         // Gone already if its leftovers closed it.
-        if members[id] != nil { members[id]?.connection = connection }
+        guard members[id] != nil else { return armDeadline() }
+        members[id]?.connection = connection
+        // Its leftovers may have been held behind a storage answer before it had a connection.
+        if members[id]?.holds != 0 { connection.pauseReading() }
         armDeadline()
     }
 
@@ -72,26 +90,46 @@ final class RoomHost: WebSocketDelegate {
         gone(id, code: code, reason: reason, failedWithProtocolError: socket.failedWithProtocolError)
     }
 
+    /// Back-pressure (relay.md §3.11, Tether): a socket whose queue passed the high-water mark
+    /// stops its peer's reading and starts the stall clock; once it drains below the low-water
+    /// mark its peer is read again.
+    func webSocketWritabilityChanged(_ socket: WebSocketConnection) {
+        guard let id = id(of: socket) else { return }
+        if socket.isWritable {
+            cancelStallTimer(id)
+            releaseHolds(Hold.peer, except: id)
+        } else {
+            armStallTimer(id)
+        }
+    }
+
     // MARK: Events
 
     private func frame(from id: SocketID, isText: Bool, payload: [UInt8]) {
-        // One pass in the machine's order; the splice's common case is a single forward.
-        for action in machine.frame(from: id, isText: isText, payload: payload, now: RelayServer.milliseconds()) {
-            guard case let .forward(target) = action else {
-                perform(action)
-                continue
+        switch machine.receive(from: id, isText: isText, payload: payload, now: server.clock.now()) {
+        case let .forward(target): forward(payload, isText: isText, from: id, to: target)
+        case .none: return
+        case let .actions(actions):
+            // In the machine's order; a forward among them is this frame's.
+            for action in actions {
+                if case let .forward(target) = action { forward(payload, isText: isText, from: id, to: target) } else { perform(action) }
             }
-            if let out = members[target]?.connection {
-                if isText { out.send(text: payload) } else { out.send(binary: payload) }
-            }
+            armDeadline()
         }
-        armDeadline()
+    }
+
+    /// The splice: the frame goes out unchanged; if that leaves the target above its high-water
+    /// mark, the sender is not read again until the target drains.
+    private func forward(_ payload: [UInt8], isText: Bool, from id: SocketID, to target: SocketID) {
+        guard let out = members[target]?.connection else { return }
+        if isText { out.send(text: payload) } else { out.send(binary: payload) }
+        if !out.isWritable { hold(id, Hold.peer) }
     }
 
     private func gone(_ id: SocketID, code: UInt16, reason: String, failedWithProtocolError: Bool) {
         guard let member = members.removeValue(forKey: id) else { return }
         server.release(member.ip)
-        let lived = RelayServer.milliseconds() &- member.openedAt
+        let lived = server.clock.monotonicMs() &- member.openedAt
         server.metrics.socketLifetime(milliseconds: lived)
         let tag = machine.key.logTag, role = machine.role(of: id)?.rawValue ?? "?"
         if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
@@ -109,6 +147,9 @@ final class RoomHost: WebSocketDelegate {
             line = "initiator=remote role=\(role) state=\(machine.stateName(of: id)) code=\(code)"
         }
         server.write("relay \(tag) disconnect \(line) lived=\(lived)ms")
+        if let timer = member.stallTimerStorage.value { loop.cancel(timer) }
+        // Whoever waited for this socket to drain waits no more.
+        releaseHolds(Hold.peer, except: id)
         perform(machine.disconnected(id))
         if members.isEmpty, machine.isEmpty {
             if let deadlineTimer { loop.cancel(deadlineTimer) }
@@ -119,7 +160,7 @@ final class RoomHost: WebSocketDelegate {
 
     func closeAll(code: UInt16, reason: String) { perform(machine.closeAll(code: code, reason: reason)) }
 
-    private func perform(_ actions: [RoomAction]) {
+    func perform(_ actions: [RoomAction]) {
         for action in actions { perform(action) }
     }
 
@@ -134,20 +175,79 @@ final class RoomHost: WebSocketDelegate {
             member.connection?.close(code: code, reason: reason)
         case let .log(line): server.write(line)
         case .forward: break
+        case let .load(query): load(query)
+        case let .persist(write): server.persist(write, for: machine.key)
+        case let .holdReading(id): hold(id, Hold.storage)
+        case let .resumeReading(id): release(id, Hold.storage)
         }
+    }
+
+    /// Runs the room's admission query on its store lane; the answer comes back on this loop.
+    /// The host is kept alive by the closure until then, even if the room empties meanwhile (the
+    /// machine then finds no socket to admit).
+    private func load(_ query: AdmissionQuery) {
+        let host = LoopBound(self)
+        let loop = self.loop, key = machine.key
+        server.storage.submit(key) { store in
+            let read = store.admission(query, of: key)
+            loop.execute {
+                let room = host.value
+                room.perform(room.machine.admissionLoaded(read, now: room.server.clock.now()))
+                room.armDeadline()
+            }
+        }
+    }
+
+    // MARK: Holds and stalls
+
+    private func hold(_ id: SocketID, _ reason: UInt8) {
+        guard let member = members[id] else { return }
+        if member.holds == 0 { member.connection?.pauseReading() }
+        members[id]?.holds = member.holds | reason
+    }
+
+    private func release(_ id: SocketID, _ reason: UInt8) {
+        guard let member = members[id], member.holds & reason != 0 else { return }
+        members[id]?.holds = member.holds & ~reason
+        if member.holds & ~reason == 0 { member.connection?.resumeReading() }
+    }
+
+    private func releaseHolds(_ reason: UInt8, except id: SocketID) {
+        for (other, member) in members where other != id && member.holds & reason != 0 { release(other, reason) }
+    }
+
+    private func armStallTimer(_ id: SocketID) {
+        guard members[id]?.stallTimerStorage.isEmpty == true else { return }
+        members[id]?.stallTimerStorage.value = loop.schedule(after: .milliseconds(server.stallTimeoutMs)) { [self] in
+            members[id]?.stallTimerStorage.value = nil
+            perform(machine.stalled(id))
+        }
+    }
+
+    private func cancelStallTimer(_ id: SocketID) {
+        guard let timer = members[id]?.stallTimerStorage.value else { return }
+        loop.cancel(timer)
+        members[id]?.stallTimerStorage.value = nil
     }
 
     private func armDeadline() {
         if let deadlineTimer { loop.cancel(deadlineTimer) }
         deadlineTimer = nil
         guard let deadline = machine.nextDeadline else { return }
-        let now = RelayServer.milliseconds()
+        let now = server.clock.monotonicMs()
         // A strong capture (no weak side table per room): the timer is cancelled when the room
         // empties, which releases it.
         deadlineTimer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [self] in
             self.deadlineTimer = nil
-            self.perform(self.machine.tick(now: RelayServer.milliseconds()))
+            self.perform(self.machine.tick(now: self.server.clock.monotonicMs()))
             self.armDeadline()
         }
     }
+}
+
+/// A loop-confined object carried through a store lane and back to its loop: the lane never
+/// touches it, and `EventLoop.execute` orders the hand-back after everything the loop did before.
+struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

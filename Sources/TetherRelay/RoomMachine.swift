@@ -1,5 +1,7 @@
+public import TetherStore
 public import TetherWire
 import TetherCrypto
+import TetherNet
 
 /// A connection's identity inside a room; assigned by the I/O layer in connect order.
 public struct SocketID: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -19,11 +21,38 @@ public enum RoomAction: Equatable, Sendable {
     case close(SocketID, code: UInt16, reason: String)
     /// An always-on, zero-PII lifecycle line (room tag, never the name, an IP or a key).
     case log(String)
+    /// Run this query on the room's store lane and hand the answer to `admissionLoaded`. At most
+    /// one is outstanding per room.
+    case load(AdmissionQuery)
+    /// Write this on the room's store lane; nobody waits for it.
+    case persist(RoomWrite)
+    /// Stop reading this socket: its frames wait behind a storage answer (they are held in the
+    /// room, in order, and what the transport has not read yet stays in the kernel).
+    case holdReading(SocketID)
+    /// Read this socket again.
+    case resumeReading(SocketID)
+}
+
+/// What to do with one frame: on the splice's common path a single forward, with no array.
+public enum FrameVerdict: Equatable, Sendable {
+    case forward(to: SocketID)
+    case none
+    case actions([RoomAction])
+
+    public var actions: [RoomAction] {
+        switch self {
+        case let .forward(target): [.forward(to: target)]
+        case .none: []
+        case let .actions(actions): actions
+        }
+    }
 }
 
 /// One room's admission and splice rules (relay.md §3), as a pure state machine: events in,
-/// actions out, time passed in, storage through `RoomStore`. No sockets, so every rule is tested
-/// without them; the relay's I/O layer performs the actions.
+/// actions out, time passed in. No sockets and no storage calls: storage is actions too — a Proof
+/// that needs the store is a two-step transition (`.load`, then `admissionLoaded`), and writes are
+/// `.persist` actions nobody waits for — so every rule is tested without I/O, and a slow store
+/// never stalls the loop the room lives on.
 public struct RoomMachine {
     public struct Configuration: Sendable {
         public var origin: String
@@ -62,17 +91,29 @@ public struct RoomMachine {
 
     /// What every room of a relay shares: held once, referenced by each machine, so a resident
     /// room costs its own state only.
-    public final class Context: @unchecked Sendable {
+    public final class Context: Sendable {
         public let configuration: Configuration
-        let store: any RoomStore
-        let random: (Int) -> [UInt8]
+        let random: @Sendable (Int) -> [UInt8]
 
         /// - Parameter random: the source of nonces and tokens; nil means the CSPRNG (tests fix it).
-        public init(configuration: Configuration, store: any RoomStore, random: ((Int) -> [UInt8])? = nil) {
+        public init(configuration: Configuration, random: (@Sendable (Int) -> [UInt8])? = nil) {
             self.configuration = configuration
-            self.store = store
             self.random = random ?? { SecureRandom.bytes($0) }
         }
+    }
+
+    /// A Proof waiting for its storage answer, and what arrived meanwhile: out of line, since a
+    /// room holds one only for the few milliseconds of a store round trip.
+    struct Admission {
+        let id: SocketID
+        let nonce: [UInt8]
+        let hello: Hello
+        let proof: Proof
+        /// Pre-auth frames that arrived while the answer was awaited, in arrival order; run once it
+        /// comes (their sockets are held meanwhile, so this stays within one read's worth).
+        var deferred: [(id: SocketID, isText: Bool, payload: [UInt8])] = []
+        /// Sockets not being read until this answer (or a later one) comes.
+        var held: [SocketID] = []
     }
 
     public let room: RoomName
@@ -80,12 +121,18 @@ public struct RoomMachine {
     public let key: RoomKey
     private let context: Context
     public var configuration: Configuration { context.configuration }
-    private var store: any RoomStore { context.store }
     private func random(_ count: Int) -> [UInt8] { context.random(count) }
     private var sockets = SmallMap<SocketID, Socket>()
     /// Sockets this machine closed, until their disconnect: what they were, for the log line.
     private var closing = SmallMap<SocketID, State>()
-    private var admissionWindow: FixedWindow
+    /// §3.4 step 1, on the monotonic clock. Readable so the relay can keep it past the room's
+    /// eviction (a room emptied by each attempt on a fresh socket must still count them).
+    public private(set) var admissionWindow: FixedWindow
+    private var admissionStorage = OutOfLine<Admission>()
+    private var admission: Admission? {
+        get { admissionStorage.value }
+        set { admissionStorage.value = newValue }
+    }
     /// The splice's counters, made at the first admitted frame: a parked mac never needs them.
     private var splice: Splice?
 
@@ -95,23 +142,32 @@ public struct RoomMachine {
         var quota: QuotaRecord?
         var quotaPersistedBytes: Int64 = 0
 
-        init(maxFramesPerSecond: Int) { frameWindow = FixedWindow(limit: maxFramesPerSecond, window: 1_000) }
+        init(maxFramesPerSecond: Int, quota: QuotaRecord?) {
+            frameWindow = FixedWindow(limit: maxFramesPerSecond, window: 1_000)
+            self.quota = quota
+            quotaPersistedBytes = quota?.bytes ?? 0
+        }
     }
     /// A pairing-mode phone admission charged the stored cycle count during this mac park.
     private var chargedCycles = false
 
-    public init(room: RoomName, context: Context) {
+    /// - Parameter admissionWindow: the window this room had when it was last evicted, if it is
+    ///   still running.
+    public init(room: RoomName, context: Context, admissionWindow: FixedWindow? = nil) {
         self.room = room
         key = RoomKey(room)
         self.context = context
-        admissionWindow = FixedWindow(limit: context.configuration.admissionLimit, window: context.configuration.admissionWindowMs)
+        self.admissionWindow = admissionWindow
+            ?? FixedWindow(limit: context.configuration.admissionLimit, window: context.configuration.admissionWindowMs)
     }
 
     /// A machine with a context of its own (tests).
-    public init(room: RoomName, configuration: Configuration, store: any RoomStore,
-                            random: ((Int) -> [UInt8])? = nil) {
-        self.init(room: room, context: Context(configuration: configuration, store: store, random: random))
+    public init(room: RoomName, configuration: Configuration, random: (@Sendable (Int) -> [UInt8])? = nil) {
+        self.init(room: room, context: Context(configuration: configuration, random: random))
     }
+
+    /// True while a Proof waits for its storage answer.
+    public var isAwaitingStorage: Bool { !admissionStorage.isEmpty }
 
     /// Sockets the room still counts (pre-auth and admitted).
     public var socketCount: Int { sockets.count }
@@ -148,8 +204,8 @@ public struct RoomMachine {
 
     // MARK: Events
 
-    /// A socket was upgraded into this room (§2.3, §3.9): it waits for a Hello; the pre-auth cap
-    /// evicts the oldest pending sockets.
+    /// A socket was upgraded into this room (§2.3, §3.9) at `now` (monotonic ms, its arrival): it
+    /// waits for a Hello; the pre-auth cap evicts the oldest pending sockets.
     public mutating func connected(_ id: SocketID, now: UInt64) -> [RoomAction] {
         sockets[id] = Socket(state: .hello, connectedAt: now)
         var actions: [RoomAction] = [.log("relay \(key.logTag) connect")]
@@ -161,20 +217,39 @@ public struct RoomMachine {
         return actions
     }
 
-    /// A frame from a socket. `isText` and `payload` as received; `utf16Count` is the frame's
-    /// size for the caps when it is text (relay.md measures text in UTF-16 code units).
-    public mutating func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: UInt64) -> [RoomAction] {
-        guard let socket = sockets[id] else { return [] }   // closing or gone: dropped
+    /// A frame from a socket, as actions (tests and control frames; the relay's splice path uses
+    /// `receive`).
+    public mutating func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: RoomTime) -> [RoomAction] {
+        receive(from: id, isText: isText, payload: payload, now: now).actions
+    }
+
+    /// A frame from a socket. `isText` and `payload` as received; a text frame's size for the caps
+    /// is its UTF-16 length (relay.md measures text in UTF-16 code units).
+    public mutating func receive(from id: SocketID, isText: Bool, payload: [UInt8], now: RoomTime) -> FrameVerdict {
+        guard let socket = sockets[id] else { return .none }   // closing or gone: dropped
         let size = isText ? Self.utf16Length(ofUTF8: payload) : payload.count
         switch socket.state {
-        case .hello:
-            guard size <= configuration.preAuthFrameCap else { return close(id, 1009, "frame too large") }
-            return hello(id, payload: payload)
-        case let .challenged(nonce, hello):
-            guard size <= configuration.preAuthFrameCap else { return close(id, 1009, "frame too large") }
-            return proof(id, payload: payload, nonce: nonce, hello: hello, now: now)
         case let .admitted(role):
             return data(id, role: role, size: size, now: now)
+        case .hello, .challenged:
+            if admission != nil {
+                // Frames on one socket run strictly in order (§6.9), and a Proof must not be read
+                // against a room state that a pending one is about to change: wait for the answer.
+                admission!.deferred.append((id, isText, payload))
+                guard !admission!.held.contains(id) else { return .none }
+                admission!.held.append(id)
+                return .actions([.holdReading(id)])
+            }
+            return .actions(preAuthFrame(id, socket.state, isText: isText, payload: payload, size: size, now: now))
+        }
+    }
+
+    private mutating func preAuthFrame(_ id: SocketID, _ state: State, isText: Bool, payload: [UInt8], size: Int, now: RoomTime) -> [RoomAction] {
+        guard size <= configuration.preAuthFrameCap else { return close(id, 1009, "frame too large") }
+        switch state {
+        case .hello: return hello(id, payload: payload)
+        case let .challenged(nonce, hello): return proof(id, payload: payload, nonce: nonce, hello: hello, now: now)
+        case .admitted: return []
         }
     }
 
@@ -183,13 +258,15 @@ public struct RoomMachine {
     public mutating func disconnected(_ id: SocketID) -> [RoomAction] {
         closing[id] = nil
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
-        endParkIfMacGone()
-        guard case let .admitted(role) = socket.state, let peer = admitted(role == .mac ? .phone : .mac) else { return [] }
-        return close(peer, 1001, "peer gone")
+        var actions = endParkIfMacGone()
+        if case let .admitted(role) = socket.state, let peer = admitted(role == .mac ? .phone : .mac) {
+            actions += close(peer, 1001, "peer gone")
+        }
+        return actions
     }
 
     /// Housekeeping (§3.9): a socket still pre-auth more than the deadline after connecting is
-    /// closed 1008 `admission timeout`.
+    /// closed 1008 `admission timeout`. `now` is monotonic ms.
     public mutating func tick(now: UInt64) -> [RoomAction] {
         var actions: [RoomAction] = []
         for (id, socket) in sockets.sorted(by: { $0.key < $1.key }) {
@@ -199,12 +276,20 @@ public struct RoomMachine {
         return actions
     }
 
-    /// The earliest time `tick` has work: the oldest pre-auth socket's deadline.
+    /// The earliest monotonic time `tick` has work: the oldest pre-auth socket's deadline.
     public var nextDeadline: UInt64? {
         sockets.values.compactMap { socket -> UInt64? in
             if case .admitted = socket.state { return nil }
             return socket.connectedAt + configuration.admissionDeadlineMs + 1
         }.min()
+    }
+
+    /// An admitted socket has not taken its peer's frames for the stall timeout (back-pressure held
+    /// the peer all that while): it is closed 1008 `write stalled`. Its peer stays admitted, to be
+    /// re-spliced to whoever takes the slot next, as after a displacement (relay.md §3.13, Tether).
+    public mutating func stalled(_ id: SocketID) -> [RoomAction] {
+        guard case let .admitted(role)? = sockets[id]?.state else { return [] }
+        return [.log("relay \(key.logTag) stalled role=\(role.rawValue)")] + close(id, 1008, "write stalled")
     }
 
     /// Closes every socket with one code and reason (delete, expiry, shutdown, quota).
@@ -250,58 +335,97 @@ public struct RoomMachine {
         }
     }
 
-    private mutating func proof(_ id: SocketID, payload: [UInt8], nonce: [UInt8], hello: Hello, now: UInt64) -> [RoomAction] {
-        guard admissionWindow.hit(now: now) else { return refuse(id, "rate limited") }
+    /// Steps 1–2 here; the rest once storage answers (`admissionLoaded`). One read serves §3.4 and
+    /// §3.5 ("established" is read once per Proof); it also consumes an attested phone's ticket
+    /// when the room turns out not to be established.
+    private mutating func proof(_ id: SocketID, payload: [UInt8], nonce: [UInt8], hello: Hello, now: RoomTime) -> [RoomAction] {
+        guard admissionWindow.hit(now: now.monotonic) else { return refuse(id, "rate limited") }
         guard let proof = Proof.parse(payload) else { return refuse(id, "bad proof") }
+        admission = Admission(id: id, nonce: nonce, hello: hello, proof: proof)
+        let ticket = configuration.attestationRequired && hello.role == .phone ? proof.ticket : nil
+        return [.load(AdmissionQuery(ticket: ticket, now: now.wall))]
+    }
+
+    /// Storage answered the outstanding `.load`: the Proof continues (§3.4 step 3 on), then the
+    /// frames that waited behind it run in order, and their sockets are read again.
+    public mutating func admissionLoaded(_ read: AdmissionRead, now: RoomTime) -> [RoomAction] {
+        guard let pending = admission else { return [] }
+        admission = nil
+        if splice == nil, let quota = read.quota {
+            splice = Splice(maxFramesPerSecond: configuration.maxFramesPerSecond, quota: quota)
+        }
+        var actions: [RoomAction] = []
+        // The socket may have gone meanwhile (closed, evicted, timed out): nothing to admit.
+        if case .challenged? = sockets[pending.id]?.state {
+            actions += continueProof(pending, read, now: now)
+        }
+        var deferred = pending.deferred[...]
+        while admission == nil, let next = deferred.popFirst() {
+            actions += receive(from: next.id, isText: next.isText, payload: next.payload, now: now).actions
+        }
+        var stillHeld: [SocketID] = []
+        if admission != nil {
+            // Another Proof is loading: what is left waits behind it, and the sockets with frames
+            // left (and the one proving) stay held until its answer.
+            admission!.deferred.insert(contentsOf: deferred, at: 0)
+            stillHeld = pending.held.filter { id in id == admission!.id || admission!.deferred.contains { $0.id == id } }
+            admission!.held = stillHeld + admission!.held.filter { !stillHeld.contains($0) }
+        }
+        for id in pending.held where !stillHeld.contains(id) && sockets[id] != nil { actions.append(.resumeReading(id)) }
+        return actions
+    }
+
+    private mutating func continueProof(_ pending: Admission, _ read: AdmissionRead, now: RoomTime) -> [RoomAction] {
+        let id = pending.id, hello = pending.hello, proof = pending.proof
+        var actions: [RoomAction] = []
         let credential: Credential
-        // One read serves §3.4 and §3.5 ("established" is read once per Proof).
-        let stored = store.admissionState(of: key)
-        if let verifier = stored.verifier {
+        if let verifier = read.state.verifier {
             guard let signature = proof.signature else { return refuse(id, "signature required") }
-            let transcript = JoinTranscript(role: hello.role, nonce: nonce, room: room, origin: configuration.origin)
+            let transcript = JoinTranscript(role: hello.role, nonce: pending.nonce, room: room, origin: configuration.origin)
             guard let joinKey = (try? Base64.decodeForgiving(verifier)).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
                   let signatureBytes = try? Base64.decodeForgiving(signature),
                   joinKey.isValidSignature(signatureBytes, for: transcript.bytes) else { return refuse(id, "bad signature") }
             // Refreshed before the slot checks, so even a refused join keeps the room alive.
-            store.touch(key, at: now)
+            actions.append(.persist(.touch(at: now.wall)))
             credential = .signed
         } else if configuration.attestationRequired {
             if hello.role == .mac {
                 credential = .parkedMac
             } else {
-                guard let ticket = proof.ticket else { return refuse(id, "ticket required") }
-                // Consumed here, before the slot checks: a phone refused below must re-attest.
-                guard let record = store.consumeTicket(ticket, in: key, now: now) else { return refuse(id, "bad ticket") }
+                guard proof.ticket != nil else { return refuse(id, "ticket required") }
+                // Consumed by the read, before the slot checks: a phone refused below must re-attest.
+                guard let record = read.ticket else { return refuse(id, "bad ticket") }
                 credential = .ticket(record)
             }
         } else {
             credential = .open
         }
-        return admit(id, hello: hello, credential: credential, stored: stored, now: now)
+        return actions + admit(id, hello: hello, credential: credential, stored: read.state, now: now)
     }
 
     // MARK: Slot admission (§3.5)
 
-    private mutating func admit(_ id: SocketID, hello: Hello, credential: Credential, stored: AdmissionState, now: UInt64) -> [RoomAction] {
+    private mutating func admit(_ id: SocketID, hello: Hello, credential: Credential, stored: AdmissionState, now: RoomTime) -> [RoomAction] {
         let established = stored.verifier != nil
         let role = hello.role
+        var actions: [RoomAction] = []
         // A count of 0 is already what a reset writes; skipping it spares a write per park.
-        if !established, role == .mac, stored.pairingCycles != 0 { store.setPairingCycles(0, of: key) }
+        if !established, role == .mac, stored.pairingCycles != 0 { actions.append(.persist(.pairingCycles(0))) }
         if role == .phone {
-            guard let mac = admitted(.mac), mac != id else { return refuse(id, "mac offline") }
+            guard let mac = admitted(.mac), mac != id else { return actions + refuse(id, "mac offline") }
             if !established {
                 let cycles = stored.pairingCycles + 1
                 if cycles > configuration.pairingCycleCap {
-                    store.deleteRoom(key)
-                    return [.log("relay \(key.logTag) teardown reason=pairing cycle cap")] + closeAll(code: 1000, reason: "pairing cycle cap")
+                    chargedCycles = false
+                    return actions + [.persist(.deleteRoom), .log("relay \(key.logTag) teardown reason=pairing cycle cap")]
+                        + closeAll(code: 1000, reason: "pairing cycle cap")
                 }
-                store.setPairingCycles(cycles, of: key)
+                actions.append(.persist(.pairingCycles(cycles)))
                 chargedCycles = true
             }
         }
-        var actions: [RoomAction] = []
         if let incumbent = admitted(role), incumbent != id {
-            if hello.nonDisplacing { return refuse(id, "slot occupied") }
+            if hello.nonDisplacing { return actions + refuse(id, "slot occupied") }
             // Newest wins; the incumbent's peer stays and is re-spliced to this socket.
             actions += close(incumbent, 1000, "displaced")
         }
@@ -316,8 +440,10 @@ public struct RoomMachine {
                 keyID = record.keyID
                 publicKey = record.publicKey
             }
-            store.putRegistrationToken(token, RegistrationTokenRecord(expiresAt: now + configuration.tokenTTLms,
-                                                                      attestKeyID: keyID, attestPublicKey: publicKey), in: key)
+            // Written before the Result is sent, on the lane `/register` reads from: the phone
+            // cannot present the token before it is stored.
+            actions.append(.persist(.registrationToken(token, RegistrationTokenRecord(expiresAt: now.wall + configuration.tokenTTLms,
+                                                                                       attestKeyID: keyID, attestPublicKey: publicKey))))
             actions.append(.send(id, AdmissionReply.admitted(registrationToken: token)))
         } else {
             actions.append(.send(id, AdmissionReply.admitted()))
@@ -327,48 +453,44 @@ public struct RoomMachine {
 
     // MARK: Splice (§3.11, §3.12)
 
-    private mutating func data(_ id: SocketID, role: RelayRole, size: Int, now: UInt64) -> [RoomAction] {
+    private mutating func data(_ id: SocketID, role: RelayRole, size: Int, now: RoomTime) -> FrameVerdict {
         let peer = admitted(role == .mac ? .phone : .mac)
         guard size <= configuration.admittedFrameCap else {
-            return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1009, "frame too large")
+            return .actions((peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1009, "frame too large"))
         }
         let splice = self.splice ?? {
-            let splice = Splice(maxFramesPerSecond: configuration.maxFramesPerSecond)
+            let splice = Splice(maxFramesPerSecond: configuration.maxFramesPerSecond, quota: nil)
             self.splice = splice
             return splice
         }()
-        guard splice.frameWindow.hit(now: now) else {
-            return (peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1008, "frame rate exceeded")
+        guard splice.frameWindow.hit(now: now.monotonic) else {
+            return .actions((peer.map { close($0, 1001, "peer gone") } ?? []) + close(id, 1008, "frame rate exceeded"))
         }
-        guard chargeQuota(size, now: now, splice) else {
-            return [.log("relay \(key.logTag) quota exceeded")] + closeAll(code: 1008, reason: "daily quota exceeded")
+        let (withinQuota, flush) = chargeQuota(size, now: now, splice)
+        guard withinQuota else {
+            return .actions([.persist(.quota(flush!)), .log("relay \(key.logTag) quota exceeded")] + closeAll(code: 1008, reason: "daily quota exceeded"))
         }
         // No peer yet: dropped silently (it still counted toward the rate and the quota).
-        return peer.map { [.forward(to: $0)] } ?? []
+        guard let flush else { return peer.map { .forward(to: $0) } ?? .none }
+        return .actions([.persist(.quota(flush))] + (peer.map { [.forward(to: $0)] } ?? []))
     }
 
-    /// Adds `size` to the room's 24-hour byte count (§3.12); false when that trips the quota.
-    /// The record is persisted on roll-over, on a trip, and after each further flush step.
-    private func chargeQuota(_ size: Int, now: UInt64, _ splice: Splice) -> Bool {
-        var record = splice.quota ?? store.quota(of: key) ?? QuotaRecord(dayStart: now, bytes: 0)
-        if splice.quota == nil { splice.quotaPersistedBytes = record.bytes }
-        if now &- record.dayStart >= QuotaRecord.window {
-            record = QuotaRecord(dayStart: now, bytes: 0)
-            store.setQuota(record, of: key)
-            splice.quotaPersistedBytes = 0
+    /// Adds `size` to the room's 24-hour byte count (§3.12): whether the frame is within the quota,
+    /// and the record to persist, if any (on roll-over, on a trip, and after each flush step). The
+    /// day is wall time (it is persisted), read so that a backwards clock step never rolls it.
+    private func chargeQuota(_ size: Int, now: RoomTime, _ splice: Splice) -> (Bool, QuotaRecord?) {
+        var record = splice.quota ?? QuotaRecord(dayStart: now.wall, bytes: 0)
+        var rolled = false
+        if now.wall > record.dayStart, now.wall - record.dayStart >= QuotaRecord.window {
+            record = QuotaRecord(dayStart: now.wall, bytes: 0)
+            rolled = true
         }
         record.bytes += Int64(size)
         splice.quota = record
-        if record.bytes > configuration.dailyByteQuota {
-            store.setQuota(record, of: key)
-            splice.quotaPersistedBytes = record.bytes
-            return false
-        }
-        if record.bytes - splice.quotaPersistedBytes >= configuration.quotaFlushStep {
-            store.setQuota(record, of: key)
-            splice.quotaPersistedBytes = record.bytes
-        }
-        return true
+        let within = record.bytes <= configuration.dailyByteQuota
+        guard rolled || !within || record.bytes - splice.quotaPersistedBytes >= configuration.quotaFlushStep else { return (true, nil) }
+        splice.quotaPersistedBytes = record.bytes
+        return (within, record)
     }
 
     // MARK: Helpers
@@ -382,16 +504,15 @@ public struct RoomMachine {
     private mutating func close(_ id: SocketID, _ code: UInt16, _ reason: String) -> [RoomAction] {
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
         closing[id] = socket.state
-        endParkIfMacGone()
-        return [.close(id, code: code, reason: reason)]
+        return [.close(id, code: code, reason: reason)] + endParkIfMacGone()
     }
 
     /// §6.10 (Tether): the cycle count matters only while a mac is parked, and the next park
     /// resets it, so once no mac is admitted the stored count goes — a pairing that never
     /// completes leaves nothing behind.
-    private mutating func endParkIfMacGone() {
-        guard chargedCycles, admitted(.mac) == nil else { return }
+    private mutating func endParkIfMacGone() -> [RoomAction] {
+        guard chargedCycles, admitted(.mac) == nil else { return [] }
         chargedCycles = false
-        store.setPairingCycles(0, of: key)
+        return [.persist(.pairingCycles(0))]
     }
 }

@@ -1,4 +1,5 @@
 import TetherNet
+import TetherStore
 import TetherWire
 
 /// The rooms living on one loop.
@@ -10,13 +11,24 @@ final class RoomTable: @unchecked Sendable {
     /// The socket whose WebSocket is being set up on this loop: frames in its handshake
     /// leftovers arrive before its host can find the connection among its members.
     var adopting: SocketID?
+    /// Admission windows (§3.4 step 1) of rooms evicted while their window still ran, by the
+    /// room's per-process seeded hash. A room empties whenever its last socket goes, and every
+    /// admission attempt comes on a fresh socket, so without this an attacker retrying on new
+    /// sockets would never meet the 40-per-10 s limit. A collision only makes two rooms share a
+    /// window (stricter, never looser); a client cannot aim at one (the seed is random).
+    private var evictedWindows: [Int: FixedWindow] = [:]
+    /// At most this many windows per loop (24 bytes each plus the table: about 3 MiB at the cap).
+    /// Reaching it takes tens of thousands of rooms each sent a Proof within 10 s on one loop;
+    /// past it the expired windows are dropped first, then arbitrary ones.
+    static let maxEvictedWindows = 65_536
 
     init(loop: EventLoop) { self.loop = loop }
 
     func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String,
                 id: SocketID, connectedAt: UInt64) {
         let host = rooms[room] ?? {
-            let host = RoomHost(machine: server.makeMachine(for: room), table: self)
+            let window = evictedWindows.isEmpty ? nil : evictedWindows.removeValue(forKey: room.hashValue)
+            let host = RoomHost(machine: server.makeMachine(for: room, admissionWindow: window), table: self)
             rooms.insert(host)
             server.roomBecameResident(room)
             return host
@@ -24,12 +36,23 @@ final class RoomTable: @unchecked Sendable {
         host.adopt(transport, id: id, leftover: leftover, ip: ip, connectedAt: connectedAt)
     }
 
-    /// The room's last socket is gone: it stops being resident.
+    /// The room's last socket is gone: it stops being resident, keeping its admission window if
+    /// that still runs.
     func remove(_ host: RoomHost) {
         let room = host.machine.room
         rooms.remove(room)
         server?.roomLeft(room)
+        let window = host.machine.admissionWindow
+        guard let now = server?.clock.monotonicMs(), !window.isExpired(now: now) else { return }
+        if evictedWindows.count >= Self.maxEvictedWindows {
+            evictedWindows = evictedWindows.filter { !$0.value.isExpired(now: now) }
+            if evictedWindows.count >= Self.maxEvictedWindows { evictedWindows.remove(at: evictedWindows.startIndex) }
+        }
+        evictedWindows[room.hashValue] = window
     }
+
+    /// Windows kept for evicted rooms (tests and metrics).
+    var evictedWindowCount: Int { evictedWindows.count }
 
     func closeAll(code: UInt16, reason: String) {
         for host in rooms.values { host.closeAll(code: code, reason: reason) }

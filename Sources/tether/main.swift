@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import TetherNet
 import TetherRelay
+import TetherStore
 import TetherWire
 
 func fail(_ message: String, code: Int32 = 2) -> Never {

@@ -397,10 +397,10 @@ class RawSocket:
     """A WebSocket client written by hand, for frames a library refuses to send (invalid UTF-8,
     reserved bits) and for watching exactly what the relay sends back."""
 
-    def __init__(self, url, room_name, headers=""):
+    def __init__(self, url, room_name, headers="", source=None):
         import socket
         parsed = urlparse(url)
-        self.sock = socket.create_connection((parsed.hostname, parsed.port))
+        self.sock = socket.create_connection((parsed.hostname, parsed.port), source_address=(source, 0) if source else None)
         self.sock.settimeout(40)
         self.sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
@@ -468,6 +468,78 @@ class RawSocket:
         self.recv_frame()
         self.send_frame(0x1, b"{}")
         return json.loads(self.recv_frame()[1])
+
+
+async def admission_window(url):
+    """45 Proofs in one room within 10 s, each on a fresh socket from its own loopback source
+    address, each socket closed before the next opens (so the room empties every time)."""
+    r = room()
+
+    def attempt(i):
+        raw = RawSocket(url, r, source="127.0.0.%d" % (10 + i))
+        result = raw.admit("mac")
+        close = None if result.get("ok") else raw.close_received()
+        raw.sock.close()
+        return {"result": result, "close": close}
+
+    import time
+    started = time.monotonic()
+    attempts = [await asyncio.to_thread(attempt, i) for i in range(45)]
+    return {"attempts": attempts, "seconds": time.monotonic() - started}
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+async def flood(url, pid):
+    """Back-pressure: a mac floods 256 KiB frames for `seconds` into a phone that never reads,
+    while an unrelated pair exchanges 64 B frames; the relay's RSS growth and the other pair's
+    round trips."""
+    import threading
+    import time
+    seconds = float(os.environ.get("FLOOD_SECONDS", "4"))
+    rss_before = rss_kib(pid)
+    r = room()
+    mac, phone = RawSocket(url, r), RawSocket(url, r)
+    out = {"mac": mac.admit("mac"), "phone": phone.admit("phone")}
+    other_room = room()
+    a, b = RawSocket(url, other_room), RawSocket(url, other_room)
+    a.admit("mac")
+    b.admit("phone")
+    sent = [0]
+    stop = time.monotonic() + seconds
+    frame = os.urandom(262_144)
+
+    def pump():
+        mac.sock.settimeout(0.5)
+        while time.monotonic() < stop:
+            try:
+                mac.send_frame(0x2, frame)
+                sent[0] += len(frame)
+            except OSError:
+                pass   # the relay stopped reading us: exactly what back-pressure should do
+
+    flooder = threading.Thread(target=pump)
+    flooder.start()
+    rtts = []
+    while time.monotonic() < stop:
+        started = time.monotonic()
+        a.send_frame(0x2, b"x" * 64)
+        b.recv_frame()
+        rtts.append(time.monotonic() - started)
+        time.sleep(0.01)
+    flooder.join()
+    rtts.sort()
+    out["sent_bytes"] = sent[0]
+    out["rss_growth_kib"] = rss_kib(pid) - rss_before
+    out["rtt_p99_ms"] = rtts[int(len(rtts) * 0.99)] * 1000 if rtts else None
+    out["round_trips"] = len(rtts)
+    return out
 
 
 async def refusal(url, room_name, hello, proof):
@@ -829,6 +901,8 @@ if __name__ == "__main__":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     elif scenario == "abuse":
         result = asyncio.run(abuse(url, int(sys.argv[3])))
+    elif scenario == "flood":
+        result = asyncio.run(flood(url, int(sys.argv[3])))
     elif scenario == "attest_flow":
         result = asyncio.run(attest_flow(url, sys.argv[3]))
     elif scenario == "shard":
@@ -836,5 +910,5 @@ if __name__ == "__main__":
     else:
         result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize, "silent": silent,
                               "catalogue": catalogue, "limits": limits, "attested": attested,
-                              "malformed": malformed}[scenario](url))
+                              "malformed": malformed, "admission_window": admission_window}[scenario](url))
     print(json.dumps(result))

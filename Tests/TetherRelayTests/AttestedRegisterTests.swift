@@ -2,6 +2,7 @@ import Foundation
 import TetherAttest
 import TetherCrypto
 import TetherRelay
+import TetherStore
 import TetherTestSupport
 import TetherWire
 import XCTest

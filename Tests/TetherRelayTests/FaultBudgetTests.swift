@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import TetherNet
 import TetherRelay
+import TetherStore
 import TetherWire
 import XCTest
 

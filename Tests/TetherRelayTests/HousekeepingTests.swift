@@ -1,6 +1,8 @@
 import TetherNet
 import TetherRelay
+import TetherStore
 import TetherWire
+import Dispatch
 import XCTest
 
 /// The store-wide sweep (§6.4) on an in-process relay, without sockets.
@@ -25,8 +27,9 @@ final class HousekeepingTests: XCTestCase {
         store.putChallenge("live", expiresAt: now + 1, in: pairing)
         store.setPairingCycles(2, of: pairing)
 
-        server.housekeep(now: now)
-        for loop in group.loops { try loop.submitAndWait {} }
+        let swept = expectation(description: "sweep done")
+        server.housekeep(now: now) { swept.fulfill() }
+        wait(for: [swept], timeout: 10)
 
         XCTAssertNil(store.room(idle), "idle past the TTL: torn down, nothing survives")
         XCTAssertEqual(store.verifier(of: fresh), "W", "exactly at the TTL is not yet idle")
@@ -35,22 +38,24 @@ final class HousekeepingTests: XCTestCase {
         XCTAssertEqual(lines.all, ["relay \(idle.logTag) teardown reason=room expired"])
     }
 
-    func testARoomRefreshedBeforeItsLoopRunsTheReapIsKept() throws {
+    func testARoomRefreshedBeforeItsLaneRunsTheReapIsKept() throws {
         let group = try EventLoopGroup(count: 1)
         defer { group.shutdown() }
         var configuration = RelayConfiguration()
         configuration.establishedIdleTTLms = 1_000
         let store = InMemoryRoomStore()
-        let server = RelayServer(configuration: configuration, group: group, store: store) { _ in }
+        let server = RelayServer(configuration: configuration, group: group, store: store, storeLanes: 1) { _ in }
         let room = RoomName(header: String(repeating: "d", count: 64))!
         store.setVerifier("V", of: room, now: 1)
-        let loop = group.loops[0]
-        // Hold the loop so the reap queues behind a refresh (a signed join on the room's loop).
-        try loop.submitAndWait {
-            server.housekeep(now: 5_000)
-            store.touch(room, at: 4_999)
-        }
-        try loop.submitAndWait {}
+        // Hold the lane so the sweep's re-check queues behind a refresh (a signed join's write,
+        // already on the room's lane when the sweep finds the room idle).
+        let release = DispatchSemaphore(value: 0)
+        server.storage.submit(lane: 0) { _ in release.wait() }
+        let swept = expectation(description: "sweep done")
+        server.housekeep(now: 5_000) { swept.fulfill() }
+        server.storage.submit(RoomKey(room)) { $0.touch(RoomKey(room), at: 4_999) }
+        release.signal()
+        wait(for: [swept], timeout: 10)
         XCTAssertEqual(store.verifier(of: room), "V")
     }
 }

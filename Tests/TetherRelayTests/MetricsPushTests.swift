@@ -1,6 +1,7 @@
 import Foundation
 import TetherNet
 import TetherRelay
+import TetherStore
 import XCTest
 
 /// §2.11 against an in-process sink: the headers, the flat JSON body, the cadence, and failures

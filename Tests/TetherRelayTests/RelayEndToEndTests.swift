@@ -93,6 +93,37 @@ final class RelayEndToEndTests: XCTestCase {
         XCTAssertFalse(log.filter { $0.hasPrefix("relay ") }.joined().contains("127.0.0.1"), "nor do client IPs")
     }
 
+    func testTheFortyFirstProofInTenSecondsIsRefusedEvenWhenEachCameOnAFreshSocketFromItsOwnAddress() throws {
+        let result = try client("admission_window")
+        let attempts = try XCTUnwrap(result["attempts"] as? [[String: Any]])
+        XCTAssertEqual(attempts.count, 45)
+        XCTAssertLessThan(result["seconds"] as? Double ?? 99, 10, "all within one window")
+        for (index, attempt) in attempts.enumerated() {
+            let verdict = attempt["result"] as? [String: Any]
+            if index < 40 {
+                XCTAssertEqual(verdict?["ok"] as? Bool, true, "attempt \(index + 1): \(attempt)")
+            } else {
+                XCTAssertEqual(verdict?["error"] as? String, "rate limited", "attempt \(index + 1): \(attempt)")
+                XCTAssertEqual(attempt["close"] as? [AnyHashable], [1008, "rate limited"])
+            }
+        }
+    }
+
+    func testAPhoneThatNeverReadsStopsTheRelayReadingItsMacSoMemoryStaysBounded() throws {
+        try startRelay(database: ":memory:", ["--relay-max-frames-per-sec", "0", "--relay-daily-byte-quota", "100000000000"])
+        let result = try client("flood", [String(process.processIdentifier)])
+        XCTAssertEqual((result["mac"] as? [String: Any])?["ok"] as? Bool, true)
+        XCTAssertEqual((result["phone"] as? [String: Any])?["ok"] as? Bool, true)
+        let sent = try XCTUnwrap(result["sent_bytes"] as? Int)
+        let growth = try XCTUnwrap(result["rss_growth_kib"] as? Int)
+        // Without back-pressure the relay reads the flood at loopback speed (gigabytes in seconds)
+        // and holds it; with it, the mac is stopped once the kernel buffers and one queue are full.
+        XCTAssertLessThan(sent, 64 << 20, "the relay stopped reading the mac")
+        XCTAssertLessThan(growth, 8 * 1024, "RSS grew \(growth) KiB")
+        XCTAssertGreaterThan(result["round_trips"] as? Int ?? 0, 20, "an unrelated pair kept its splice meanwhile")
+        XCTAssertLessThan(result["rtt_p99_ms"] as? Double ?? 1e9, 200)
+    }
+
     func testGateRefusalsAndMacOffline() throws {
         let result = try client("gate")
         XCTAssertEqual(result["origin"] as? [AnyHashable], [403, "forbidden"])

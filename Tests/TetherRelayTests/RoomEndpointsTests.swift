@@ -1,5 +1,6 @@
 import TetherCrypto
 import TetherRelay
+import TetherStore
 import TetherWire
 import XCTest
 

@@ -1,5 +1,6 @@
 import TetherCrypto
 import TetherRelay
+import TetherStore
 import TetherWire
 import XCTest
 
@@ -7,21 +8,19 @@ final class RoomMachineTests: XCTestCase {
     private let room = RoomName(header: String(repeating: "a", count: 64))!
     private let origin = "https://relay.example"
     private var store: InMemoryRoomStore!
-    private var counter: UInt8 = 0
 
     override func setUp() {
         store = InMemoryRoomStore()
-        counter = 0
     }
 
     /// Deterministic "random" bytes: each call returns a fresh run of one byte value.
-    private func machine(attested: Bool = false, configure: (inout RoomMachine.Configuration) -> Void = { _ in }) -> RoomMachine {
+    private func machine(attested: Bool = false, configure: (inout RoomMachine.Configuration) -> Void = { _ in }) -> StoredMachine {
         var configuration = RoomMachine.Configuration(origin: origin, attestationRequired: attested)
         configure(&configuration)
-        return RoomMachine(room: room, configuration: configuration, store: store) { [unowned self] count in
-            counter &+= 1
-            return [UInt8](repeating: counter, count: count)
-        }
+        let counter = Counter()
+        return StoredMachine(RoomMachine(room: room, configuration: configuration) { count in
+            [UInt8](repeating: counter.next(), count: count)
+        }, store: store)
     }
 
     private func text(_ s: String) -> [UInt8] { Array(s.utf8) }
@@ -36,9 +35,9 @@ final class RoomMachineTests: XCTestCase {
 
     /// Connects `id`, sends a Hello and a Proof; returns the Proof's actions and the nonce.
     @discardableResult
-    private func join(_ m: inout RoomMachine, _ id: SocketID, role: RelayRole, nonDisplacing: Bool = false,
-                      proof: (([UInt8]) -> String)? = nil, now: UInt64 = 1_000) -> [RoomAction] {
-        _ = m.connected(id, now: now)
+    private func join(_ m: inout StoredMachine, _ id: SocketID, role: RelayRole, nonDisplacing: Bool = false,
+                      proof: (([UInt8]) -> String)? = nil, now: RoomTime = 1_000) -> [RoomAction] {
+        _ = m.connected(id, now: now.monotonic)
         let challenge = m.frame(from: id, isText: true, payload: text(Hello(role: role, nonDisplacing: nonDisplacing).json), now: now)
         guard let message = sends(challenge, to: id).first, let value = JSONValue.parse(text(message)),
               case let .object(fields) = value, case let .string(nonceText)? = fields["nonce"],
@@ -206,6 +205,137 @@ final class RoomMachineTests: XCTestCase {
         XCTAssertNotEqual(closes(join(&m, SocketID(42), role: .mac, now: 10_101)).last?.2, "rate limited", "a new window")
     }
 
+    // MARK: Storage as a two-step transition
+
+    private func rawMachine(attested: Bool = false) -> RoomMachine {
+        RoomMachine(room: room, configuration: RoomMachine.Configuration(origin: origin, attestationRequired: attested)) {
+            [UInt8](repeating: 7, count: $0)
+        }
+    }
+
+    private let macHello = Array(Hello(role: .mac).json.utf8)
+    private let phoneHello = Array(Hello(role: .phone).json.utf8)
+    private let challenge = AdmissionReply.challenge(nonce: [UInt8](repeating: 7, count: 32))
+
+    func testAProofWaitsForItsStorageAnswerAndTheFramesBehindItRunInOrderOnceItComes() {
+        var m = rawMachine()
+        _ = m.connected(SocketID(1), now: 0)
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0), [.send(SocketID(1), challenge)])
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 5),
+                       [.load(AdmissionQuery(ticket: nil, now: 5))], "nothing is admitted before storage answers")
+        XCTAssertTrue(m.isAwaitingStorage)
+        _ = m.connected(SocketID(2), now: 6)
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 6), [.holdReading(SocketID(1))],
+                       "a pipelined second Proof waits, and its socket is not read meanwhile")
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [1], now: 6), [], "held once")
+        XCTAssertEqual(m.frame(from: SocketID(2), isText: true, payload: phoneHello, now: 6), [.holdReading(SocketID(2))],
+                       "another socket's Hello waits too: per-socket order needs no more, and the room's order is kept")
+        XCTAssertNil(m.admitted(.mac))
+        let answered = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 7)
+        XCTAssertEqual(answered, [
+            .log("relay \(RoomKey(room).logTag) admit role=mac via=open peer=false"),
+            .send(SocketID(1), #"{"ok":true}"#),
+            // The pipelined frames are now spliced data (no peer yet: dropped); the Hello is answered.
+            .send(SocketID(2), challenge),
+            .resumeReading(SocketID(1)),
+            .resumeReading(SocketID(2)),
+        ], "admitted exactly once (relay.md §6.9)")
+        XCTAssertFalse(m.isAwaitingStorage)
+        XCTAssertEqual(m.admitted(.mac), SocketID(1))
+    }
+
+    func testASecondProofIsNotReadUntilTheFirstIsAnsweredSoThePairingCycleCountNeverLosesAnUpdate() {
+        var m = rawMachine()
+        _ = m.connected(SocketID(1), now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
+        _ = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 0)
+        for id in [SocketID(2), SocketID(3)] {
+            _ = m.connected(id, now: 1)
+            _ = m.frame(from: id, isText: true, payload: phoneHello, now: 1)
+        }
+        XCTAssertEqual(m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 2), [.load(AdmissionQuery(ticket: nil, now: 2))])
+        XCTAssertEqual(m.frame(from: SocketID(3), isText: true, payload: text(#"{"x":1}"#), now: 2), [.holdReading(SocketID(3))],
+                       "no second read while the first Proof's count may still change")
+        let first = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 4)), now: 3)
+        XCTAssertTrue(first.contains(.persist(.pairingCycles(5))))
+        XCTAssertEqual(first.last, .load(AdmissionQuery(ticket: nil, now: 3)), "the waiting Proof reads after the first one's write")
+        XCTAssertFalse(first.contains(.resumeReading(SocketID(3))), "its socket stays held until its own answer")
+        let second = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 5)), now: 4)
+        XCTAssertTrue(second.contains(.persist(.pairingCycles(6))))
+        XCTAssertTrue(second.contains(.close(SocketID(2), code: 1000, reason: "displaced")))
+        XCTAssertEqual(second.last, .resumeReading(SocketID(3)))
+    }
+
+    func testAnAnswerForASocketThatLeftMeanwhileAdmitsNothing() {
+        var m = rawMachine()
+        _ = m.connected(SocketID(1), now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
+        XCTAssertEqual(m.disconnected(SocketID(1)), [])
+        XCTAssertEqual(m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 1), [])
+        XCTAssertNil(m.admitted(.mac))
+        XCTAssertTrue(m.isEmpty)
+    }
+
+    func testAnAttestedPhonesTicketIsAskedOfStorageWithTheProof() {
+        var m = rawMachine(attested: true)
+        _ = m.connected(SocketID(1), now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: phoneHello, now: 0)
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text(#"{"ticket":"T"}"#), now: RoomTime(monotonic: 3, wall: 9)),
+                       [.load(AdmissionQuery(ticket: "T", now: 9))], "expiry is judged on the wall clock: tickets are stamped with it")
+    }
+
+    // MARK: Time
+
+    func testWallClockStepsNeitherClosePendingSocketsNorReopenTheAdmissionWindowNorRollTheQuota() {
+        var m = machine { $0.dailyByteQuota = 100 }
+        let day: UInt64 = 86_400_000
+        let wall: UInt64 = 1_800_000_000_000
+        _ = m.connected(SocketID(50), now: 1_000)
+        for i in 1...40 {
+            _ = join(&m, SocketID(UInt64(i)), role: .mac, now: RoomTime(monotonic: 1_000, wall: i.isMultiple(of: 2) ? wall - day : wall + day))
+        }
+        XCTAssertEqual(closes(join(&m, SocketID(41), role: .mac, now: RoomTime(monotonic: 1_100, wall: wall + 30 * day))).map { $0.2 },
+                       ["rate limited"], "a day's jump of the wall clock does not start a new window")
+        XCTAssertEqual(m.tick(now: 15_000), [], "the wall clock has no say in the admission deadline")
+        XCTAssertEqual(m.tick(now: 16_001), [.close(SocketID(50), code: 1008, reason: "admission timeout")])
+
+        var n = machine { $0.dailyByteQuota = 100; $0.maxFramesPerSecond = 0 }
+        store.setQuota(QuotaRecord(dayStart: wall, bytes: 90), of: room)
+        join(&n, SocketID(1), role: .mac, now: RoomTime(monotonic: 20_000, wall: wall))
+        join(&n, SocketID(2), role: .phone, now: RoomTime(monotonic: 20_000, wall: wall))
+        let stepped = n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 20), now: RoomTime(monotonic: 20_001, wall: wall - day))
+        XCTAssertTrue(stepped.contains(.close(SocketID(1), code: 1008, reason: "daily quota exceeded")),
+                      "a backwards step does not roll the quota day: \(stepped)")
+    }
+
+    func testAnEvictedRoomsRunningAdmissionWindowIsHandedToItsNextInstance() {
+        var m = machine()
+        for i in 1...40 { _ = join(&m, SocketID(UInt64(i)), role: .mac, now: 100) }
+        let kept = m.machine.admissionWindow
+        XCTAssertFalse(kept.isExpired(now: 10_100))
+        let configuration = RoomMachine.Configuration(origin: origin, attestationRequired: false)
+        var next = StoredMachine(RoomMachine(room: room, context: RoomMachine.Context(configuration: configuration), admissionWindow: kept), store: store)
+        XCTAssertEqual(closes(join(&next, SocketID(41), role: .mac, now: 5_000)).map { $0.2 }, ["rate limited"])
+        XCTAssertTrue(kept.isExpired(now: 10_101), "past the window it is not worth keeping")
+    }
+
+    // MARK: Back-pressure
+
+    func testAStalledSocketIsClosedWriteStalledAndItsPeerStaysForTheNextOne() {
+        var m = machine()
+        join(&m, SocketID(1), role: .mac)
+        join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(m.settle(m.machine.stalled(SocketID(2)), now: 0),
+                       [.log("relay \(RoomKey(room).logTag) stalled role=phone"), .close(SocketID(2), code: 1008, reason: "write stalled")])
+        XCTAssertEqual(m.admitted(.mac), SocketID(1), "the sender is not punished for its peer")
+        XCTAssertEqual(m.disconnected(SocketID(2)), [], "the relay's own close never propagates")
+        join(&m, SocketID(3), role: .phone)
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [1], now: 2_000), [.forward(to: SocketID(3))])
+        XCTAssertEqual(m.machine.stalled(SocketID(99)), [], "only an admitted socket can stall")
+    }
+
     // MARK: After admission
 
     func testAPairingThatNeverCompletesLeavesNothingBehind() {
@@ -290,12 +420,12 @@ final class RoomMachineTests: XCTestCase {
 final class DailyQuotaTests: XCTestCase {
     private let room = RoomName(header: String(repeating: "b", count: 64))!
 
-    private func admittedPair(_ store: InMemoryRoomStore, quota: Int64, flush: Int64 = 4_194_304) -> RoomMachine {
+    private func admittedPair(_ store: InMemoryRoomStore, quota: Int64, flush: Int64 = 4_194_304) -> StoredMachine {
         var configuration = RoomMachine.Configuration(origin: "https://r.example", attestationRequired: false)
         configuration.dailyByteQuota = quota
         configuration.quotaFlushStep = flush
         configuration.maxFramesPerSecond = 0
-        var m = RoomMachine(room: room, configuration: configuration, store: store) { [UInt8](repeating: 1, count: $0) }
+        var m = StoredMachine(RoomMachine(room: room, configuration: configuration) { [UInt8](repeating: 1, count: $0) }, store: store)
         for (id, role) in [(SocketID(1), RelayRole.mac), (SocketID(2), .phone)] {
             _ = m.connected(id, now: 0)
             _ = m.frame(from: id, isText: true, payload: Array(Hello(role: role).json.utf8), now: 0)
@@ -327,7 +457,7 @@ final class DailyQuotaTests: XCTestCase {
         var n = admittedPair(store, quota: 100)
         XCTAssertEqual(n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 50), now: 86_400_000),
                        [.forward(to: SocketID(2))], "a new day")
-        XCTAssertEqual(store.room(room)?.quota, QuotaRecord(dayStart: 86_400_000, bytes: 0), "the roll-over is persisted")
+        XCTAssertEqual(store.room(room)?.quota, QuotaRecord(dayStart: 86_400_000, bytes: 50), "the roll-over is persisted, with the frame that rolled it")
     }
 
     func testCountsAreFlushedEveryStep() {
@@ -336,4 +466,52 @@ final class DailyQuotaTests: XCTestCase {
         for _ in 0..<3 { _ = m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 40), now: 5) }
         XCTAssertEqual(store.room(room)?.quota?.bytes, 120)
     }
+}
+
+/// Fresh "random" bytes per call (a run of one value), shared by a machine's calls.
+final class Counter: @unchecked Sendable {   // tests call it from one thread
+    private var value: UInt8 = 0
+    func next() -> UInt8 {
+        value &+= 1
+        return value
+    }
+}
+
+/// A machine driven as the relay drives it, with storage answered at once: each `.load` is run
+/// against the store and its answer fed back, each `.persist` applied in order. What remains are
+/// the I/O actions a test asserts on (read holds too, which only appear while a load is pending).
+final class StoredMachine {
+    var machine: RoomMachine
+    let store: any RoomStore
+
+    init(_ machine: RoomMachine, store: any RoomStore) {
+        self.machine = machine
+        self.store = store
+    }
+
+    func settle(_ actions: [RoomAction], now: RoomTime) -> [RoomAction] {
+        var output: [RoomAction] = []
+        for action in actions {
+            switch action {
+            case let .persist(write): store.apply(write, to: machine.key)
+            case let .load(query):
+                let read = store.admission(query, of: machine.key)
+                output += settle(machine.admissionLoaded(read, now: now), now: now)
+            case .holdReading, .resumeReading: break
+            default: output.append(action)
+            }
+        }
+        return output
+    }
+
+    func connected(_ id: SocketID, now: UInt64) -> [RoomAction] { settle(machine.connected(id, now: now), now: RoomTime(integerLiteral: now)) }
+    func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: RoomTime) -> [RoomAction] {
+        settle(machine.frame(from: id, isText: isText, payload: payload, now: now), now: now)
+    }
+    func disconnected(_ id: SocketID) -> [RoomAction] { settle(machine.disconnected(id), now: 0) }
+    func closeAll(code: UInt16, reason: String) -> [RoomAction] { settle(machine.closeAll(code: code, reason: reason), now: 0) }
+    func tick(now: UInt64) -> [RoomAction] { settle(machine.tick(now: now), now: RoomTime(integerLiteral: now)) }
+    func admitted(_ role: RelayRole) -> SocketID? { machine.admitted(role) }
+    var isEmpty: Bool { machine.isEmpty }
+    var nextDeadline: UInt64? { machine.nextDeadline }
 }

@@ -5,7 +5,7 @@ public import TetherWire
 /// The embedded store: one SQLite file in WAL mode. Ordinary writes commit with
 /// `synchronous=NORMAL` (survive a process crash, `kill -9` included); a verifier — the one
 /// record whose loss strands a pairing — commits with `synchronous=FULL` so it also survives an
-/// OS crash. One connection, serialised by a lock, shared by every loop's rooms.
+/// OS crash. One connection, serialised by a lock, shared by every store lane.
 public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     public enum Failure: Error, CustomStringConvertible {
         case open(String)
@@ -124,8 +124,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
     }
 
     public func touch(_ room: RoomKey, at now: UInt64) {
-        let key = room
-        run("INSERT INTO rooms (room, bucket, last_activity) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET last_activity = ?2", [key.hex, Int(now), key.bucket])
+        run("UPDATE rooms SET last_activity = ?2 WHERE room = ?1 AND verifier IS NOT NULL", [room.hex, Int(clamping: now)])
     }
 
     public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) -> TicketRecord? {
@@ -173,13 +172,16 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
         run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [room.hex, token])
     }
 
-    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) {
+    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) -> Bool {
         let key = room
-        lock.withLock {
+        return lock.withLock {
             _ = try? executeLocked("PRAGMA synchronous=FULL")
-            runLocked("INSERT INTO rooms (room, bucket, verifier, last_activity) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3, pairing_cycles = 0",
-                      [key.hex, verifier, Int(now), key.bucket])
-            _ = try? executeLocked("PRAGMA synchronous=NORMAL")
+            defer { _ = try? executeLocked("PRAGMA synchronous=NORMAL") }
+            // The test is in the statement: a verifier already stored is never overwritten.
+            return runLocked("""
+                INSERT INTO rooms (room, bucket, verifier, last_activity) VALUES (?1, ?4, ?2, ?3)
+                ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3, pairing_cycles = 0 WHERE rooms.verifier IS NULL
+                """, [key.hex, verifier, Int(clamping: now), key.bucket]) > 0
         }
     }
 
@@ -367,9 +369,8 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
 
     /// Receives each storage fault's message (SQLite's text: never a bound value, so never a key,
     /// secret or room). Unset, faults go to standard error.
-    public var onFault: (@Sendable (String) -> Void)? {
-        get { lock.withLock { faultHandler } }
-        set { lock.withLock { faultHandler = newValue } }
+    public func setFaultHandler(_ handler: @escaping @Sendable (String) -> Void) {
+        lock.withLock { faultHandler = handler }
     }
 
     /// Called with `lock` held.

@@ -1,17 +1,34 @@
-import CSQLite
+import Dispatch
 import Foundation
-import TetherRelay
+public import TetherStore
 import TetherWire
 import XCTest
 
-/// The same behaviour from every `RoomStore`: the in-memory double and SQLite.
-class RoomStoreContract: XCTestCase {
-    func makeStore() throws -> any RoomStore { InMemoryRoomStore() }
-    private let room = RoomName(header: String(repeating: "d", count: 64))!
-    private let other = RoomName(header: String(repeating: "e", count: 64))!
+/// The behaviour every `RoomStore` backend must show, run unchanged by each backend's tests (the
+/// in-memory double, SQLite, and the next one): `RoomStoreContract.verify { try makeStore() }`.
+/// Each case gets a fresh, empty store. Failures are XCTest assertions of the calling test.
+public enum RoomStoreContract {
+    static let room = RoomName(header: String(repeating: "d", count: 64))!
+    static let other = RoomName(header: String(repeating: "e", count: 64))!
 
-    func testVerifierCyclesActivityAndQuota() throws {
-        let store = try makeStore()
+    /// Every case, in order, each on a fresh store from `makeStore`.
+    public static func verify(_ makeStore: () throws -> any RoomStore) throws {
+        for (_, check) in cases { try check(try makeStore()) }
+    }
+
+    public static let cases: [(name: String, check: @Sendable (any RoomStore) throws -> Void)] = [
+        ("verifier, cycles, activity and quota", verifierCyclesActivityAndQuota),
+        ("housekeeping prunes and finds idle rooms", housekeepingPrunesExpiredRecordsEverywhereAndFindsIdleEstablishedRooms),
+        ("records holding nothing go", recordsHoldingNothingGoAndEndedQuotaWindowsArePruned),
+        ("shard map versions only grow", theShardMapIsPublishedOnlyWithAHigherVersion),
+        ("ephemeral records are single use", ephemeralRecordsAreSingleUseAndExpire),
+        ("the first verifier is written once", theFirstVerifierIsWrittenAtMostOnce),
+        ("a touch never brings a room back", aTouchRefreshesOnlyAnEstablishedRoom),
+        ("an admission read consumes a ticket only in a pairing room", anAdmissionReadConsumesATicketOnlyInAPairingRoom),
+        ("concurrent consumers: one winner", concurrentConsumersOfOneSecretHaveExactlyOneWinner),
+    ]
+
+    static func verifierCyclesActivityAndQuota(_ store: any RoomStore) throws {
         XCTAssertNil(store.verifier(of: room))
         XCTAssertEqual(store.pairingCycles(of: room), 0)
         store.setPairingCycles(3, of: room)
@@ -29,8 +46,7 @@ class RoomStoreContract: XCTestCase {
         XCTAssertNil(store.quota(of: room))
     }
 
-    func testHousekeepingPrunesExpiredRecordsEverywhereAndFindsIdleEstablishedRooms() throws {
-        let store = try makeStore()
+    static func housekeepingPrunesExpiredRecordsEverywhereAndFindsIdleEstablishedRooms(_ store: any RoomStore) throws {
         store.putChallenge("c", expiresAt: 100, in: room)
         store.putTicket("t", TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p"), in: other)
         store.putRegistrationToken("K", RegistrationTokenRecord(expiresAt: 300), in: other)
@@ -53,8 +69,7 @@ class RoomStoreContract: XCTestCase {
         XCTAssertNil(store.lastActivity(of: other))
     }
 
-    func testRecordsHoldingNothingGoAndEndedQuotaWindowsArePruned() throws {
-        let store = try makeStore()
+    static func recordsHoldingNothingGoAndEndedQuotaWindowsArePruned(_ store: any RoomStore) throws {
         store.setPairingCycles(0, of: room)
         XCTAssertEqual(storedRooms(store), 0, "resetting a room never parked in writes nothing")
         store.setPairingCycles(2, of: room)
@@ -75,13 +90,9 @@ class RoomStoreContract: XCTestCase {
         XCTAssertEqual(store.verifier(of: other), "V")
     }
 
-    /// Room records the store holds (any kind).
-    func storedRooms(_ store: any RoomStore) -> Int {
-        (store as? InMemoryRoomStore)?.roomCount ?? (store as? SQLiteRoomStore)?.roomCount ?? -1
-    }
+    static func storedRooms(_ store: any RoomStore) -> Int { store.roomCount }
 
-    func testTheShardMapIsPublishedOnlyWithAHigherVersion() throws {
-        let store = try makeStore()
+    static func theShardMapIsPublishedOnlyWithAHigherVersion(_ store: any RoomStore) throws {
         XCTAssertNil(store.shardMap())
         let first = try ShardMap.single(host: "a.example", version: 1)
         XCTAssertTrue(store.publishShardMap(first))
@@ -94,8 +105,7 @@ class RoomStoreContract: XCTestCase {
         XCTAssertEqual(store.shardMap(), second)
     }
 
-    func testEphemeralRecordsAreSingleUseAndExpire() throws {
-        let store = try makeStore()
+    static func ephemeralRecordsAreSingleUseAndExpire(_ store: any RoomStore) throws {
         store.putChallenge("c1", expiresAt: 100, in: room)
         store.putChallenge("c2", expiresAt: 50, in: room)
         XCTAssertEqual(store.liveChallenges(in: room, now: 60), 1, "expired ones are pruned")
@@ -124,93 +134,60 @@ class RoomStoreContract: XCTestCase {
         store.deleteRoom(room)
         XCTAssertNil(store.assertionCounter(for: "k", in: RoomKey(room)), "gone with the room")
     }
+
+    static func theFirstVerifierIsWrittenAtMostOnce(_ store: any RoomStore) throws {
+        XCTAssertTrue(store.setVerifier("V", of: room, now: 10))
+        XCTAssertFalse(store.setVerifier("W", of: room, now: 20), "never overwritten")
+        XCTAssertEqual(store.verifier(of: room), "V")
+        XCTAssertEqual(store.lastActivity(of: room), 10)
+    }
+
+    static func aTouchRefreshesOnlyAnEstablishedRoom(_ store: any RoomStore) throws {
+        store.touch(room, at: 5)
+        XCTAssertEqual(storedRooms(store), 0, "a join that raced a delete brings nothing back")
+        store.setVerifier("V", of: room, now: 1)
+        store.touch(room, at: 5)
+        XCTAssertEqual(store.lastActivity(of: room), 5)
+    }
+
+    static func anAdmissionReadConsumesATicketOnlyInAPairingRoom(_ store: any RoomStore) throws {
+        let ticket = TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p")
+        store.putTicket("t", ticket, in: room)
+        store.setPairingCycles(3, of: room)
+        store.setQuota(QuotaRecord(dayStart: 1, bytes: 2), of: room)
+        let read = store.admission(AdmissionQuery(ticket: "t", now: 50), of: RoomKey(room))
+        XCTAssertEqual(read, AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 3), quota: QuotaRecord(dayStart: 1, bytes: 2), ticket: ticket))
+        XCTAssertNil(store.admission(AdmissionQuery(ticket: "t", now: 50), of: RoomKey(room)).ticket, "single use")
+
+        store.putTicket("u", ticket, in: other)
+        store.setVerifier("V", of: other, now: 1)
+        XCTAssertNil(store.admission(AdmissionQuery(ticket: "u", now: 50), of: RoomKey(other)).ticket, "irrelevant once established")
+        XCTAssertEqual(store.consumeTicket("u", in: other, now: 50), ticket, "and left alone")
+    }
+
+    /// relay.md §6.9's outcomes from the store alone, with racing threads (as several nodes would
+    /// race on a shared database): a ticket, a challenge and a shard-map version each have exactly
+    /// one winner, and only one of many first verifiers is written.
+    static func concurrentConsumersOfOneSecretHaveExactlyOneWinner(_ store: any RoomStore) throws {
+        let racers = 16
+        store.putTicket("t", TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p"), in: room)
+        store.putChallenge("c", expiresAt: 100, in: room)
+        let map = try ShardMap.single(host: "a.example", version: 7)
+        let wins = Wins()
+        DispatchQueue.concurrentPerform(iterations: racers) { racer in
+            if store.consumeTicket("t", in: room, now: 50) != nil { wins.add("ticket") }
+            if store.consumeChallenge("c", in: room, now: 50) { wins.add("challenge") }
+            if store.setVerifier("V\(racer)", of: other, now: 1) { wins.add("verifier") }
+            if store.publishShardMap(map) { wins.add("map") }
+        }
+        XCTAssertEqual(wins.counts, ["ticket": 1, "challenge": 1, "verifier": 1, "map": 1])
+        XCTAssertNotNil(store.verifier(of: other))
+    }
 }
 
-final class InMemoryRoomStoreTests: RoomStoreContract {}
-
-final class SQLiteRoomStoreTests: RoomStoreContract {
-    private var directory: URL!
-
-    override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-db-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: directory) }
-
-    override func makeStore() throws -> any RoomStore { try SQLiteRoomStore(path: directory.appendingPathComponent("relay.db").path) }
-
-    func testAMapPublishedThroughOneConnectionIsSeenByAnotherAndARaceCannotLowerIt() throws {
-        let node = try makeStore(), operatorTool = try makeStore()
-        XCTAssertTrue(operatorTool.publishShardMap(try ShardMap.single(host: "a.example", version: 5)))
-        XCTAssertEqual(node.shardMap()?.version, 5)
-        XCTAssertFalse(node.publishShardMap(try ShardMap.single(host: "b.example", version: 4)), "a node starting with an older RELAY_SHARD_MAP")
-        XCTAssertEqual(operatorTool.shardMap()?.hosts, ["a.example"])
-    }
-
-    private func fileBytes() -> [UInt8] {
-        ["relay.db", "relay.db-wal"].flatMap { (try? Data(contentsOf: directory.appendingPathComponent($0))).map(Array.init) ?? [] }
-    }
-
-    func testTheDatabaseHoldsRoomKeysNeverRoomNames() throws {
-        let room = RoomName(header: "611c035897cf71eebc08e531616a3470f666cd001532e1bd4957dd762efae220")!
-        do {
-            let store = try makeStore()
-            store.setPairingCycles(1, of: room)
-            store.putChallenge("c", expiresAt: 10, in: room)
-            store.putTicket("t", TicketRecord(expiresAt: 10, keyID: "k", publicKey: "p"), in: room)
-            store.setQuota(QuotaRecord(dayStart: 1, bytes: 2), of: room)
-            store.setVerifier("V", of: room, now: 1)
-            XCTAssertEqual(store.idleRooms(lastActivityBefore: 2, limit: 1), [RoomKey(room)])
-            XCTAssertEqual(RoomKey(room).bucket, 57888)
-            XCTAssertEqual(RoomKey(room).logTag, room.logTag)
-        }
-        let bytes = fileBytes()
-        XCTAssertFalse(bytes.contains(Array(room.hex.utf8)), "the name is the rendezvous secret")
-        XCTAssertTrue(bytes.contains(Array(RoomKey(room).hex.utf8)))
-    }
-
-    func testADatabaseWrittenWithRoomNamesIsRewrittenToKeysOnOpenLosingNothing() throws {
-        let room = RoomName(header: "de5613dbe578aeb70a6885a481e0252dbc4bb279bcb120235a38cda8a999d07e")!
-        let path = directory.appendingPathComponent("relay.db").path
-        var db: OpaquePointer?
-        XCTAssertEqual(sqlite3_open(path, &db), SQLITE_OK)
-        let legacy = """
-            PRAGMA journal_mode=WAL;
-            CREATE TABLE rooms (room TEXT PRIMARY KEY, verifier TEXT, pairing_cycles INTEGER NOT NULL DEFAULT 0,
-                                last_activity INTEGER, quota_day_start INTEGER, quota_bytes INTEGER);
-            CREATE TABLE ephemeral (room TEXT NOT NULL, kind TEXT NOT NULL, secret TEXT NOT NULL, expires_at INTEGER NOT NULL,
-                                    key_id TEXT, public_key TEXT, PRIMARY KEY (room, kind, secret));
-            INSERT INTO rooms VALUES ('\(room.hex)', 'V', 2, 1000, NULL, NULL);
-            INSERT INTO ephemeral VALUES ('\(room.hex)', 'challenge', 'c', 99999, NULL, NULL);
-            """
-        XCTAssertEqual(sqlite3_exec(db, legacy, nil, nil, nil), SQLITE_OK)
-        sqlite3_close(db)
-        do {
-            let store = try makeStore()
-            XCTAssertEqual(store.verifier(of: room), "V")
-            XCTAssertEqual(store.pairingCycles(of: room), 2)
-            XCTAssertEqual(store.liveChallenges(in: room, now: 0), 1)
-            XCTAssertEqual(store.idleRooms(lastActivityBefore: 2_000, limit: 5), [RoomKey(room)])
-            XCTAssertEqual(store.idleRooms(lastActivityBefore: 2_000, limit: 5).first?.bucket, 53374)
-        }
-        XCTAssertFalse(fileBytes().contains(Array(room.hex.utf8)), "no name stays behind")
-        XCTAssertEqual(try makeStore().verifier(of: room), "V", "a second open does not rewrite again")
-    }
-
-    func testEstablishedRoomsSurviveReopening() throws {
-        let room = RoomName(header: String(repeating: "f", count: 64))!
-        do {
-            let store = try makeStore()
-            store.setVerifier("V", of: room, now: 1)
-            store.setPairingCycles(2, of: room)
-        }
-        let reopened = try makeStore()
-        XCTAssertEqual(reopened.verifier(of: room), "V")
-        XCTAssertEqual(reopened.pairingCycles(of: room), 2)
-    }
-
-    func testAnUnopenableDatabaseIsAnError() {
-        XCTAssertThrowsError(try SQLiteRoomStore(path: "/nonexistent-dir/relay.db"))
-    }
+private final class Wins: @unchecked Sendable {   // every access under `lock`
+    private let lock = NSLock()
+    private var tally: [String: Int] = [:]
+    func add(_ kind: String) { lock.withLock { tally[kind, default: 0] += 1 } }
+    var counts: [String: Int] { lock.withLock { tally } }
 }

@@ -1,0 +1,65 @@
+/// What a Proof asks of storage (relay.md §3.4–§3.5), as one step: the room's admission record and
+/// quota, and — only when the room turns out not to be established — the ticket consumed. A room
+/// issues one at a time and waits for its answer; nothing else of that room's admission runs
+/// meanwhile, so the pairing-cycle read-increment-write never interleaves with another's.
+public struct AdmissionQuery: Sendable, Equatable {
+    /// The ticket an attested-mode phone presented, to consume if the room has no verifier.
+    public var ticket: String?
+    /// Wall-clock ms: a ticket that expired before it is refused.
+    public var now: UInt64
+
+    public init(ticket: String?, now: UInt64) {
+        self.ticket = ticket
+        self.now = now
+    }
+}
+
+/// The answer to an `AdmissionQuery`.
+public struct AdmissionRead: Sendable, Equatable {
+    public var state: AdmissionState
+    /// The persisted quota record (§3.12), so the splice never reads storage.
+    public var quota: QuotaRecord?
+    /// The consumed ticket's record; nil when none was asked for, it was missing or expired, or
+    /// the room is established (a ticket is then irrelevant and left alone).
+    public var ticket: TicketRecord?
+
+    public init(state: AdmissionState, quota: QuotaRecord? = nil, ticket: TicketRecord? = nil) {
+        self.state = state
+        self.quota = quota
+        self.ticket = ticket
+    }
+}
+
+/// A write a room makes without waiting for it. Writes run on the room's store lane in the order
+/// the room made them, before any later read of that room.
+public enum RoomWrite: Sendable, Equatable {
+    case pairingCycles(Int)
+    /// Refresh an established room's idle TTL (wall-clock ms).
+    case touch(at: UInt64)
+    case registrationToken(String, RegistrationTokenRecord)
+    case quota(QuotaRecord)
+    case deleteRoom
+}
+
+extension RoomStore {
+    /// Performs `query` for the room (on its store lane).
+    public func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead {
+        let state = admissionState(of: room)
+        var read = AdmissionRead(state: state, quota: quota(of: room))
+        if state.verifier == nil, let ticket = query.ticket {
+            read.ticket = consumeTicket(ticket, in: room, now: query.now)
+        }
+        return read
+    }
+
+    /// Performs `write` for the room (on its store lane).
+    public func apply(_ write: RoomWrite, to room: RoomKey) {
+        switch write {
+        case let .pairingCycles(cycles): setPairingCycles(cycles, of: room)
+        case let .touch(now): touch(room, at: now)
+        case let .registrationToken(token, record): putRegistrationToken(token, record, in: room)
+        case let .quota(record): setQuota(record, of: room)
+        case .deleteRoom: deleteRoom(room)
+        }
+    }
+}

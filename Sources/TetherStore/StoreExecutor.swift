@@ -1,0 +1,52 @@
+import Dispatch
+import Synchronization
+
+/// Runs storage off the event loops. A store call blocks (SQLite fsyncs a verifier; a networked
+/// database answers in a millisecond or more), so the relay never makes one on a loop thread: it
+/// submits the work here, and the work posts its answer back to the room's loop.
+///
+/// Work runs on `lanes` serial queues. A room's work always goes to the same lane (by its key's
+/// bucket), so one room's reads and writes run one at a time in the order the room submitted them
+/// — which, with the room's own one-query-at-a-time rule, is relay.md §6.9's per-room
+/// serialisation — while different rooms' work runs in parallel up to the lane count.
+public final class StoreExecutor: Sendable {
+    public let store: any RoomStore
+    private let lanes: [DispatchQueue]
+    private let queued = Atomic<Int>(0)
+
+    /// Lanes a relay uses by default: storage work is mostly waiting (on fsync, or on the
+    /// network), so a few more lanes than cores keep a slow store from queueing every room behind
+    /// one call, and few enough that SQLite's single connection is not fought over.
+    public static let defaultLanes = 4
+
+    public init(store: any RoomStore, lanes: Int = StoreExecutor.defaultLanes) {
+        self.store = store
+        self.lanes = (0..<max(1, lanes)).map { DispatchQueue(label: "tether.store.lane\($0)") }
+    }
+
+    public var laneCount: Int { lanes.count }
+
+    /// Runs `work` on the room's lane, after everything submitted for that lane before it.
+    public func submit(_ room: RoomKey, _ work: @escaping @Sendable (any RoomStore) -> Void) {
+        submit(lane: room.bucket % lanes.count, work)
+    }
+
+    /// Runs `work` on lane `lane` (housekeeping and the shard map use lane 0).
+    public func submit(lane: Int, _ work: @escaping @Sendable (any RoomStore) -> Void) {
+        queued.add(1, ordering: .relaxed)
+        lanes[lane % lanes.count].async { [self] in
+            work(store)
+            queued.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    /// Storage work submitted and not yet finished (a gauge: a growing figure means the store is
+    /// slower than the relay's demand).
+    public var backlog: Int { queued.load(ordering: .relaxed) }
+
+    /// Waits until everything submitted so far has run (graceful shutdown flushes the quota
+    /// counts and the last writes before the process exits). Never call it on an event loop.
+    public func drain() {
+        for lane in lanes { lane.sync {} }
+    }
+}
