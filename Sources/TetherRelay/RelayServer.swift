@@ -10,7 +10,7 @@ import TetherWire
 /// the loop their name maps to, and each room's `RoomMachine` driven by its sockets.
 ///
 /// Not yet here: App Attest verification (its own issue; attestation mode refuses `/attest`).
-public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {
+public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // mutable state only under `gate`; rooms only on their loops
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
     /// Storage runs here, never on a loop (ARCHITECTURE: storage is an action).

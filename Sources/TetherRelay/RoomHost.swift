@@ -56,6 +56,7 @@ final class RoomHost: WebSocketDelegate {
     }
 
     func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String, connectedAt: UInt64) {
+        table.assertOnLoop()
         members[id] = Member(connection: nil, ip: ip, openedAt: connectedAt)
         perform(machine.connected(id, now: connectedAt))
         table.adopting = id
@@ -77,14 +78,17 @@ final class RoomHost: WebSocketDelegate {
     // MARK: WebSocketDelegate
 
     func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) {
+        table.assertOnLoop()
         if let id = id(of: socket) { frame(from: id, isText: true, payload: text) }
     }
 
     func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) {
+        table.assertOnLoop()
         if let id = id(of: socket) { frame(from: id, isText: false, payload: data) }
     }
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
+        table.assertOnLoop()
         guard let id = id(of: socket) else { return }
         members[id]?.connection = nil
         gone(id, code: code, reason: reason, failedWithProtocolError: socket.failedWithProtocolError)
@@ -94,6 +98,7 @@ final class RoomHost: WebSocketDelegate {
     /// stops its peer's reading and starts the stall clock; once it drains below the low-water
     /// mark its peer is read again.
     func webSocketWritabilityChanged(_ socket: WebSocketConnection) {
+        table.assertOnLoop()
         guard let id = id(of: socket) else { return }
         if socket.isWritable {
             cancelStallTimer(id)
@@ -161,6 +166,7 @@ final class RoomHost: WebSocketDelegate {
     func closeAll(code: UInt16, reason: String) { perform(machine.closeAll(code: code, reason: reason)) }
 
     func perform(_ actions: [RoomAction]) {
+        table.assertOnLoop()
         for action in actions { perform(action) }
     }
 

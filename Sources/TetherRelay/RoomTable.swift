@@ -3,7 +3,7 @@ import TetherStore
 import TetherWire
 
 /// The rooms living on one loop.
-final class RoomTable: @unchecked Sendable {
+final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted); shared only to be reached from it
     let loop: EventLoop
     /// Set once the server is made (rooms reach it through their table, not a reference each).
     weak var server: RelayServer?
@@ -26,6 +26,7 @@ final class RoomTable: @unchecked Sendable {
 
     func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String,
                 id: SocketID, connectedAt: UInt64) {
+        assertOnLoop()
         let host = rooms[room] ?? {
             let window = evictedWindows.isEmpty ? nil : evictedWindows.removeValue(forKey: room.hashValue)
             let host = RoomHost(machine: server.makeMachine(for: room, admissionWindow: window), table: self)
@@ -39,6 +40,7 @@ final class RoomTable: @unchecked Sendable {
     /// The room's last socket is gone: it stops being resident, keeping its admission window if
     /// that still runs.
     func remove(_ host: RoomHost) {
+        assertOnLoop()
         let room = host.machine.room
         rooms.remove(room)
         server?.roomLeft(room)
@@ -55,19 +57,32 @@ final class RoomTable: @unchecked Sendable {
     var evictedWindowCount: Int { evictedWindows.count }
 
     func closeAll(code: UInt16, reason: String) {
+        assertOnLoop()
         for host in rooms.values { host.closeAll(code: code, reason: reason) }
     }
 
-    func closeRoom(_ room: RoomName, code: UInt16, reason: String) { rooms[room]?.closeAll(code: code, reason: reason) }
+    func closeRoom(_ room: RoomName, code: UInt16, reason: String) {
+        assertOnLoop()
+        rooms[room]?.closeAll(code: code, reason: reason)
+    }
+
+    /// Loop confinement, checked in debug builds: a table (and every room in it) is touched only
+    /// on its own loop's thread, which is what makes it safe without locks.
+    @inline(__always)
+    func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(loop.inEventLoop, "room table touched off its loop", file: file, line: line)
+    }
 
     /// Closes every room for which `close` gives a code and reason.
     func closeRooms(_ close: (RoomName) -> (code: UInt16, reason: String)?) {
+        assertOnLoop()
         for host in rooms.values {
             if let (code, reason) = close(host.machine.room) { host.closeAll(code: code, reason: reason) }
         }
     }
 
     func occupancy(adding sum: RelayMetrics.Occupancy) -> RelayMetrics.Occupancy {
+        assertOnLoop()
         var sum = sum
         for host in rooms.values {
             sum.rooms += 1

@@ -1,9 +1,9 @@
-import Foundation
+import Synchronization
 public import TetherWire
 
 /// The in-memory store: the test double, and `RELAY_DB=:memory:`. Every store lane shares it, so
 /// every access takes its lock.
-public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
+public final class InMemoryRoomStore: RoomStore {
     public struct Room: Sendable, Equatable {
         public var verifier: String?
         public var pairingCycles = 0
@@ -20,15 +20,14 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()   // NSLock is a class: its address is stable, unlike a stored pthread_mutex_t
-    /// By key, like the SQLite store, so both answer housekeeping the same way.
-    private var rooms: [RoomKey: Room] = [:]
-    private var map: ShardMap?
+    /// Rooms by key, like the SQLite store, so both answer housekeeping the same way.
+    private let rooms = Mutex<[RoomKey: Room]>([:])
+    private let map = Mutex<ShardMap?>(nil)
 
     public init() {}
 
-    private func read<R>(_ body: ([RoomKey: Room]) -> R) -> R { lock.withLock { body(rooms) } }
-    private func change<R>(_ body: (inout [RoomKey: Room]) -> R) -> R { lock.withLock { body(&rooms) } }
+    private func read<R>(_ body: ([RoomKey: Room]) -> R) -> R { rooms.withLock { body($0) } }
+    private func change<R>(_ body: (inout [RoomKey: Room]) -> R) -> R { rooms.withLock { body(&$0) } }
 
     public func verifier(of room: RoomKey) -> String? { read { $0[room]?.verifier } }
     public func admissionState(of room: RoomKey) -> AdmissionState {
@@ -136,12 +135,12 @@ public final class InMemoryRoomStore: RoomStore, @unchecked Sendable {
         change { $0[room, default: Room()].assertionCounters[keyID] = counter }
     }
 
-    public func shardMap() -> ShardMap? { lock.withLock { map } }
+    public func shardMap() -> ShardMap? { map.withLock { $0 } }
 
     public func publishShardMap(_ map: ShardMap) -> Bool {
-        lock.withLock {
-            guard map.version > self.map?.version ?? -1 else { return false }
-            self.map = map
+        self.map.withLock { stored in
+            guard map.version > stored?.version ?? -1 else { return false }
+            stored = map
             return true
         }
     }

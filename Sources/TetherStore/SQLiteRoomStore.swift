@@ -6,7 +6,7 @@ public import TetherWire
 /// `synchronous=NORMAL` (survive a process crash, `kill -9` included); a verifier — the one
 /// record whose loss strands a pairing — commits with `synchronous=FULL` so it also survives an
 /// OS crash. One connection, serialised by a lock, shared by every store lane.
-public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {
+public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the connection and statement cache are used only under `lock`
     public enum Failure: Error, CustomStringConvertible {
         case open(String)
         case statement(String)
