@@ -129,9 +129,16 @@ public struct WebSocketFrameParser: Sendable {
     private mutating func startPending(_ bytes: UnsafeRawBufferPointer) throws(WebSocketProtocolError) -> Bool {
         guard let header = try parseHeader(bytes), header.payloadLength >= Self.streamingThreshold else { return false }
         pending = PendingFrame(fin: header.fin, opcode: header.opcode, key: header.key,
-                               payload: [UInt8](repeating: 0, count: header.payloadLength), filled: 0)
+                               payload: Self.unfilledPayload(header.payloadLength), filled: 0)
         _ = fillPending(UnsafeRawBufferPointer(rebasing: bytes[header.headerLength...]))
         return true
+    }
+
+    /// A payload array of `count` bytes that `fill` writes front to back before anything reads
+    /// it (`filled` says how far): no zeroing pass over a frame that is about to be overwritten
+    /// (otherwise every large frame costs an extra pass over its whole size).
+    private static func unfilledPayload(_ count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
     }
 
     /// After the buffered path: a large partial frame left in the buffer moves to streaming.
@@ -141,7 +148,7 @@ public struct WebSocketFrameParser: Sendable {
             let rest = UnsafeRawBufferPointer(rebasing: raw[index...])
             guard let header = try? parseHeader(rest), header.payloadLength >= Self.streamingThreshold else { return .success(false) }
             var frame = PendingFrame(fin: header.fin, opcode: header.opcode, key: header.key,
-                                     payload: [UInt8](repeating: 0, count: header.payloadLength), filled: 0)
+                                     payload: Self.unfilledPayload(header.payloadLength), filled: 0)
             Self.fill(&frame, from: UnsafeRawBufferPointer(rebasing: rest[header.headerLength...]))
             pending = frame
             return .success(true)
