@@ -1,4 +1,4 @@
-import TetherService
+@testable import TetherService
 import XCTest
 
 /// A small service's table, standing in for any server built on the chassis.
@@ -155,6 +155,12 @@ final class SettingsTableTests: XCTestCase {
         XCTAssertTrue(lines.contains("| `PUSH_TTL_MS` | `--push-ttl-ms` | 30000 | how long \\| a push waits |"))
         XCTAssertTrue(lines.contains("| `PUSH_KEY_FILE` | `--push-key-file`, `--key` | unset | APNs key |"))
         XCTAssertTrue(lines.contains("| | `--local` | off | loopback only |"))
+    }
+
+    func testMarkdownCellsEscapeWhatWouldBreakTheTableOrReadAsMarkup() {
+        XCTAssertEqual(SettingsTable.cell("origin http://127.0.0.1:<port>"), "origin http://127.0.0.1:\\<port\\>")
+        XCTAssertEqual(SettingsTable.cell("/attest* paths"), "/attest\\* paths")
+        XCTAssertEqual(SettingsTable.cell("see `a|b <c>*`"), "see `a\\|b <c>*`")
     }
 
     func testAnEnvironmentFileReadsSystemdSyntax() {

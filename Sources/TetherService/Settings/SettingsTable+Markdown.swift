@@ -15,14 +15,16 @@ extension SettingsTable {
         return text
     }
 
-    /// A table cell: a `|` would end the cell early.
-    private static func cell(_ text: String) -> String { text.replacingPipes() }
-}
-
-private extension String {
-    func replacingPipes() -> String {
+    /// A table cell: `|` ends a cell even inside a code span (GFM), so it is always escaped;
+    /// outside code spans `<port>` would read as an HTML tag and `*` as emphasis.
+    static func cell(_ text: String) -> String {
         var out = ""
-        for character in self { out += character == "|" ? "\\|" : String(character) }
+        var inCode = false
+        for character in text {
+            if character == "`" { inCode.toggle() }
+            if character == "|" || (!inCode && "<>*".contains(character)) { out.append("\\") }
+            out.append(character)
+        }
         return out
     }
 }
