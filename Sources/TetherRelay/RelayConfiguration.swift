@@ -50,6 +50,10 @@ public struct RelayConfiguration: Sendable, Equatable {
 /// service words its start-up errors alike).
 public typealias RelayConfigurationError = SettingError
 
+/// relay.md §2.4's client-IP derivation, now the chassis's; named here too because
+/// `RelayConfiguration.clientIP` is one.
+public typealias ClientIPResolver = TetherService.ClientIPResolver
+
 extension RelayConfiguration {
     /// Reads `environment` (already merged with any env-file) and `arguments` (flags win).
     /// Returns the configuration and the start-up notes to print.

@@ -1,5 +1,6 @@
 public import TetherWire
 import TetherCrypto
+import TetherService
 
 /// A connection's identity inside a room; assigned by the I/O layer in connect order.
 public struct SocketID: Hashable, Sendable, Comparable, CustomStringConvertible {
