@@ -10,7 +10,9 @@ import Synchronization
 /// wall-clock step must neither open nor extend a window. Checks are check-then-act under one
 /// lock, so concurrent admissions never overshoot a cap.
 public final class ConnectionGate: Sendable {
+    /// How a request's client key is derived (§2.4).
     public let clientIPResolver: ClientIPResolver
+    /// The limits and their refusals, fixed for the gate's life.
     public let limits: Limits
     private let clock: any NetClock
     private let state: Mutex<State>
@@ -23,6 +25,8 @@ public final class ConnectionGate: Sendable {
         var arrivals: UInt64 = 0
     }
 
+    /// - Parameters:
+    ///   - clock: monotonic nanoseconds (`ManualClock` in tests); windows are kept in ms.
     public init(clientIP: ClientIPResolver = ClientIPResolver(), limits: Limits, clock: any NetClock = MonotonicClock()) {
         precondition(limits.maxSocketsPerIP > 0 && limits.maxTotalSockets > 0, "socket caps are positive (Int.max for none)")
         clientIPResolver = clientIP

@@ -22,6 +22,7 @@ public final class SocketLease: Sendable {
         gate.release(ip)
     }
 
+    /// True once the place has been given back.
     public var isReleased: Bool { released.load(ordering: .acquiring) }
 
     deinit { release() }

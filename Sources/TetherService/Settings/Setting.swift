@@ -7,7 +7,9 @@
 ///                                      parser: .countOrDefault(200_000), help: "resident rooms (0 = default)")
 /// ```
 public struct Setting<Value: Sendable>: SettingRow {
+    /// Name, flags, default text and help.
     public let entry: SettingEntry
+    /// The value when the setting is unset.
     public let defaultValue: Value
     public let parser: SettingParser<Value>
 
@@ -22,6 +24,7 @@ public struct Setting<Value: Sendable>: SettingRow {
         self.parser = parser
     }
 
+    /// Throws the error start-up would give for this row's text in `values`.
     public func check(_ values: SettingValues) throws(SettingError) { _ = try values.value(of: self) }
 
     private static func describe(_ value: Value) -> String {

@@ -46,6 +46,7 @@ public struct SettingEntry: Sendable, Equatable {
     /// The key in a config file (an env-file): the environment name itself.
     public var configKey: String { name }
 
+    /// The flag derived from an environment name.
     public static func flag(for name: String) -> String { "--" + String(name.lowercased().map { $0 == "_" ? "-" : $0 }) }
 }
 

@@ -8,11 +8,13 @@ public struct SettingValues: Sendable, Equatable {
     /// The flags of the switches that were on.
     public private(set) var switches: Set<String>
 
+    /// Values as given; `SettingsTable.values`/`load` build them from the process's inputs.
     public init(texts: [String: String] = [:], switches: Set<String> = []) {
         self.texts = texts
         self.switches = switches
     }
 
+    /// Whether the switch's flag was given.
     public func isOn(_ toggle: SettingSwitch) -> Bool { switches.contains(toggle.flag) }
 
     /// The name that supplied the setting (its own, else the first fallback set) and its text.
@@ -23,6 +25,7 @@ public struct SettingValues: Sendable, Equatable {
         return nil
     }
 
+    /// Whether the setting (or a fallback) was given.
     public func isSet(_ setting: some SettingRow) -> Bool { source(of: setting.entry) != nil }
 
     /// The setting's text, as given (nil when unset).

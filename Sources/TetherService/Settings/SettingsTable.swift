@@ -9,12 +9,16 @@ public struct SettingsTable: Sendable {
     /// Usage-line fragments for the service's own flags, between `--config` and the settings
     /// (`[--local] [--tls-cert FILE --tls-key FILE]`).
     public let synopsis: String
+    /// Flag-only switches (`--local`), listed first in `--help`.
     public let switches: [SettingSwitch]
+    /// The settings, in the order `--help` and the reference list them.
     public let rows: [any SettingRow]
 
     /// The flag that names a config file; handled by `load`, before the other flags.
     public static let configFlag = "--config"
 
+    /// Names and flags must be unique across the table (checked: a duplicate is a programming
+    /// error, caught at the first start-up).
     public init(command: String, synopsis: String = "", switches: [SettingSwitch] = [], rows: [any SettingRow]) {
         self.command = command
         self.synopsis = synopsis
@@ -27,6 +31,7 @@ public struct SettingsTable: Sendable {
         precondition(Set(flags).count == flags.count, "\(command): a flag appears twice")
     }
 
+    /// Every row's documented half.
     public var entries: [SettingEntry] { rows.map(\.entry) }
 
     /// Every row's value parsed, in table order: the errors start-up would give, all at once
