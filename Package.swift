@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .library(name: "TetherNet", targets: ["TetherNet"]),
         .library(name: "TetherStore", targets: ["TetherStore"]),
+        .library(name: "TetherService", targets: ["TetherService"]),
         .library(name: "TetherRelay", targets: ["TetherRelay"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
@@ -45,6 +46,12 @@ let package = Package(
         .target(name: "TetherNet", dependencies: ["TetherCrypto", "TetherWire", "CTetherSystem", "COpenSSL"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
+        // MARK: The chassis every server shares
+        // Settings table, log sink, metrics registry, admin listener, router, connection gate,
+        // chores, signals: what a relay, a push relay and a signaling server all need, so none
+        // copies it from another.
+        .target(name: "TetherService", dependencies: ["TetherNet"], swiftSettings: strict),
+
         // MARK: Storage
         // The store protocols, their SQLite backend and the executor that keeps storage off the loops.
         .target(name: "TetherStore", dependencies: ["TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
@@ -54,11 +61,11 @@ let package = Package(
         // MARK: Services
         // Rooms are confined to their loop like the network layer, so the same release setting applies.
         .target(name: "TetherClient", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise", "TetherAttest"], swiftSettings: strict),
-        .target(name: "TetherRelay", dependencies: ["TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest"],
+        .target(name: "TetherRelay", dependencies: ["TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
                           swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
@@ -75,7 +82,8 @@ let package = Package(
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherServiceTests", dependencies: ["TetherService", "TetherNet", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],

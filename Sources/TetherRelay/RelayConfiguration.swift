@@ -1,5 +1,5 @@
 import Foundation
-import TetherCrypto
+public import TetherService
 public import TetherWire
 
 /// Everything `tether relay` is configured with (relay.md §7.1), read from an env-file, the
@@ -46,124 +46,52 @@ public struct RelayConfiguration: Sendable, Equatable {
     public init() {}
 }
 
-/// One setting: its environment name, flag and help text.
-public struct RelaySetting: Sendable {
-    public let name: String
-    public let defaultText: String
-    public let help: String
+/// A setting that stops start-up, named so the operator can fix it (the chassis's error: every
+/// service words its start-up errors alike).
+public typealias RelayConfigurationError = SettingError
 
-    /// `RELAY_MAX_ROOMS` → `--relay-max-rooms`.
-    public var flag: String { "--" + name.lowercased().replacingOccurrences(of: "_", with: "-") }
-
-    public static let all: [RelaySetting] = [
-        RelaySetting(name: "RELAY_HOST", defaultText: "127.0.0.1", help: "bind address"),
-        RelaySetting(name: "RELAY_PORT", defaultText: "8787", help: "port (PORT is read when RELAY_PORT is unset)"),
-        RelaySetting(name: "RELAY_DB", defaultText: "relay.db", help: "SQLite database path (:memory: for none)"),
-        RelaySetting(name: "RELAY_ORIGIN", defaultText: "(required)", help: "public origin clients connect to, exactly as in their pairing links, e.g. https://relay.example.com"),
-        RelaySetting(name: "ATTEST_REQUIRED", defaultText: "required", help: "App Attest for pairing phones; only the exact value false turns it off (open mode)"),
-        RelaySetting(name: "APP_ID", defaultText: "(required with attestation)", help: "team id + bundle id, e.g. H7V7XYVQ7D.com.googlecode.iterm2.companion"),
-        RelaySetting(name: "APPATTEST_ENV", defaultText: "production", help: "production or development"),
-        RelaySetting(name: "APPATTEST_ROOT_PEM", defaultText: "(Apple's root)", help: "App Attest root CA, PEM text"),
-        RelaySetting(name: "RELAY_DAILY_BYTE_QUOTA", defaultText: "536870912", help: "bytes a room may relay per 24 h"),
-        RelaySetting(name: "RELAY_ESTABLISHED_IDLE_TTL_MS", defaultText: "2592000000", help: "an established room unused this long is reaped"),
-        RelaySetting(name: "RELAY_LOG", defaultText: "off", help: "verbose diagnostics iff true (SIGUSR2 toggles)"),
-        RelaySetting(name: "RELAY_TRUST_PROXY", defaultText: "off", help: "true: key clients by X-Forwarded-For"),
-        RelaySetting(name: "RELAY_TRUST_CLOUDFLARE", defaultText: "off", help: "true: key clients by CF-Connecting-IP, then X-Forwarded-For"),
-        RelaySetting(name: "RELAY_TRUSTED_HOPS", defaultText: "1", help: "which X-Forwarded-For element, counted from the right"),
-        RelaySetting(name: "RELAY_MAX_ROOMS", defaultText: "200000", help: "resident rooms (0 = default)"),
-        RelaySetting(name: "RELAY_MAX_SOCKETS_PER_IP", defaultText: "64", help: "concurrent sockets per client IP (0 = default)"),
-        RelaySetting(name: "RELAY_MAX_TOTAL_SOCKETS", defaultText: "200000", help: "concurrent sockets in all (0 = default)"),
-        RelaySetting(name: "RELAY_KEEPALIVE_MS", defaultText: "30000", help: "WebSocket ping sweep interval (0 = default)"),
-        RelaySetting(name: "RELAY_WS_RATE_LIMIT", defaultText: "120", help: "WebSocket upgrades per IP per minute (0 = off)"),
-        RelaySetting(name: "RELAY_ATTEST_RATE_LIMIT", defaultText: "30", help: "/attest* requests per IP per minute (0 = off)"),
-        RelaySetting(name: "RELAY_MAX_FRAMES_PER_SEC", defaultText: "500", help: "spliced frames per room per second (0 = off)"),
-        RelaySetting(name: "RELAY_METRICS_PUSH_URL", defaultText: "unset", help: "push metrics here (needs the token too)"),
-        RelaySetting(name: "RELAY_METRICS_PUSH_TOKEN", defaultText: "unset", help: "bearer token for the metrics push"),
-        RelaySetting(name: "RELAY_METRICS_PUSH_MS", defaultText: "60000", help: "metrics push interval"),
-        RelaySetting(name: "RELAY_SHARD_MAP", defaultText: "unset", help: "shard map JSON file to publish at start (resolver v2; a newer one in the database wins; also `tether shardmap`)"),
-        RelaySetting(name: "RELAY_TLS_CERT", defaultText: "unset", help: "serve TLS with this PEM chain (also --tls-cert)"),
-        RelaySetting(name: "RELAY_TLS_KEY", defaultText: "unset", help: "PEM private key for RELAY_TLS_CERT (also --tls-key)"),
-    ]
-}
-
-/// A setting that stops start-up, named so the operator can fix it.
-public struct RelayConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let variable: String
-    public let message: String
-    public var description: String { "\(variable): \(message)" }
-}
+/// relay.md §2.4's client-IP derivation, now the chassis's; named here too because
+/// `RelayConfiguration.clientIP` is one.
+public typealias ClientIPResolver = TetherService.ClientIPResolver
 
 extension RelayConfiguration {
     /// Reads `environment` (already merged with any env-file) and `arguments` (flags win).
     /// Returns the configuration and the start-up notes to print.
     public static func load(environment: [String: String], arguments: [String]) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
-        var values = environment.filter { !$0.value.isEmpty }
-        var local = false
-        var it = arguments.makeIterator()
-        while let argument = it.next() {
-            let (flag, inline) = splitFlag(argument)
-            switch flag {
-            case "--local": local = true
-            case "--tls-cert", "--tls-key":
-                guard let value = inline ?? it.next() else { throw .init(variable: flag, message: "needs a file path") }
-                values[flag == "--tls-cert" ? "RELAY_TLS_CERT" : "RELAY_TLS_KEY"] = value
-            default:
-                guard let setting = RelaySetting.all.first(where: { $0.flag == flag }) else {
-                    throw .init(variable: argument, message: "unknown option (see --help)")
-                }
-                guard let value = inline ?? it.next() else { throw .init(variable: setting.name, message: "\(flag) needs a value") }
-                values[setting.name] = value
-            }
-        }
-        return try build(values, local: local)
+        try build(RelaySetting.table.values(environment: environment, arguments: arguments))
     }
 
-    private static func splitFlag(_ argument: String) -> (String, String?) {
-        guard let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") else { return (argument, nil) }
-        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
-    }
-
-    private static func build(_ values: [String: String], local: Bool) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
+    /// The settings read in the order their errors are reported (which the table's order, made
+    /// for reading, is not): one value at a time, then the checks that span several.
+    private static func build(_ values: SettingValues) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
+        typealias S = RelaySetting
         var c = RelayConfiguration()
         var notes: [String] = []
+        let local = values.isOn(S.local)
         c.local = local
-        if let host = values["RELAY_HOST"] { c.host = host }
-        if let port = values["RELAY_PORT"] ?? values["PORT"] {
-            guard let parsed = UInt16(port) else { throw .init(variable: values["RELAY_PORT"] == nil ? "PORT" : "RELAY_PORT", message: "not a port number: \(port)") }
-            c.port = parsed
-        }
-        if let db = values["RELAY_DB"] { c.databasePath = db }
-        c.attestationRequired = values["ATTEST_REQUIRED"] != "false"
-        c.appID = values["APP_ID"]
-        switch values["APPATTEST_ENV"] {
-        case nil, "production": c.appAttestDevelopment = false
-        case "development": c.appAttestDevelopment = true
-        case let other?: throw .init(variable: "APPATTEST_ENV", message: "must be production or development, not \(other)")
-        }
-        if let pem = values["APPATTEST_ROOT_PEM"] {
-            // An env file holds one line: accept the PEM's newlines written as \n.
-            let text = pem.replacingOccurrences(of: "\\n", with: "\n")
-            guard (try? Certificate(pemRepresentation: text)) != nil else {
-                throw .init(variable: "APPATTEST_ROOT_PEM", message: "not a PEM certificate")
-            }
-            c.appAttestRootPEM = text
-        }
-        c.dailyByteQuota = try positiveInteger(values, "RELAY_DAILY_BYTE_QUOTA", default: c.dailyByteQuota)
-        c.establishedIdleTTLms = try positiveInteger(values, "RELAY_ESTABLISHED_IDLE_TTL_MS", default: c.establishedIdleTTLms)
-        c.verboseLog = values["RELAY_LOG"] == "true"
-        c.clientIP = ClientIPResolver(trustCloudflare: values["RELAY_TRUST_CLOUDFLARE"] == "true",
-                                      trustProxy: values["RELAY_TRUST_PROXY"] == "true",
-                                      trustedHops: Int(try positiveInteger(values, "RELAY_TRUSTED_HOPS", default: 1)))
-        c.maxRooms = Int(try countOrDefault(values, "RELAY_MAX_ROOMS", default: Int64(c.maxRooms)))
-        c.maxSocketsPerIP = Int(try countOrDefault(values, "RELAY_MAX_SOCKETS_PER_IP", default: Int64(c.maxSocketsPerIP)))
-        c.maxTotalSockets = Int(try countOrDefault(values, "RELAY_MAX_TOTAL_SOCKETS", default: Int64(c.maxTotalSockets)))
-        c.keepaliveMs = try countOrDefault(values, "RELAY_KEEPALIVE_MS", default: c.keepaliveMs)
-        c.wsRateLimit = Int(try nonNegativeInteger(values, "RELAY_WS_RATE_LIMIT", default: Int64(c.wsRateLimit)))
-        c.attestRateLimit = Int(try nonNegativeInteger(values, "RELAY_ATTEST_RATE_LIMIT", default: Int64(c.attestRateLimit)))
-        c.maxFramesPerSecond = Int(try nonNegativeInteger(values, "RELAY_MAX_FRAMES_PER_SEC", default: Int64(c.maxFramesPerSecond)))
-        c.metricsPushURL = values["RELAY_METRICS_PUSH_URL"]
-        c.metricsPushToken = values["RELAY_METRICS_PUSH_TOKEN"]
-        c.metricsPushMs = try positiveInteger(values, "RELAY_METRICS_PUSH_MS", default: c.metricsPushMs)
+        c.host = try values.value(of: S.host)
+        c.port = try values.value(of: S.port)
+        c.databasePath = try values.value(of: S.database)
+        c.attestationRequired = try values.value(of: S.attestationRequired)
+        c.appID = try values.value(of: S.appID)
+        c.appAttestDevelopment = try values.value(of: S.appAttestEnvironment)
+        c.appAttestRootPEM = try values.value(of: S.appAttestRootPEM)
+        c.dailyByteQuota = try values.value(of: S.dailyByteQuota)
+        c.establishedIdleTTLms = try values.value(of: S.establishedIdleTTL)
+        c.verboseLog = try values.value(of: S.log)
+        c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare),
+                                      trustProxy: try values.value(of: S.trustProxy),
+                                      trustedHops: Int(try values.value(of: S.trustedHops)))
+        c.maxRooms = Int(try values.value(of: S.maxRooms))
+        c.maxSocketsPerIP = Int(try values.value(of: S.maxSocketsPerIP))
+        c.maxTotalSockets = Int(try values.value(of: S.maxTotalSockets))
+        c.keepaliveMs = try values.value(of: S.keepalive)
+        c.wsRateLimit = Int(try values.value(of: S.wsRateLimit))
+        c.attestRateLimit = Int(try values.value(of: S.attestRateLimit))
+        c.maxFramesPerSecond = Int(try values.value(of: S.maxFramesPerSecond))
+        c.metricsPushURL = try values.value(of: S.metricsPushURL)
+        c.metricsPushToken = try values.value(of: S.metricsPushToken)
+        c.metricsPushMs = try values.value(of: S.metricsPushInterval)
         if (c.metricsPushURL == nil) != (c.metricsPushToken == nil) {
             // §2.11: half a push configuration is a warning, not a refusal to start — the
             // reference behaves so, and an env file that runs it must run Tether.
@@ -174,19 +102,20 @@ extension RelayConfiguration {
         if let url = c.metricsPushURL, !(url.hasPrefix("https://") || url.hasPrefix("http://")) {
             throw .init(variable: "RELAY_METRICS_PUSH_URL", message: "must be an http(s) URL")
         }
-        c.tlsCertificatePath = values["RELAY_TLS_CERT"]
-        c.tlsKeyPath = values["RELAY_TLS_KEY"]
+        c.tlsCertificatePath = try values.value(of: S.tlsCertificate)
+        c.tlsKeyPath = try values.value(of: S.tlsKey)
         if (c.tlsCertificatePath == nil) != (c.tlsKeyPath == nil) {
             throw .init(variable: c.tlsCertificatePath == nil ? "RELAY_TLS_CERT" : "RELAY_TLS_KEY", message: "TLS needs both a certificate chain and a key")
         }
 
+        let origin = try values.value(of: S.origin)
         if local {
             guard isLoopback(c.host) else { throw .init(variable: "RELAY_HOST", message: "--local binds loopback only, not \(c.host)") }
             c.attestationRequired = false
-            c.origin = values["RELAY_ORIGIN"] ?? "http://127.0.0.1:\(c.port)"
+            c.origin = origin ?? "http://127.0.0.1:\(c.port)"
             notes.append("local mode: listening on \(c.host):\(c.port) only, open admission (no App Attest), origin \(c.origin), database \(c.databasePath) in the working directory")
         } else {
-            guard let origin = values["RELAY_ORIGIN"] else {
+            guard let origin else {
                 throw .init(variable: "RELAY_ORIGIN", message: "required: the public https origin clients connect to (or run with --local)")
             }
             // Bound into signatures verbatim, so it must already be in canonical form.
@@ -198,7 +127,7 @@ extension RelayConfiguration {
                 throw .init(variable: "APP_ID", message: "required in attestation mode (set ATTEST_REQUIRED=false for open mode)")
             }
         }
-        if let path = values["RELAY_SHARD_MAP"] {
+        if let path = try values.value(of: S.shardMap) {
             c.shardMap = try loadShardMap(path)
             let host = ShardOwnershipHost.of(origin: c.origin)
             if let map = c.shardMap, !map.hosts.contains(host) {
@@ -223,59 +152,13 @@ extension RelayConfiguration {
 
     static func isLoopback(_ host: String) -> Bool { RelayOrigin.isLoopback(host: host) }
 
-    private static func integer(_ values: [String: String], _ name: String) throws(RelayConfigurationError) -> Int64? {
-        guard let text = values[name] else { return nil }
-        guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy({ $0.isNumber || $0 == "-" }), let value = Int64(text) else {
-            throw .init(variable: name, message: "not an integer: \(text)")
-        }
-        return value
-    }
-
-    private static func positiveInteger(_ values: [String: String], _ name: String, default fallback: Int64) throws(RelayConfigurationError) -> Int64 {
-        guard let value = try integer(values, name) else { return fallback }
-        guard value > 0 else { throw .init(variable: name, message: "must be a positive integer, not \(value)") }
-        return value
-    }
-
-    /// The reference's caps: positive, with 0 meaning the default; negative is refused.
-    private static func countOrDefault(_ values: [String: String], _ name: String, default fallback: Int64) throws(RelayConfigurationError) -> Int64 {
-        guard let value = try integer(values, name) else { return fallback }
-        guard value >= 0 else { throw .init(variable: name, message: "must not be negative: \(value)") }
-        return value == 0 ? fallback : value
-    }
-
-    private static func nonNegativeInteger(_ values: [String: String], _ name: String, default fallback: Int64) throws(RelayConfigurationError) -> Int64 {
-        guard let value = try integer(values, name) else { return fallback }
-        guard value >= 0 else { throw .init(variable: name, message: "must be 0 (off) or a positive integer, not \(value)") }
-        return value
-    }
-
     /// Parses an env-file (systemd `EnvironmentFile` syntax: `NAME=value`, `#` comments,
     /// optional surrounding quotes).
-    public static func parseEnvironmentFile(_ text: String) -> [String: String] {
-        var values: [String: String] = [:]
-        for raw in text.split(whereSeparator: \.isNewline) {
-            let line = raw.trimmingWhitespace()
-            guard !line.isEmpty, !line.hasPrefix("#"), let equals = line.firstIndex(of: "=") else { continue }
-            let name = line[..<equals].trimmingWhitespace()
-            var value = line[line.index(after: equals)...].trimmingWhitespace()
-            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
-                value = value.dropFirst().dropLast()
-            }
-            values[String(name)] = String(value)
-        }
-        return values
-    }
+    public static func parseEnvironmentFile(_ text: String) -> [String: String] { EnvironmentFile.parse(text) }
 
-    /// `tether relay --help`.
-    public static var helpText: String {
-        var text = "usage: tether relay [--local] [--tls-cert FILE --tls-key FILE] [--<setting> VALUE ...]\n\n"
-        text += "Every setting is read from the environment under its name, or from the flag beside it\n(flags win). Invalid values stop start-up.\n\n"
-        text += "  --local                 newcomer mode: loopback only, open admission, origin http://127.0.0.1:<port>\n"
-        for setting in RelaySetting.all {
-            let left = "  \(setting.flag)  (\(setting.name), default \(setting.defaultText))"
-            text += left + "\n      " + setting.help + "\n"
-        }
-        return text
-    }
+    /// `tether relay --help`, generated from the settings table.
+    public static var helpText: String { RelaySetting.table.helpText }
+
+    /// `tether relay --help-markdown`: the README's configuration reference, from the same table.
+    public static var markdownReference: String { RelaySetting.table.markdownReference }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import TetherAttest
 import TetherCrypto
+import TetherService
 public import TetherNet
 public import TetherStore
 import TetherWire

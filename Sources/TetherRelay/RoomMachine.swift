@@ -2,6 +2,7 @@ public import TetherStore
 public import TetherWire
 import TetherCrypto
 import TetherNet
+public import TetherService
 
 /// A connection's identity inside a room; assigned by the I/O layer in connect order.
 public struct SocketID: Hashable, Sendable, Comparable, CustomStringConvertible {

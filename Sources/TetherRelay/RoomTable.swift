@@ -1,4 +1,5 @@
 import TetherNet
+import TetherService
 import TetherStore
 import TetherWire
 

@@ -93,8 +93,13 @@ case "shardmap":
     }
     exit(0)
 case "relay":
+    // Both generated from the relay's settings table (TetherService).
     if arguments.contains("--help") || arguments.contains("-h") {
         print(RelayConfiguration.helpText)
+        exit(0)
+    }
+    if arguments.contains("--help-markdown") {
+        print(RelayConfiguration.markdownReference, terminator: "")
         exit(0)
     }
     let environment = relayEnvironment(&arguments, command: "relay")

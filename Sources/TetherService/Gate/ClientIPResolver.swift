@@ -36,11 +36,3 @@ public struct ClientIPResolver: Sendable, Equatable {
     /// with no trust flag, which collapses every client into one bucket.
     public func shouldWarnBehindProxy(boundToLoopback: Bool) -> Bool { boundToLoopback && !trustProxy && !trustCloudflare }
 }
-
-extension StringProtocol {
-    func trimmingWhitespace() -> Substring {
-        let s = Substring(self)
-        guard let start = s.firstIndex(where: { !$0.isWhitespace }) else { return s[s.endIndex...] }
-        return s[start...s.lastIndex(where: { !$0.isWhitespace })!]
-    }
-}

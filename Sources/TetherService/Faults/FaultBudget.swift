@@ -1,7 +1,9 @@
-/// The process-protection rule of relay.md §7.1: internal faults are survived, but more than
+/// The process-protection rule of relay.md §7.1, for every service: internal faults are survived, but more than
 /// `limit` of them within `window` ms means the process is unhealthy (a broken disk, a corrupt
 /// database) and should exit for a clean supervisor restart rather than limp on. A sliding window
 /// over the last `limit + 1` fault times, so a burst straddling a window edge still counts.
+///
+/// A value: the service keeps it under its own lock, beside the "exceeded once" flag.
 public struct FaultBudget: Sendable, Equatable {
     public let limit: Int
     public let window: UInt64

@@ -1,4 +1,4 @@
-import TetherRelay
+import TetherService
 import XCTest
 
 final class FixedWindowLimiterTests: XCTestCase {

@@ -1,0 +1,79 @@
+import Foundation
+import TetherCrypto
+public import TetherService
+
+/// The relay's settings table (relay.md §7.1): the reference relay's environment names, so its
+/// `/etc/iterm2-companion-relay.env` works unchanged, each also a flag (`--relay-max-rooms`) and a
+/// config-file key. `--help`, the README's configuration reference and start-up errors all come
+/// from here; `RelayConfiguration.load` reads the rows.
+public enum RelaySetting {
+    /// The table, in the order `--help` lists it.
+    public static let table = SettingsTable(
+        command: "tether relay", synopsis: "[--local] [--tls-cert FILE --tls-key FILE]", switches: [local],
+        rows: [host, port, database, origin, attestationRequired, appID, appAttestEnvironment, appAttestRootPEM,
+               dailyByteQuota, establishedIdleTTL, log, trustProxy, trustCloudflare, trustedHops, maxRooms,
+               maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, attestRateLimit, maxFramesPerSecond,
+               metricsPushURL, metricsPushToken, metricsPushInterval, shardMap, tlsCertificate, tlsKey])
+
+    /// Every setting's documented half (name, flag, default, help).
+    public static var all: [SettingEntry] { table.entries }
+
+    static let local = SettingSwitch("--local", help: "newcomer mode: loopback only, open admission, origin http://127.0.0.1:<port>")
+
+    static let host = Setting<String>("RELAY_HOST", default: "127.0.0.1", parser: .text, help: "bind address")
+    static let port = Setting<UInt16>("RELAY_PORT", default: 8787, fallbacks: ["PORT"], parser: .port,
+                                      help: "port (PORT is read when RELAY_PORT is unset)")
+    static let database = Setting<String>("RELAY_DB", default: "relay.db", parser: .text, help: "SQLite database path (:memory: for none)")
+    static let origin = Setting<String?>("RELAY_ORIGIN", defaultText: "(required)",
+                                         help: "public origin clients connect to, exactly as in their pairing links, e.g. https://relay.example.com")
+    static let attestationRequired = Setting<Bool>("ATTEST_REQUIRED", default: true, defaultText: "required", parser: .unlessExactlyFalse,
+                                                   help: "App Attest for pairing phones; only the exact value false turns it off (open mode)")
+    static let appID = Setting<String?>("APP_ID", defaultText: "(required with attestation)",
+                                        help: "team id + bundle id, e.g. H7V7XYVQ7D.com.googlecode.iterm2.companion")
+    /// True for `development`.
+    static let appAttestEnvironment = Setting<Bool>("APPATTEST_ENV", default: false, defaultText: "production",
+                                                    parser: .oneOf([("production", false), ("development", true)]),
+                                                    help: "production or development")
+    static let appAttestRootPEM = Setting<String?>("APPATTEST_ROOT_PEM", default: nil, defaultText: "(Apple's root)",
+                                                   parser: pemCertificate, help: "App Attest root CA, PEM text")
+    static let dailyByteQuota = Setting<Int64>("RELAY_DAILY_BYTE_QUOTA", default: 536_870_912, parser: .positiveInteger,
+                                               help: "bytes a room may relay per 24 h")
+    static let establishedIdleTTL = Setting<Int64>("RELAY_ESTABLISHED_IDLE_TTL_MS", default: 2_592_000_000, parser: .positiveInteger,
+                                                   help: "an established room unused this long is reaped")
+    static let log = Setting<Bool>("RELAY_LOG", default: false, parser: .exactlyTrue, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
+    static let trustProxy = Setting<Bool>("RELAY_TRUST_PROXY", default: false, parser: .exactlyTrue, help: "true: key clients by X-Forwarded-For")
+    static let trustCloudflare = Setting<Bool>("RELAY_TRUST_CLOUDFLARE", default: false, parser: .exactlyTrue,
+                                               help: "true: key clients by CF-Connecting-IP, then X-Forwarded-For")
+    static let trustedHops = Setting<Int64>("RELAY_TRUSTED_HOPS", default: 1, parser: .positiveInteger,
+                                            help: "which X-Forwarded-For element, counted from the right")
+    static let maxRooms = Setting<Int64>("RELAY_MAX_ROOMS", default: 200_000, parser: .countOrDefault(200_000), help: "resident rooms (0 = default)")
+    static let maxSocketsPerIP = Setting<Int64>("RELAY_MAX_SOCKETS_PER_IP", default: 64, parser: .countOrDefault(64),
+                                                help: "concurrent sockets per client IP (0 = default)")
+    static let maxTotalSockets = Setting<Int64>("RELAY_MAX_TOTAL_SOCKETS", default: 200_000, parser: .countOrDefault(200_000),
+                                                help: "concurrent sockets in all (0 = default)")
+    static let keepalive = Setting<Int64>("RELAY_KEEPALIVE_MS", default: 30_000, parser: .countOrDefault(30_000),
+                                          help: "WebSocket ping sweep interval (0 = default)")
+    static let wsRateLimit = Setting<Int64>("RELAY_WS_RATE_LIMIT", default: 120, parser: .zeroOrPositive,
+                                            help: "WebSocket upgrades per IP per minute (0 = off)")
+    static let attestRateLimit = Setting<Int64>("RELAY_ATTEST_RATE_LIMIT", default: 30, parser: .zeroOrPositive,
+                                                help: "/attest* requests per IP per minute (0 = off)")
+    static let maxFramesPerSecond = Setting<Int64>("RELAY_MAX_FRAMES_PER_SEC", default: 500, parser: .zeroOrPositive,
+                                                   help: "spliced frames per room per second (0 = off)")
+    static let metricsPushURL = Setting<String?>("RELAY_METRICS_PUSH_URL", help: "push metrics here (needs the token too)")
+    static let metricsPushToken = Setting<String?>("RELAY_METRICS_PUSH_TOKEN", help: "bearer token for the metrics push")
+    static let metricsPushInterval = Setting<Int64>("RELAY_METRICS_PUSH_MS", default: 60_000, parser: .positiveInteger, help: "metrics push interval")
+    static let shardMap = Setting<String?>("RELAY_SHARD_MAP",
+                                           help: "shard map JSON file to publish at start (resolver v2; a newer one in the database wins; also `tether shardmap`)")
+    static let tlsCertificate = Setting<String?>("RELAY_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")],
+                                                 help: "serve TLS with this PEM chain")
+    static let tlsKey = Setting<String?>("RELAY_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
+                                         help: "PEM private key for RELAY_TLS_CERT")
+
+    /// A PEM certificate. An env file holds one line, so the PEM's newlines may be written as
+    /// `\n`; they are read back as newlines.
+    static let pemCertificate = SettingParser<String?> { pem throws(InvalidSettingValue) in
+        let text = pem.replacingOccurrences(of: "\\n", with: "\n")
+        guard (try? Certificate(pemRepresentation: text)) != nil else { throw InvalidSettingValue("not a PEM certificate") }
+        return text
+    }
+}

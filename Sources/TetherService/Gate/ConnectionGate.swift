@@ -1,0 +1,101 @@
+public import TetherNet
+import Synchronization
+
+/// The entry limits every service shares (relay.md §2.3–§2.6), one instance for all loops:
+/// who the client is (`ClientIPResolver`), per-IP rate limits on socket admissions and on named
+/// kinds of request, per-IP and total socket caps, each refusal answered as the service says,
+/// and each socket's place released when it closes.
+///
+/// Windows run on a monotonic clock in milliseconds (injected, so tests move time by hand): a
+/// wall-clock step must neither open nor extend a window. Checks are check-then-act under one
+/// lock, so concurrent admissions never overshoot a cap.
+public final class ConnectionGate: Sendable {
+    /// How a request's client key is derived (§2.4).
+    public let clientIPResolver: ClientIPResolver
+    /// The limits and their refusals, fixed for the gate's life.
+    public let limits: Limits
+    private let clock: any NetClock
+    private let state: Mutex<State>
+
+    struct State: ~Copyable {
+        var socketLimiter: FixedWindowLimiter<String>
+        var requestLimiters: [String: FixedWindowLimiter<String>]
+        var socketsPerIP: [String: Int] = [:]
+        var totalSockets = 0
+        var arrivals: UInt64 = 0
+    }
+
+    /// - Parameters:
+    ///   - clock: monotonic nanoseconds (`ManualClock` in tests); windows are kept in ms.
+    public init(clientIP: ClientIPResolver = ClientIPResolver(), limits: Limits, clock: any NetClock = MonotonicClock()) {
+        precondition(limits.maxSocketsPerIP > 0 && limits.maxTotalSockets > 0, "socket caps are positive (Int.max for none)")
+        clientIPResolver = clientIP
+        self.limits = limits
+        self.clock = clock
+        let keys = limits.maxTrackedIPs
+        state = Mutex(State(
+            socketLimiter: FixedWindowLimiter(limit: limits.socketRate.limit, window: limits.socketRate.windowMs, maxKeys: keys),
+            requestLimiters: limits.requestLimits.mapValues { FixedWindowLimiter(limit: $0.rate.limit, window: $0.rate.windowMs, maxKeys: keys) }))
+    }
+
+    /// The key a request is counted against: `CF-Connecting-IP` / `X-Forwarded-For` as far as
+    /// they are trusted (§2.4), else the TCP peer.
+    public func clientIP(_ head: HTTPRequestHead, peer: SocketAddress?) -> String {
+        clientIPResolver.clientIP(cfConnectingIP: head.headers["CF-Connecting-IP"], forwardedFor: head.headers["X-Forwarded-For"],
+                                  peer: peer?.host)
+    }
+
+    /// Counts a request against the named per-IP limiter; nil lets it through.
+    public func admitRequest(_ limiter: String, ip: String) -> GateRefusal? {
+        guard let configured = limits.requestLimits[limiter] else { preconditionFailure("no request limiter \(limiter)") }
+        let now = milliseconds()
+        let allowed = state.withLock { $0.requestLimiters[limiter]!.hit(ip, now: now) }
+        return allowed ? nil : GateRefusal(reason: limiter, response: configured.refusal)
+    }
+
+    /// Admits a socket from `ip`, in §2.3's order: the rate limit (which counts every attempt),
+    /// the per-IP cap, the total cap, then the service's own check (a room cap, say), which runs
+    /// under the gate's lock so nothing changes between the checks and taking the place. The
+    /// lease holds the place until released.
+    ///
+    /// `check` must be quick and must not call back into the gate; it may take a lock of the
+    /// service's own if the service never calls the gate while holding that lock.
+    public func admitSocket(ip: String, check: () -> GateRefusal? = { nil }) -> Result<SocketLease, GateRefusal> {
+        let now = milliseconds()
+        let outcome: Result<UInt64, GateRefusal> = state.withLock { state in
+            guard state.socketLimiter.hit(ip, now: now) else {
+                return .failure(GateRefusal(reason: GateRefusal.rateLimited, response: limits.socketRateRefusal))
+            }
+            guard state.socketsPerIP[ip, default: 0] < limits.maxSocketsPerIP else {
+                return .failure(GateRefusal(reason: GateRefusal.ipCap, response: limits.perIPRefusal))
+            }
+            guard state.totalSockets < limits.maxTotalSockets else {
+                return .failure(GateRefusal(reason: GateRefusal.totalCap, response: limits.totalRefusal))
+            }
+            if let refusal = check() { return .failure(refusal) }
+            state.socketsPerIP[ip, default: 0] += 1
+            state.totalSockets += 1
+            state.arrivals += 1
+            return .success(state.arrivals)
+        }
+        return outcome.map { SocketLease(ip: ip, arrival: $0, gate: self) }
+    }
+
+    /// Sockets holding a place now.
+    public var openSockets: Int { state.withLock { $0.totalSockets } }
+
+    /// Sockets `ip` holds now.
+    public func openSockets(for ip: String) -> Int { state.withLock { $0.socketsPerIP[ip] ?? 0 } }
+
+    /// Addresses holding at least one socket (the per-IP table's size, for a gauge).
+    public var addressesWithSockets: Int { state.withLock { $0.socketsPerIP.count } }
+
+    func release(_ ip: String) {
+        state.withLock { state in
+            state.totalSockets -= 1
+            if let count = state.socketsPerIP[ip] { state.socketsPerIP[ip] = count > 1 ? count - 1 : nil }
+        }
+    }
+
+    private func milliseconds() -> UInt64 { clock.now() / 1_000_000 }
+}

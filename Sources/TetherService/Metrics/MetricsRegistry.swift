@@ -1,0 +1,84 @@
+import Synchronization
+
+/// A service's metrics, exposed in the Prometheus text format 0.0.4 in registration order (a
+/// dashboard written against one order keeps reading it). Counters, gauges and histograms are
+/// atomics, so loops update them without a lock; callback metrics are read at scrape time.
+///
+/// ```swift
+/// let metrics = MetricsRegistry()
+/// let upgrades = metrics.counter("relay_ws_upgrades_total", help: "Accepted WebSocket upgrades.")
+/// let rejected = metrics.counter("relay_ws_upgrades_rejected_total", help: "Refused upgrades by reason.", labels: ["reason"])
+/// metrics.counter("relay_log_lines_dropped_total", help: "…") { UInt64(log.droppedLines) }
+/// upgrades.increment(); rejected.labels("gate").increment()
+/// ```
+public final class MetricsRegistry: Sendable {
+    private let families = Mutex<[any RenderedFamily]>([])
+
+    public init() {}
+
+    @discardableResult
+    public func counter(_ name: String, help: String, hiddenAtZero: Bool = false) -> Counter {
+        single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero) { Counter() })
+    }
+
+    public func counter(_ name: String, help: String, labels: [String], hiddenAtZero: Bool = false) -> MetricFamily<Counter> {
+        register(MetricFamily(name: name, help: help, labelNames: labels, hiddenAtZero: hiddenAtZero) { Counter() })
+    }
+
+    /// A counter kept by someone else (the log sink's drops), read at each scrape.
+    public func counter(_ name: String, help: String, hiddenAtZero: Bool = false, read: @escaping @Sendable () -> UInt64) {
+        _ = single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero, type: Counter.prometheusType) {
+            CallbackMetric(reading: .unsigned(read))
+        })
+    }
+
+    @discardableResult
+    public func gauge(_ name: String, help: String, hiddenAtZero: Bool = false) -> Gauge {
+        single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero) { Gauge() })
+    }
+
+    public func gauge(_ name: String, help: String, labels: [String], hiddenAtZero: Bool = false) -> MetricFamily<Gauge> {
+        register(MetricFamily(name: name, help: help, labelNames: labels, hiddenAtZero: hiddenAtZero) { Gauge() })
+    }
+
+    /// A gauge computed at each scrape (a table's size): `read` runs on the scraping thread,
+    /// outside every registry lock.
+    public func gauge(_ name: String, help: String, hiddenAtZero: Bool = false, read: @escaping @Sendable () -> Int64) {
+        _ = single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero, type: Gauge.prometheusType) {
+            CallbackMetric(reading: .integer(read))
+        })
+    }
+
+    /// A fractional gauge computed at each scrape (a ratio, seconds).
+    public func gauge(_ name: String, help: String, hiddenAtZero: Bool = false, readDouble: @escaping @Sendable () -> Double) {
+        _ = single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero, type: Gauge.prometheusType) {
+            CallbackMetric(reading: .double(readDouble))
+        })
+    }
+
+    /// - Parameter buckets: upper bounds, ascending (`+Inf` is added).
+    @discardableResult
+    public func histogram(_ name: String, help: String, buckets: [Double], hiddenAtZero: Bool = false) -> Histogram {
+        single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero) { Histogram(bounds: buckets) })
+    }
+
+    public func histogram(_ name: String, help: String, labels: [String], buckets: [Double], hiddenAtZero: Bool = false) -> MetricFamily<Histogram> {
+        register(MetricFamily(name: name, help: help, labelNames: labels, hiddenAtZero: hiddenAtZero) { Histogram(bounds: buckets) })
+    }
+
+    /// The exposition: every family in registration order, each with `# HELP` and `# TYPE`.
+    public func render() -> String {
+        families.withLock { $0 }.map { $0.exposition() }.joined()
+    }
+
+    private func single<Metric>(_ family: MetricFamily<Metric>) -> Metric { register(family).labels([]) }
+
+    private func register<Metric>(_ family: MetricFamily<Metric>) -> MetricFamily<Metric> {
+        families.withLock { families in
+            // Two families of one name would expose two # TYPE lines, which scrapers reject.
+            precondition(!families.contains { $0.name == family.name }, "metric \(family.name) registered twice")
+            families.append(family)
+        }
+        return family
+    }
+}

@@ -1,0 +1,63 @@
+/// The documented half of a setting: what an operator types to set it and what it means. The
+/// same name is the environment variable and the config-file key; the flag is derived from it
+/// (`RELAY_MAX_ROOMS` → `--relay-max-rooms`), so the three can never drift apart.
+public struct SettingEntry: Sendable, Equatable {
+    /// A further flag for the same setting (`--tls-cert` beside `--relay-tls-cert`), with what a
+    /// missing value is called in its error (`--tls-cert: needs a file path`).
+    public struct ExtraFlag: Sendable, Equatable {
+        public let flag: String
+        public let needs: String
+
+        public init(_ flag: String, needs: String = "a value") {
+            precondition(flag.hasPrefix("--"), "a flag starts with --")
+            self.flag = flag
+            self.needs = needs
+        }
+    }
+
+    /// The environment variable and config-file key.
+    public let name: String
+    /// Environment names read, in order, when `name` is unset (`PORT` for `RELAY_PORT`). They are
+    /// not flags: a flag sets `name` itself.
+    public let fallbacks: [String]
+    public let extraFlags: [ExtraFlag]
+    /// The default as the operator reads it (`(required)`, `unset`, `8787`).
+    public let defaultText: String
+    /// One line, no trailing period needed.
+    public let help: String
+
+    public init(name: String, fallbacks: [String] = [], extraFlags: [ExtraFlag] = [], defaultText: String, help: String) {
+        precondition(!name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") },
+                     "a setting's name is an environment name: \(name)")
+        precondition(!help.contains("\n"), "a setting's help is one line: \(name)")
+        self.name = name
+        self.fallbacks = fallbacks
+        self.extraFlags = extraFlags
+        self.defaultText = defaultText
+        self.help = help
+    }
+
+    /// `RELAY_MAX_ROOMS` → `--relay-max-rooms`.
+    public var flag: String { Self.flag(for: name) }
+
+    /// Every flag that sets this setting, the derived one first.
+    public var flags: [String] { [flag] + extraFlags.map(\.flag) }
+
+    /// The key in a config file (an env-file): the environment name itself.
+    public var configKey: String { name }
+
+    /// The flag derived from an environment name.
+    public static func flag(for name: String) -> String { "--" + String(name.lowercased().map { $0 == "_" ? "-" : $0 }) }
+}
+
+/// A flag-only switch that takes no value (`--local`).
+public struct SettingSwitch: Sendable, Hashable {
+    public let flag: String
+    public let help: String
+
+    public init(_ flag: String, help: String) {
+        precondition(flag.hasPrefix("--"), "a flag starts with --")
+        self.flag = flag
+        self.help = help
+    }
+}

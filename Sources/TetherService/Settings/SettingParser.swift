@@ -1,0 +1,90 @@
+/// Turns a setting's text into its value, or says precisely what is wrong with it. The message
+/// is completed by the table with the variable's name (`RELAY_PORT: not a port number: x`).
+public struct SettingParser<Value: Sendable>: Sendable {
+    public let parse: @Sendable (String) throws(InvalidSettingValue) -> Value
+
+    public init(_ parse: @escaping @Sendable (String) throws(InvalidSettingValue) -> Value) { self.parse = parse }
+}
+
+extension SettingParser where Value == String {
+    /// The text verbatim.
+    public static var text: SettingParser { SettingParser { $0 } }
+}
+
+extension SettingParser where Value == String? {
+    /// The text verbatim; an unset setting stays nil.
+    public static var text: SettingParser { SettingParser { $0 } }
+}
+
+extension SettingParser where Value == Bool {
+    /// True iff the text is exactly `true`; anything else (`TRUE`, `1`, `yes`) is false, as the
+    /// reference reads its switches. Never an error: a switch cannot be invalid, only off.
+    public static var exactlyTrue: SettingParser { SettingParser { $0 == "true" } }
+
+    /// False iff the text is exactly `false`: for safety switches that stay on unless turned off
+    /// deliberately (`ATTEST_REQUIRED`).
+    public static var unlessExactlyFalse: SettingParser { SettingParser { $0 != "false" } }
+}
+
+extension SettingParser {
+    /// One of a fixed set of words: `must be production or development, not staging`.
+    public static func oneOf(_ choices: [(word: String, value: Value)]) -> SettingParser {
+        precondition(!choices.isEmpty)
+        let words = choices.map(\.word)
+        let list = words.count == 1 ? words[0] : words.dropLast().joined(separator: ", ") + " or " + words[words.count - 1]
+        return SettingParser { text throws(InvalidSettingValue) in
+            guard let choice = choices.first(where: { $0.word == text }) else { throw InvalidSettingValue("must be \(list), not \(text)") }
+            return choice.value
+        }
+    }
+}
+
+extension SettingParser where Value == UInt16 {
+    /// A TCP port, 0–65535.
+    public static var port: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            guard let port = UInt16(text) else { throw InvalidSettingValue("not a port number: \(text)") }
+            return port
+        }
+    }
+}
+
+extension SettingParser where Value == Int64 {
+    /// Decimal digits with an optional minus sign, nothing else: `8GiB`, `1.5`, `1e3` and `+5`
+    /// are refused rather than read as something the operator did not mean.
+    public static var integer: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy({ $0.isNumber || $0 == "-" }), let value = Int64(text) else {
+                throw InvalidSettingValue("not an integer: \(text)")
+            }
+            return value
+        }
+    }
+
+    /// An integer above 0 (a quota, an interval: 0 would mean nothing sensible).
+    public static var positiveInteger: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            let value = try integer.parse(text)
+            guard value > 0 else { throw InvalidSettingValue("must be a positive integer, not \(value)") }
+            return value
+        }
+    }
+
+    /// The reference's caps: a positive integer, with 0 meaning `fallback`; negative is refused.
+    public static func countOrDefault(_ fallback: Int64) -> SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            let value = try integer.parse(text)
+            guard value >= 0 else { throw InvalidSettingValue("must not be negative: \(value)") }
+            return value == 0 ? fallback : value
+        }
+    }
+
+    /// A limit where 0 turns the limit off.
+    public static var zeroOrPositive: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            let value = try integer.parse(text)
+            guard value >= 0 else { throw InvalidSettingValue("must be 0 (off) or a positive integer, not \(value)") }
+            return value
+        }
+    }
+}

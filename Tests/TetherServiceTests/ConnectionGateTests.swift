@@ -1,0 +1,131 @@
+import Dispatch
+import Synchronization
+import TetherNet
+import TetherService
+import XCTest
+
+final class ConnectionGateTests: XCTestCase {
+    private let clock = ManualClock()
+    private let second: UInt64 = 1_000_000_000
+
+    private func gate(_ configure: (inout ConnectionGate.Limits) -> Void, clientIP: ClientIPResolver = ClientIPResolver()) -> ConnectionGate {
+        var limits = ConnectionGate.Limits()
+        configure(&limits)
+        return ConnectionGate(clientIP: clientIP, limits: limits, clock: clock)
+    }
+
+    private func reason(_ result: Result<SocketLease, GateRefusal>) -> String {
+        switch result {
+        case .success: "admitted"
+        case let .failure(refusal): refusal.reason
+        }
+    }
+
+    func testTheSocketRateLimitCountsEveryAttemptAndItsWindowIsMonotonicMilliseconds() {
+        let gate = gate {
+            $0.socketRate = .init(limit: 2, windowMs: 60_000)
+            $0.socketRateRefusal = .text(429, "slow down")
+        }
+        var leases: [SocketLease] = []
+        for _ in 0..<2 { leases.append(try! gate.admitSocket(ip: "a").get()) }
+        guard case let .failure(refusal) = gate.admitSocket(ip: "a") else { return XCTFail("the third is over the limit") }
+        XCTAssertEqual(refusal, GateRefusal(reason: "rate_limited", response: .text(429, "slow down")))
+        XCTAssertEqual(reason(gate.admitSocket(ip: "b")), "admitted", "addresses are independent")
+        clock.advance(by: 60 * second)
+        XCTAssertEqual(reason(gate.admitSocket(ip: "a")), "rate_limited", "exactly one window later is the same window")
+        clock.advance(by: 1_000_000)
+        XCTAssertEqual(reason(gate.admitSocket(ip: "a")), "admitted")
+    }
+
+    func testThePerIPCapHoldsUntilASocketIsReleased() throws {
+        let gate = gate { $0.maxSocketsPerIP = 2 }
+        let first = try gate.admitSocket(ip: "a").get()
+        let second = try gate.admitSocket(ip: "a").get()
+        guard case let .failure(refusal) = gate.admitSocket(ip: "a") else { return XCTFail() }
+        XCTAssertEqual(refusal, GateRefusal(reason: "ip_cap", response: .text(429, "too many connections")))
+        XCTAssertEqual(reason(gate.admitSocket(ip: "b")), "admitted")
+        first.release()
+        first.release()
+        XCTAssertEqual(gate.openSockets(for: "a"), 1, "released once however often it is called")
+        XCTAssertEqual(reason(gate.admitSocket(ip: "a")), "admitted")
+        _ = second
+    }
+
+    func testTheTotalCapAndThenTheServicesOwnCheckComeAfterTheRateLimit() throws {
+        let gate = gate {
+            $0.socketRate = .init(limit: 2)
+            $0.maxTotalSockets = 1
+        }
+        let held = try gate.admitSocket(ip: "a").get()
+        XCTAssertEqual(reason(gate.admitSocket(ip: "b")), "total_cap")
+        held.release()
+        let roomCap = GateRefusal(reason: "room_cap", response: .text(503, "capacity"))
+        let checked = Atomic(0)
+        XCTAssertEqual(reason(gate.admitSocket(ip: "a") { checked.add(1, ordering: .relaxed); return roomCap }), "room_cap")
+        XCTAssertEqual(gate.openSockets, 0, "a refused socket takes no place")
+        XCTAssertEqual(reason(gate.admitSocket(ip: "a") { checked.add(1, ordering: .relaxed); return nil }), "rate_limited",
+                       "the refused attempts counted toward the rate")
+        XCTAssertEqual(checked.load(ordering: .relaxed), 1, "the service check runs only once the gate's own checks pass")
+    }
+
+    func testAForgottenLeaseGivesItsPlaceBackWhenFreed() throws {
+        let gate = gate { $0.maxTotalSockets = 1 }
+        do {
+            let lease = try gate.admitSocket(ip: "a").get()
+            XCTAssertEqual(lease.ip, "a")
+            XCTAssertEqual(gate.openSockets, 1)
+        }
+        XCTAssertEqual(gate.openSockets, 0)
+        XCTAssertEqual(gate.addressesWithSockets, 0)
+    }
+
+    func testLeasesCarryTheirArrivalOrder() throws {
+        let gate = gate { _ in }
+        let arrivals = try (0..<3).map { try gate.admitSocket(ip: "ip\($0)").get() }.map(\.arrival)
+        XCTAssertEqual(arrivals, [1, 2, 3])
+    }
+
+    func testNamedRequestLimitersAreIndependentAndAnswerAsTheServiceSays() {
+        let gate = gate {
+            $0.requestLimits["attest"] = .init(.init(limit: 1), refusal: .text(429, "rate limited"))
+            $0.requestLimits["register"] = .init(.off)
+            $0.socketRate = .init(limit: 1)
+        }
+        XCTAssertNil(gate.admitRequest("attest", ip: "a"))
+        XCTAssertEqual(gate.admitRequest("attest", ip: "a"), GateRefusal(reason: "attest", response: .text(429, "rate limited")))
+        XCTAssertNil(gate.admitRequest("attest", ip: "b"))
+        XCTAssertTrue((0..<100).allSatisfy { _ in gate.admitRequest("register", ip: "a") == nil }, "0 is off")
+        XCTAssertEqual(reason(gate.admitSocket(ip: "a")), "admitted", "requests do not count against sockets")
+    }
+
+    func testTheClientIPIsDerivedAsFarAsTheProxiesAreTrusted() throws {
+        let peer = try SocketAddress(host: "127.0.0.1", port: 9)
+        let headers = HTTPHeaders([("CF-Connecting-IP", "1.1.1.1"), ("X-Forwarded-For", "6.6.6.6, 2.2.2.2")])
+        let head = HTTPRequestHead(method: "GET", target: "/", headers: headers)
+        XCTAssertEqual(gate { _ in }.clientIP(head, peer: peer), "127.0.0.1")
+        XCTAssertEqual(gate({ _ in }, clientIP: ClientIPResolver(trustProxy: true)).clientIP(head, peer: peer), "2.2.2.2")
+        XCTAssertEqual(gate({ _ in }, clientIP: ClientIPResolver(trustCloudflare: true)).clientIP(head, peer: peer), "1.1.1.1")
+        XCTAssertEqual(gate { _ in }.clientIP(HTTPRequestHead(method: "GET", target: "/"), peer: nil), "unknown")
+    }
+
+    func testAdmissionsFromEveryLoopAtOnceNeverOvershootTheCaps() {
+        let gate = gate {
+            $0.maxTotalSockets = 100
+            $0.maxSocketsPerIP = 30
+        }
+        let leases = Mutex<[SocketLease]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for _ in 0..<50 {
+                if case let .success(lease) = gate.admitSocket(ip: "ip\(thread % 4)") { leases.withLock { $0.append(lease) } }
+            }
+        }
+        XCTAssertEqual(leases.withLock { $0.count }, 100)
+        XCTAssertEqual(gate.openSockets, 100)
+        for ip in 0..<4 { XCTAssertLessThanOrEqual(gate.openSockets(for: "ip\(ip)"), 30) }
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            while let lease = leases.withLock({ $0.popLast() }) { lease.release() }
+        }
+        XCTAssertEqual(gate.openSockets, 0)
+        XCTAssertEqual(gate.addressesWithSockets, 0)
+    }
+}
