@@ -169,10 +169,9 @@ final class Application: HTTPServerDelegate, @unchecked Sendable {
             }
             if transport.loop === target {
                 start(transport)
-            } else if let tcp = transport as? TCPConnection {
-                tcp.handoff(to: target) { start($0) }
             } else {
-                start(transport)   // TLS stays on its accepting loop
+                // TLS moves with its session, like plain TCP.
+                transport.handoff(to: target) { start($0) }
             }
         }
     }

@@ -31,8 +31,12 @@ public final class EventLoop: @unchecked Sendable {
     private var stopping = false
     /// Keepalive sweeps by interval (loop thread only).
     var sweeps: [UInt64: KeepaliveSweep] = [:]
-    /// Connections that queued writes during this iteration; flushed once at its end.
-    private var pendingFlushes: [(TCPConnection, Int)] = []
+    /// Writers that gathered output during this iteration, flushed once at its end; a writer
+    /// that leaves the loop (a handoff) clears its own slot.
+    private var pendingFlushes: [(any FlushPointWriter)?] = []
+    /// Work that must wait until the iteration's writes are out and no handler is running (a
+    /// handoff's transfer to another loop).
+    private var flushPointTasks: [() -> Void] = []
     private var thread: pthread_t?
     private var threadID: pthread_t?
     /// One read buffer per loop, lent to whichever connection is readable: an idle connection
@@ -40,6 +44,9 @@ public final class EventLoop: @unchecked Sendable {
     let readBuffer: UnsafeMutableRawBufferPointer
     /// The same for decrypted TLS data, which is read while the ciphertext buffer is in use.
     let plaintextBuffer: UnsafeMutableRawBufferPointer
+    /// Where a TLS connection gathers an iteration's small writes into one `SSL_write`;
+    /// allocated by the first TLS flush, so a loop without TLS never has one.
+    private var tlsGatherStorage: UnsafeMutableRawBufferPointer?
 
     /// A timer's work; it runs on the loop that scheduled it.
     public struct TimerTask: @unchecked Sendable {
@@ -67,6 +74,15 @@ public final class EventLoop: @unchecked Sendable {
         close(wakeFD)
         readBuffer.deallocate()
         plaintextBuffer.deallocate()
+        tlsGatherStorage?.deallocate()
+    }
+
+    /// See `tlsGatherStorage`: one TLS record's worth of plaintext is 16 KiB, so this is four.
+    var tlsGatherBuffer: UnsafeMutableRawBufferPointer {
+        if let tlsGatherStorage { return tlsGatherStorage }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
+        tlsGatherStorage = buffer
+        return buffer
     }
 
     // MARK: Threads
@@ -132,19 +148,49 @@ public final class EventLoop: @unchecked Sendable {
         flushWrites()
     }
 
-    func scheduleFlush(_ connection: TCPConnection, epoch: Int) { pendingFlushes.append((connection, epoch)) }
+    // MARK: Flush point (loop thread only)
 
-    /// Sends what every connection queued in this iteration (one `writev` each).
-    private func flushWrites() {
-        while !pendingFlushes.isEmpty {
-            let batch = pendingFlushes
-            pendingFlushes = []
-            for (connection, epoch) in batch { connection.flushScheduledWrites(epoch: epoch) }
-        }
+    /// Asks for `writer.flushScheduledWrites()` at this iteration's flush point; returns the
+    /// slot `cancelFlush` takes. Call at most once per writer per flush.
+    func scheduleFlush(_ writer: any FlushPointWriter) -> Int {
+        pendingFlushes.append(writer)
+        return pendingFlushes.count - 1
     }
 
+    /// Withdraws a flush scheduled and not yet run (the writer is leaving this loop).
+    func cancelFlush(slot: Int, of writer: any FlushPointWriter) {
+        assert(slot < pendingFlushes.count && pendingFlushes[slot] === writer, "cancelFlush of a flush that is not pending")
+        pendingFlushes[slot] = nil
+    }
+
+    /// Runs `task` at this iteration's flush point, after the writes: by then every handler
+    /// and read loop of the iteration has returned.
+    func atFlushPoint(_ task: @escaping () -> Void) { flushPointTasks.append(task) }
+
+    /// Sends what every writer gathered in this iteration (one `writev` or `SSL_write` each),
+    /// then runs the flush-point tasks. Writers scheduled meanwhile are flushed in the same pass.
+    private func flushWrites() {
+        repeat {
+            var i = 0
+            while i < pendingFlushes.count {
+                let writer = pendingFlushes[i]
+                pendingFlushes[i] = nil
+                i += 1
+                writer?.flushScheduledWrites()
+            }
+            // Keep a modest array for the next iteration; a burst's worth is released.
+            pendingFlushes.removeAll(keepingCapacity: pendingFlushes.count <= Self.retainedFlushSlots)
+            let tasks = flushPointTasks
+            flushPointTasks = []
+            for task in tasks { task() }
+        } while !pendingFlushes.isEmpty || !flushPointTasks.isEmpty
+    }
+
+    /// Flush slots kept allocated between iterations (16 bytes each).
+    static let retainedFlushSlots = 1024
+
     private func waitTimeout() -> Int32 {
-        if !pendingFlushes.isEmpty || pendingLock.withLock({ !pending.isEmpty }) { return 0 }
+        if !pendingFlushes.isEmpty || !flushPointTasks.isEmpty || pendingLock.withLock({ !pending.isEmpty }) { return 0 }
         guard let deadline = timers.nextDeadline() else { return -1 }
         let now = clock.now()
         guard deadline > now else { return 0 }
@@ -230,6 +276,13 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     public func cancel(_ timer: TimerID) { timers.cancel(timer) }
+}
+
+/// Something that gathers writes during a loop iteration and sends them once, at the loop's
+/// flush point (`EventLoop.scheduleFlush`): a TCP connection's `writev`, a TLS connection's
+/// `SSL_write`, an in-memory transport's delivery.
+protocol FlushPointWriter: AnyObject {
+    func flushScheduledWrites()
 }
 
 /// Failures of the network layer.
