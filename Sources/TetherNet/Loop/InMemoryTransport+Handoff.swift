@@ -3,6 +3,7 @@ extension InMemoryTransport {
     /// other end here; bytes sent to this end meanwhile wait in its inbox and are read on the
     /// target after `then`. After calling this, touch the end only from `then` onwards.
     public func handoff(to target: EventLoop, then: @escaping @Sendable (any Transport) -> Void) {
+        loop.assertInEventLoop()
         guard !isClosed, !isHandingOff else { return }
         sendOutgoing()
         guard !isClosed else { return }

@@ -57,6 +57,7 @@ public final class InMemoryTransport: Transport, FlushPointWriter {
     // MARK: Writing
 
     public func write(_ bytes: [UInt8]) {
+        loop.assertInEventLoop()
         guard !isClosed, !bytes.isEmpty else { return }
         outgoing.append(bytes)
         outgoingBytes += bytes.count
@@ -108,9 +109,13 @@ public final class InMemoryTransport: Transport, FlushPointWriter {
 
     // MARK: Reading
 
-    public func pauseReading() { isReadingPaused = true }
+    public func pauseReading() {
+        loop.assertInEventLoop()
+        isReadingPaused = true
+    }
 
     public func resumeReading() {
+        loop.assertInEventLoop()
         guard isReadingPaused, !isClosed else { return }
         isReadingPaused = false
         link.lock.withLock { link.deliveryTask(for: side) }?()
@@ -166,6 +171,7 @@ public final class InMemoryTransport: Transport, FlushPointWriter {
     // MARK: Closing
 
     public func closeAfterFlush() {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         if outgoing.isEmpty {
             close()
@@ -176,6 +182,7 @@ public final class InMemoryTransport: Transport, FlushPointWriter {
     }
 
     public func close() {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         isClosed = true
         if flushScheduled {

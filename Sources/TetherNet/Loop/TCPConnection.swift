@@ -46,6 +46,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
         self.fd = fd
         self.loop = loop
         self.peer = peer
+        loop.assertInEventLoop()
         _ = tether_set_nodelay(fd)
         token = try loop.register(fd: fd, events: interest, handler: self)
     }
@@ -85,12 +86,14 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     }
 
     public func pauseReading() {
+        loop.assertInEventLoop()
         guard !isReadingPaused else { return }
         isReadingPaused = true
         updateInterest()
     }
 
     public func resumeReading() {
+        loop.assertInEventLoop()
         guard isReadingPaused else { return }
         isReadingPaused = false
         updateInterest()
@@ -105,6 +108,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
 
     /// Queues `bytes` for sending.
     public func write(_ bytes: [UInt8]) {
+        loop.assertInEventLoop()
         guard !isClosed, !bytes.isEmpty else { return }
         enqueue(.array(bytes), count: bytes.count)
     }
@@ -112,6 +116,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     /// Queues a small header (copied into the connection's header arena, which is released
     /// when the queue drains) and a payload (kept as the caller's array).
     public func writeNow(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         guard queuedBytes == 0, !flushScheduled else { return write(Array(bytes)) }
         let written = tether_send(fd, bytes.baseAddress, bytes.count)
@@ -124,6 +129,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     }
 
     public func write(header: UnsafeRawBufferPointer, payload: [UInt8]) {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         let start = headerArena.count
         headerArena.append(contentsOf: header)
@@ -270,12 +276,16 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
 
     /// Closes once everything queued has been sent.
     public func closeAfterFlush() {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         if queuedBytes == 0 { close(error: nil) } else { closeWhenFlushed = true; pauseReading() }
     }
 
     /// Closes now, dropping anything queued.
-    public func close() { close(error: nil) }
+    public func close() {
+        loop.assertInEventLoop()
+        close(error: nil)
+    }
 
     public func hangup() { close(error: nil) }
 
@@ -299,6 +309,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     /// that closes first (here, or failing to join the target) never reaches `then`; its
     /// delegate hears of the close instead.
     public func handoff(to target: EventLoop, then: @escaping @Sendable (TCPConnection) -> Void) {
+        loop.assertInEventLoop()
         // Send what can be sent here; anything left moves with the connection.
         flush()
         guard !isClosed, !isHandingOff else { return }

@@ -24,6 +24,7 @@ public final class TCPListener: EventLoopHandler {
     /// spreads connections across them). An IPv6 `::` listener also accepts IPv4.
     public init(loop: EventLoop, address: SocketAddress, reusePort: Bool = false, backlog: Int32 = 4096,
                 backOffs: NetCounter = NetCounter(), onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
+        loop.assertInEventLoop()
         self.loop = loop
         self.backOffs = backOffs
         self.onAccept = onAccept
@@ -73,6 +74,7 @@ public final class TCPListener: EventLoopHandler {
     public func hangup() { close() }
 
     public func close() {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         isClosed = true
         if let backOffTimer { loop.cancel(backOffTimer) }

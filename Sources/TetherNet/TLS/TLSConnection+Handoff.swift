@@ -6,6 +6,7 @@ extension TLSConnection {
     /// already read but not yet decrypted are decrypted on the target, after `then` (which sets
     /// up the new owner) has run. After calling this, touch the connection only from `then`.
     public func handoff(to target: EventLoop, then: @escaping @Sendable (any Transport) -> Void) {
+        loop.assertInEventLoop()
         guard !closed, !isHandingOff else { return }
         sendOutgoing()
         guard !closed else { return }

@@ -7,6 +7,7 @@ import COpenSSL
 /// kernel (`TLSSocketSink`), copied only if the kernel does not take it all.
 extension TLSConnection {
     public func write(_ bytes: [UInt8]) {
+        loop.assertInEventLoop()
         guard !closed, !bytes.isEmpty else { return }
         outgoing.append(.array(bytes))
         outgoingBytes += bytes.count
@@ -14,6 +15,7 @@ extension TLSConnection {
     }
 
     public func write(header: UnsafeRawBufferPointer, payload: [UInt8]) {
+        loop.assertInEventLoop()
         guard !closed else { return }
         // Header and payload are gathered into one record at the flush.
         let start = headerArena.count

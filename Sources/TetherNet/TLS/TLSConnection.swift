@@ -50,6 +50,7 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
 
     /// The server side of an accepted connection.
     public init(server context: TLSServerContext, over tcp: TCPConnection) throws(TLSError) {
+        tcp.loop.assertInEventLoop()
         (ssl, networkIn, contextBox) = try Self.make(context.context, over: tcp)
         self.tcp = tcp
         SSL_set_accept_state(ssl)
@@ -58,6 +59,7 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
 
     /// The client side: `serverName` is sent as SNI and checked against the certificate.
     public init(client context: TLSClientContext, serverName: String, over tcp: TCPConnection) throws(TLSError) {
+        tcp.loop.assertInEventLoop()
         (ssl, networkIn, contextBox) = try Self.make(context.box, over: tcp)
         self.tcp = tcp
         guard tether_SSL_set_tlsext_host_name(ssl, serverName) == 1 || SocketAddressText.isNumeric(serverName) else {
@@ -89,6 +91,7 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
     // MARK: Transport
 
     public func closeAfterFlush() {
+        loop.assertInEventLoop()
         guard !closed else { return }
         if handshakeDone {
             sendOutgoing()
@@ -99,12 +102,13 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
     }
 
     public func close() {
+        loop.assertInEventLoop()
         guard !closed else { return }
         markClosed()
         tcp.close()
     }
 
-    public func pauseReading() { tcp.pauseReading() }
+    public func pauseReading() { tcp.pauseReading() }   // TCPConnection checks the thread
     public func resumeReading() { tcp.resumeReading() }
 
     /// Stops output: nothing more is encrypted, and a pending flush is withdrawn.
