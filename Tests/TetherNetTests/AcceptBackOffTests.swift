@@ -58,8 +58,11 @@ final class AcceptBackOffTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(count, 1, "the back-offs are counted: \(response)")
     }
 
+    /// Open descriptors of `pid` numbered below the limit: the slots it can allocate (a
+    /// descriptor inherited from this process may sit above them).
     static func openDescriptors(_ pid: Int32) -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        return names.compactMap(Int.init).filter { $0 < serverDescriptorLimit }.count
     }
 
     /// User plus system CPU time of `pid`, from /proc/<pid>/stat (fields 14 and 15, in clock ticks).
