@@ -1,7 +1,8 @@
 // tether-netbench: a forwarding server on TetherNet that speaks exactly the subset of the relay
 // protocol that ../shared/bench/wsload drives (open admission, mac/phone splice), so the network
 // core can be measured against floor-relay before the real relay exists. Not a relay: no
-// attestation, signatures, storage or limits.
+// attestation, signatures, storage or limits. `GET /stats` reports the accept back-off count
+// (the descriptor-exhaustion test reads it).
 //
 //   tether-netbench [--host 127.0.0.1] [--port 9202] [--loops N] [--keepalive S]
 //                   [--tls-cert chain.pem --tls-key key.pem]
@@ -131,6 +132,8 @@ final class Rooms: @unchecked Sendable {
 
 final class Application: HTTPServerDelegate, @unchecked Sendable {
     let group: EventLoopGroup
+    /// The server's accept back-off count, reported by `GET /stats` (set once the server exists).
+    var acceptBackOffs: NetCounter?
     let roomsPerLoop: [Rooms]
     let wsOptions: WebSocketConnection.Options
 
@@ -144,7 +147,10 @@ final class Application: HTTPServerDelegate, @unchecked Sendable {
         wsOptions = options
     }
 
-    func respond(to request: HTTPServerRequest) -> HTTPResponse { .text(404, "not found") }
+    func respond(to request: HTTPServerRequest) -> HTTPResponse {
+        guard request.head.path == "/stats" else { return .text(404, "not found") }
+        return .text(200, "accept_backoffs \(acceptBackOffs?.value ?? 0)\n")
+    }
 
     func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
         if request.head.headers.contains("Origin") { return .refuse(.text(403, "forbidden")) }
@@ -163,10 +169,9 @@ final class Application: HTTPServerDelegate, @unchecked Sendable {
             }
             if transport.loop === target {
                 start(transport)
-            } else if let tcp = transport as? TCPConnection {
-                tcp.handoff(to: target) { start($0) }
             } else {
-                start(transport)   // TLS stays on its accepting loop
+                // TLS moves with its session, like plain TCP.
+                transport.handoff(to: target) { start($0) }
             }
         }
     }
@@ -190,7 +195,9 @@ configuration.port = options.port
 if let cert = options.tlsCert, let key = options.tlsKey {
     configuration.tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
 }
-let server = HTTPServer(group: group, configuration: configuration, delegate: Application(group: group, keepalive: options.keepalive))
+let application = Application(group: group, keepalive: options.keepalive)
+let server = HTTPServer(group: group, configuration: configuration, delegate: application)
+application.acceptBackOffs = server.acceptBackOffs
 let port = try server.start()
 FileHandle.standardError.write(Data("tether-netbench listening on \(options.host):\(port) with \(options.loops) loop(s)\(configuration.tls == nil ? "" : ", TLS")\n".utf8))
 var received: Int32 = 0

@@ -121,6 +121,39 @@ final class TLSTests: XCTestCase {
         }
     }
 
+    /// The subject of the certificate a fresh connection is served.
+    private func servedSubject() throws -> String {
+        let output = try sClient(["-servername", "localhost"])
+        return output.components(separatedBy: "\n").first { $0.hasPrefix("Peer certificate:") } ?? output
+    }
+
+    func testLoadingANewPairServesItToNewConnectionsWhileOpenSessionsKeepTheirs() throws {
+        let trusted = try TLSClientContext(caFile: pki.path("ca.pem"))
+        let inbox = Inbox()
+        let socket = UncheckedBox(try waitFor {
+            WebSocketClient.connect("wss://localhost:\(port)/", tls: trusted, delegate: inbox, on: group.loops[0], completion: $0)
+        }.get())
+        XCTAssertTrue(try servedSubject().contains("CN = localhost"))
+
+        // Loaded from another thread than the loops', as a SIGHUP watcher or admin call would.
+        try pki.issue(name: "next", subject: "/CN=localhost-next", san: "DNS:localhost")
+        try context.load(certificateChainPath: pki.path("next.pem"), privateKeyPath: pki.path("next.key"))
+        XCTAssertTrue(try servedSubject().contains("CN = localhost-next"))
+        XCTAssertEqual(context.certificateChainPath, pki.path("next.pem"))
+        group.loops[0].execute { socket.value.send(text: Array("after the swap".utf8)) }
+        XCTAssertEqual(inbox.next(), "text:after the swap", "the session opened before keeps working")
+    }
+
+    func testLoadingAKeyThatDoesNotMatchThrowsAndKeepsTheCurrentPair() throws {
+        try pki.issue(name: "next", subject: "/CN=localhost-next", san: "DNS:localhost")
+        XCTAssertThrowsError(try context.load(certificateChainPath: pki.path("next.pem"), privateKeyPath: pki.path("server.key")))
+        XCTAssertThrowsError(try context.load(certificateChainPath: pki.path("missing.pem"), privateKeyPath: pki.path("next.key")))
+        XCTAssertEqual(context.certificateChainPath, pki.path("server.pem"))
+        let subject = try servedSubject()
+        XCTAssertTrue(subject.contains("CN = localhost") && !subject.contains("localhost-next"), subject)
+        XCTAssertEqual(try get("https://localhost:\(port)/echo", tls: try TLSClientContext(caFile: pki.path("ca.pem"))).get().body, Array("hi".utf8))
+    }
+
     func testWSSEchoAndSIGHUPReloadKeepsOpenConnections() throws {
         let trusted = try TLSClientContext(caFile: pki.path("ca.pem"))
         let inbox = Inbox()

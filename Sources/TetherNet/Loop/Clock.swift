@@ -28,21 +28,6 @@ public final class ManualClock: NetClock, @unchecked Sendable {
     public func advance(by nanoseconds: UInt64) { lock.withLock { current += nanoseconds } }
 }
 
-/// A small pthread mutex for the few places that cross threads.
-public final class NetLock: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-
-    public init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-
-    @inline(__always)
-    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
-    }
-}
-
 public extension UInt64 {
     static func milliseconds(_ ms: UInt64) -> UInt64 { ms * 1_000_000 }
     static func seconds(_ s: UInt64) -> UInt64 { s * 1_000_000_000 }

@@ -1,5 +1,6 @@
 import CTetherSystem
 import Glibc
+import Synchronization
 
 /// Something registered with a loop for readiness events. Called only on the loop's thread.
 public protocol EventLoopHandler: AnyObject {
@@ -11,10 +12,11 @@ public protocol EventLoopHandler: AnyObject {
 
 /// One epoll set driven by one thread.
 ///
-/// Everything except `execute`, `schedule(after:)` from another thread, and `shutdown` must be
-/// called on the loop's own thread; handlers and connections are confined to their loop. A
-/// connection moves between loops only through an explicit handoff (`TCPConnection.handoff`).
-public final class EventLoop: @unchecked Sendable {
+/// Everything except `execute`, `submitAndWait`, `shutdown` and `inEventLoop` is confined to the
+/// loop: handlers, timers and connections are touched only on its thread (`assertInEventLoop`
+/// states the rule exactly and checks it in debug builds). A connection moves between loops
+/// only through an explicit handoff (`Transport.handoff`).
+public final class EventLoop: @unchecked Sendable {   // confined state is touched on one thread; `pending` is locked
     public let index: Int
     public let clock: any NetClock
     private let epoll: Int32
@@ -31,15 +33,26 @@ public final class EventLoop: @unchecked Sendable {
     private var stopping = false
     /// Keepalive sweeps by interval (loop thread only).
     var sweeps: [UInt64: KeepaliveSweep] = [:]
-    /// Connections that queued writes during this iteration; flushed once at its end.
-    private var pendingFlushes: [(TCPConnection, Int)] = []
+    /// Writers that gathered output during this iteration, flushed once at its end; a writer
+    /// that leaves the loop (a handoff) clears its own slot.
+    private var pendingFlushes: [(any FlushPointWriter)?] = []
+    /// Work that must wait until the iteration's writes are out and no handler is running (a
+    /// handoff's transfer to another loop).
+    private var flushPointTasks: [() -> Void] = []
+    /// The thread `start()` made, for `shutdown` to join (touched by the starting thread).
     private var thread: pthread_t?
-    private var threadID: pthread_t?
+    /// The thread inside `run()`, 0 while none is.
+    private let runner = Atomic<UInt>(0)
+    /// From `start()` until its thread leaves `run()`: the loop is promised to that thread.
+    private let started = Atomic<Bool>(false)
     /// One read buffer per loop, lent to whichever connection is readable: an idle connection
     /// owns no read buffer at all.
     let readBuffer: UnsafeMutableRawBufferPointer
     /// The same for decrypted TLS data, which is read while the ciphertext buffer is in use.
     let plaintextBuffer: UnsafeMutableRawBufferPointer
+    /// Where a TLS connection gathers an iteration's small writes into one `SSL_write`;
+    /// allocated by the first TLS flush, so a loop without TLS never has one.
+    private var tlsGatherStorage: UnsafeMutableRawBufferPointer?
 
     /// A timer's work; it runs on the loop that scheduled it.
     public struct TimerTask: @unchecked Sendable {
@@ -67,29 +80,53 @@ public final class EventLoop: @unchecked Sendable {
         close(wakeFD)
         readBuffer.deallocate()
         plaintextBuffer.deallocate()
+        tlsGatherStorage?.deallocate()
+    }
+
+    /// See `tlsGatherStorage`: one TLS record's worth of plaintext is 16 KiB, so this is four.
+    var tlsGatherBuffer: UnsafeMutableRawBufferPointer {
+        if let tlsGatherStorage { return tlsGatherStorage }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
+        tlsGatherStorage = buffer
+        return buffer
     }
 
     // MARK: Threads
 
     /// Starts the loop on a new thread.
     public func start() {
+        started.store(true, ordering: .releasing)
         let unmanaged = Unmanaged.passRetained(self)
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
         var handle = pthread_t()
-        pthread_create(&handle, &attributes, { context in
+        pthread_create(&handle, nil, { context in
             let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
             loop.run()
             return nil
         }, unmanaged.toOpaque())
-        pthread_attr_destroy(&attributes)
         thread = handle
     }
 
-    /// True on the loop's own thread.
-    public var inEventLoop: Bool {
-        guard let threadID else { return false }
-        return pthread_equal(threadID, pthread_self()) != 0
+    /// True on the thread running the loop.
+    public var inEventLoop: Bool { runner.load(ordering: .acquiring) == pthread_self() }
+
+    /// Debug builds: traps unless the calling thread may touch this loop's confined state
+    /// (its handlers, timers, connections). That is the thread inside `run()` while one is;
+    /// while none is — before `start()` or a manual `run()`, and after `run()` returns — the
+    /// loop belongs to whoever holds it, so set-up code and tests that drive a loop they never
+    /// start (`runTimers()` on a `ManualClock`) pass. Between `start()` and its thread entering
+    /// `run()` the loop is already promised to that thread, and every other caller traps.
+    /// Release builds: compiled out.
+    @inline(__always)
+    public func assertInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(isConfinedToCurrentThread, "called off the thread of loop \(index)", file: file, line: line)
+    }
+
+    /// Whether the calling thread may touch this loop's confined state: the rule
+    /// `assertInEventLoop` checks, in every build.
+    public var isConfinedToCurrentThread: Bool {
+        let runner = runner.load(ordering: .acquiring)
+        if runner != 0 { return runner == pthread_self() }
+        return !started.load(ordering: .acquiring)
     }
 
     /// Runs `task` on the loop thread (soon, in submission order). Safe from any thread.
@@ -109,7 +146,11 @@ public final class EventLoop: @unchecked Sendable {
 
     /// The loop body: runs until `shutdown`.
     public func run() {
-        threadID = pthread_self()
+        runner.store(pthread_self(), ordering: .releasing)
+        defer {
+            runner.store(0, ordering: .releasing)
+            started.store(false, ordering: .releasing)
+        }
         var events = [tether_epoll_event](repeating: tether_epoll_event(), count: 256)
         while !stopping {
             let timeout = waitTimeout()
@@ -132,19 +173,54 @@ public final class EventLoop: @unchecked Sendable {
         flushWrites()
     }
 
-    func scheduleFlush(_ connection: TCPConnection, epoch: Int) { pendingFlushes.append((connection, epoch)) }
+    // MARK: Flush point (loop thread only)
 
-    /// Sends what every connection queued in this iteration (one `writev` each).
-    private func flushWrites() {
-        while !pendingFlushes.isEmpty {
-            let batch = pendingFlushes
-            pendingFlushes = []
-            for (connection, epoch) in batch { connection.flushScheduledWrites(epoch: epoch) }
-        }
+    /// Asks for `writer.flushScheduledWrites()` at this iteration's flush point; returns the
+    /// slot `cancelFlush` takes. Call at most once per writer per flush.
+    func scheduleFlush(_ writer: any FlushPointWriter) -> Int {
+        assertInEventLoop()
+        pendingFlushes.append(writer)
+        return pendingFlushes.count - 1
     }
 
+    /// Withdraws a flush scheduled and not yet run (the writer is leaving this loop).
+    func cancelFlush(slot: Int, of writer: any FlushPointWriter) {
+        assertInEventLoop()
+        assert(slot < pendingFlushes.count && pendingFlushes[slot] === writer, "cancelFlush of a flush that is not pending")
+        pendingFlushes[slot] = nil
+    }
+
+    /// Runs `task` at this iteration's flush point, after the writes: by then every handler
+    /// and read loop of the iteration has returned.
+    func atFlushPoint(_ task: @escaping () -> Void) {
+        assertInEventLoop()
+        flushPointTasks.append(task)
+    }
+
+    /// Sends what every writer gathered in this iteration (one `writev` or `SSL_write` each),
+    /// then runs the flush-point tasks. Writers scheduled meanwhile are flushed in the same pass.
+    private func flushWrites() {
+        repeat {
+            var i = 0
+            while i < pendingFlushes.count {
+                let writer = pendingFlushes[i]
+                pendingFlushes[i] = nil
+                i += 1
+                writer?.flushScheduledWrites()
+            }
+            // Keep a modest array for the next iteration; a burst's worth is released.
+            pendingFlushes.removeAll(keepingCapacity: pendingFlushes.count <= Self.retainedFlushSlots)
+            let tasks = flushPointTasks
+            flushPointTasks = []
+            for task in tasks { task() }
+        } while !pendingFlushes.isEmpty || !flushPointTasks.isEmpty
+    }
+
+    /// Flush slots kept allocated between iterations (16 bytes each).
+    static let retainedFlushSlots = 1024
+
     private func waitTimeout() -> Int32 {
-        if !pendingFlushes.isEmpty || pendingLock.withLock({ !pending.isEmpty }) { return 0 }
+        if !pendingFlushes.isEmpty || !flushPointTasks.isEmpty || pendingLock.withLock({ !pending.isEmpty }) { return 0 }
         guard let deadline = timers.nextDeadline() else { return -1 }
         let now = clock.now()
         guard deadline > now else { return 0 }
@@ -179,6 +255,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Fires every due timer (also callable by tests driving a `ManualClock`).
     public func runTimers() {
+        assertInEventLoop()
         for task in timers.popExpired(now: clock.now()) { task.body() }
     }
 
@@ -186,6 +263,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Registers `fd` for `events`; returns the token that identifies it.
     func register(fd: Int32, events: UInt32, handler: any EventLoopHandler) throws -> UInt64 {
+        assertInEventLoop()
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
@@ -205,10 +283,12 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     func modify(fd: Int32, token: UInt64, events: UInt32) {
+        assertInEventLoop()
         _ = tether_epoll_modify(epoll, fd, events, token)
     }
 
     func deregister(fd: Int32, token: UInt64) {
+        assertInEventLoop()
         _ = tether_epoll_remove(epoll, fd)
         let slot = Int(token & 0xFFFF_FFFF) - 1
         guard slot >= 0, slot < slots.count, slots[slot].generation == UInt32(token >> 32), slots[slot].handler != nil else { return }
@@ -226,10 +306,21 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `body` once `delay` nanoseconds from now, on this loop.
     @discardableResult
     public func schedule(after delay: UInt64, _ body: @escaping () -> Void) -> TimerID {
-        timers.schedule(at: clock.now() + delay, TimerTask(body: body))
+        assertInEventLoop()
+        return timers.schedule(at: clock.now() + delay, TimerTask(body: body))
     }
 
-    public func cancel(_ timer: TimerID) { timers.cancel(timer) }
+    public func cancel(_ timer: TimerID) {
+        assertInEventLoop()
+        timers.cancel(timer)
+    }
+}
+
+/// Something that gathers writes during a loop iteration and sends them once, at the loop's
+/// flush point (`EventLoop.scheduleFlush`): a TCP connection's `writev`, a TLS connection's
+/// `SSL_write`, an in-memory transport's delivery.
+protocol FlushPointWriter: AnyObject {
+    func flushScheduledWrites()
 }
 
 /// Failures of the network layer.

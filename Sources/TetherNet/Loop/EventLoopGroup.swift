@@ -52,33 +52,39 @@ final class ResultBox<R>: @unchecked Sendable {
     var result: Result<R, any Error>?
 }
 
-/// A counting semaphore on a pthread condition variable.
-final class DispatchSemaphoreLite: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
+/// A counting semaphore on a pthread condition variable. The mutex and condition live in
+/// their own heap allocations: pthread needs them at fixed addresses, which a class's stored
+/// property passed by `&` is not promised to be.
+final class DispatchSemaphoreLite: @unchecked Sendable {   // `value` is only touched under `mutex`
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var value = 0
 
     init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
+        mutex.initialize(to: pthread_mutex_t())
+        condition.initialize(to: pthread_cond_t())
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
     }
 
     deinit {
-        pthread_cond_destroy(&condition)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
     }
 
     func signal() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         value += 1
-        pthread_cond_signal(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
     }
 
     func wait() {
-        pthread_mutex_lock(&mutex)
-        while value == 0 { pthread_cond_wait(&condition, &mutex) }
+        pthread_mutex_lock(mutex)
+        while value == 0 { pthread_cond_wait(condition, mutex) }
         value -= 1
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 }

@@ -8,7 +8,7 @@ import Glibc
 /// arrays, no copy) and flushed with `writev`. When the queue passes `highWaterMark`,
 /// `isWritable` turns false until it drains below `lowWaterMark` — the back-pressure signal a
 /// splice uses to pause the other leg.
-public final class TCPConnection: EventLoopHandler, Transport {
+public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter {
     // Declared widest first with the flags together: every open socket holds one of these.
     public private(set) var loop: EventLoop
     public let peer: SocketAddress?
@@ -27,8 +27,8 @@ public final class TCPConnection: EventLoopHandler, Transport {
     private var queueHead = 0
     private var headOffset = 0
     public private(set) var queuedBytes = 0
-    /// Bumped by `handoff` on the old loop, so a read loop in progress stops touching the socket.
-    private var handoffEpoch = 0
+    /// Where this connection's flush waits in its loop's list (while `flushScheduled`).
+    private var flushSlot = 0
     let fd: Int32
     private var highWaterMarkBits: Int32 = 256 * 1024
     private var lowWaterMarkBits: Int32 = 64 * 1024
@@ -38,12 +38,15 @@ public final class TCPConnection: EventLoopHandler, Transport {
     private var flushScheduled = false
     private var closeWhenFlushed = false
     private var wantsWrite = false
+    /// Set by `handoff` on the old loop, so a read loop in progress stops touching the socket.
+    private var isHandingOff = false
 
     /// Adopts a connected, non-blocking socket on `loop` (call on that loop's thread).
     public init(fd: Int32, loop: EventLoop, peer: SocketAddress?) throws {
         self.fd = fd
         self.loop = loop
         self.peer = peer
+        loop.assertInEventLoop()
         _ = tether_set_nodelay(fd)
         token = try loop.register(fd: fd, events: interest, handler: self)
     }
@@ -64,9 +67,8 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     public func readable() {
         // A few reads per wake-up keep one busy peer from starving the others on this loop.
-        let epoch = handoffEpoch
         for _ in 0..<4 {
-            guard !isClosed, !isReadingPaused, handoffEpoch == epoch else { return }
+            guard !isClosed, !isReadingPaused, !isHandingOff else { return }
             let buffer = loop.readBuffer
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
@@ -84,12 +86,14 @@ public final class TCPConnection: EventLoopHandler, Transport {
     }
 
     public func pauseReading() {
+        loop.assertInEventLoop()
         guard !isReadingPaused else { return }
         isReadingPaused = true
         updateInterest()
     }
 
     public func resumeReading() {
+        loop.assertInEventLoop()
         guard isReadingPaused else { return }
         isReadingPaused = false
         updateInterest()
@@ -104,6 +108,7 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     /// Queues `bytes` for sending.
     public func write(_ bytes: [UInt8]) {
+        loop.assertInEventLoop()
         guard !isClosed, !bytes.isEmpty else { return }
         enqueue(.array(bytes), count: bytes.count)
     }
@@ -111,6 +116,7 @@ public final class TCPConnection: EventLoopHandler, Transport {
     /// Queues a small header (copied into the connection's header arena, which is released
     /// when the queue drains) and a payload (kept as the caller's array).
     public func writeNow(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         guard queuedBytes == 0, !flushScheduled else { return write(Array(bytes)) }
         let written = tether_send(fd, bytes.baseAddress, bytes.count)
@@ -123,6 +129,7 @@ public final class TCPConnection: EventLoopHandler, Transport {
     }
 
     public func write(header: UnsafeRawBufferPointer, payload: [UInt8]) {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         let start = headerArena.count
         headerArena.append(contentsOf: header)
@@ -148,7 +155,7 @@ public final class TCPConnection: EventLoopHandler, Transport {
         queuedBytes += count
         if !flushScheduled {
             flushScheduled = true
-            loop.scheduleFlush(self, epoch: handoffEpoch)
+            flushSlot = loop.scheduleFlush(self)
         }
         if isWritable, queuedBytes > highWaterMark {
             isWritable = false
@@ -158,12 +165,25 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     public func writable() { flush() }
 
-    /// Called by the loop once per iteration for connections that queued writes. A flush
-    /// scheduled before a handoff is ignored by the old loop (the new one owns the queue).
-    func flushScheduledWrites(epoch: Int) {
-        guard epoch == handoffEpoch else { return }
+    /// Called by the loop once per iteration for connections that queued writes.
+    func flushScheduledWrites() {
         flushScheduled = false
         flush()
+    }
+
+    /// Sends `bytes` at once when nothing is queued — TLS records go out straight from
+    /// OpenSSL's buffer this way — and queues a copy of what the kernel does not take. It never
+    /// closes the connection itself: a send error is left for the scheduled flush to meet, so a
+    /// caller inside OpenSSL is not re-entered by delegate callbacks.
+    func sendOrQueue(_ bytes: UnsafeRawBufferPointer) {
+        guard !isClosed, !bytes.isEmpty else { return }
+        var sent = 0
+        if queuedBytes == 0, !flushScheduled, !isHandingOff {
+            let written = tether_send(fd, bytes.baseAddress, bytes.count)
+            if written == bytes.count { return }
+            sent = max(0, written)
+        }
+        enqueue(.array(Array(bytes[sent...])), count: bytes.count - sent)
     }
 
     private func flush() {
@@ -256,12 +276,16 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     /// Closes once everything queued has been sent.
     public func closeAfterFlush() {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         if queuedBytes == 0 { close(error: nil) } else { closeWhenFlushed = true; pauseReading() }
     }
 
     /// Closes now, dropping anything queued.
-    public func close() { close(error: nil) }
+    public func close() {
+        loop.assertInEventLoop()
+        close(error: nil)
+    }
 
     public func hangup() { close(error: nil) }
 
@@ -281,28 +305,54 @@ public final class TCPConnection: EventLoopHandler, Transport {
 
     /// Moves this connection to `target`: it leaves this loop's epoll set now and joins the
     /// target's on the target thread, where `then` runs. Bytes that arrive meanwhile wait in the
-    /// kernel. After calling this, touch the connection only from `then` onwards.
+    /// kernel. After calling this, touch the connection only from `then` onwards. A connection
+    /// that closes first (here, or failing to join the target) never reaches `then`; its
+    /// delegate hears of the close instead.
     public func handoff(to target: EventLoop, then: @escaping @Sendable (TCPConnection) -> Void) {
+        loop.assertInEventLoop()
         // Send what can be sent here; anything left moves with the connection.
         flush()
-        guard !isClosed else { return }
-        handoffEpoch += 1
-        loop.deregister(fd: fd, token: token)
-        let transfer = UncheckedTransfer(self)
-        target.execute {
-            let connection = transfer.value
-            connection.loop = target
-            connection.flushScheduled = false
-            do {
-                connection.token = try target.register(fd: connection.fd, events: connection.interest, handler: connection)
-            } catch {
-                connection.isClosed = true
-                Glibc.close(connection.fd)
-                connection.delegate?.transportDidClose(connection, error: error as? NetError)
-                return
-            }
-            then(connection)
+        guard !isClosed, !isHandingOff else { return }
+        isHandingOff = true
+        if flushScheduled {
+            loop.cancelFlush(slot: flushSlot, of: self)
+            flushScheduled = false
         }
+        loop.deregister(fd: fd, token: token)
+        // The target's `execute` orders everything this loop did before everything the target
+        // does. It is queued only at the flush point, once the read loop (and any TLS record
+        // loop above it) that may have called this has returned: the old loop then never
+        // touches the connection again.
+        let transfer = UncheckedTransfer(self)
+        loop.atFlushPoint {
+            target.execute { transfer.value.arrive(on: target, then: then) }
+        }
+    }
+
+    /// The handoff's other end, on the target loop.
+    private func arrive(on target: EventLoop, then: @Sendable (TCPConnection) -> Void) {
+        loop = target
+        isHandingOff = false
+        do {
+            token = try target.register(fd: fd, events: interest, handler: self)
+        } catch {
+            isClosed = true
+            Glibc.close(fd)
+            queue = []
+            queuedBytes = 0
+            let delegate = self.delegate
+            self.delegate = nil
+            delegate?.transportDidClose(self, error: error as? NetError)
+            return
+        }
+        then(self)
+    }
+
+    /// The same as a `Transport`: what protocol code written against any transport calls.
+    /// Disfavoured, so a call on a `TCPConnection` still picks the typed overload above.
+    @_disfavoredOverload
+    public func handoff(to target: EventLoop, then: @escaping @Sendable (any Transport) -> Void) {
+        handoff(to: target) { (connection: TCPConnection) in then(connection) }
     }
 }
 

@@ -2,19 +2,31 @@ import CTetherSystem
 import Glibc
 
 /// A listening socket on one loop. Accepted sockets are handed to `onAccept` on that loop.
+///
+/// Out of descriptors (EMFILE/ENFILE) or memory (ENOBUFS/ENOMEM), accepting cannot make
+/// progress, yet level-triggered epoll keeps reporting the waiting backlog: the listener then
+/// stops watching its socket for a back-off (see `TCPListener+BackOff.swift`) instead of
+/// spinning, and counts it in `backOffs`.
 public final class TCPListener: EventLoopHandler {
     public let loop: EventLoop
     public let address: SocketAddress
-    private let fd: Int32
-    private var token: UInt64 = 0
+    /// Back-offs taken for want of descriptors or memory (shared by a server's listeners).
+    public let backOffs: NetCounter
+    let fd: Int32
+    var token: UInt64 = 0
     private let onAccept: (Int32, SocketAddress?) -> Void
     public private(set) var isClosed = false
+    /// The next back-off's length; reset by a successful accept.
+    var nextBackOff = TCPListener.initialBackOff
+    var backOffTimer: EventLoop.TimerID?
 
     /// Binds and listens. `reusePort` lets one listener per loop share the port (the kernel
     /// spreads connections across them). An IPv6 `::` listener also accepts IPv4.
     public init(loop: EventLoop, address: SocketAddress, reusePort: Bool = false, backlog: Int32 = 4096,
-                onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
+                backOffs: NetCounter = NetCounter(), onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
+        loop.assertInEventLoop()
         self.loop = loop
+        self.backOffs = backOffs
         self.onAccept = onAccept
         let fd = tether_socket(address.domain, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { throw NetError.system("socket", errno) }
@@ -40,15 +52,20 @@ public final class TCPListener: EventLoopHandler {
     public func readable() {
         // Accept everything pending, up to a batch, then let other handlers run.
         for _ in 0..<256 {
+            guard !isClosed, backOffTimer == nil else { return }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let client = withUnsafeMutablePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { tether_accept(fd, $0, &length) }
             }
             if client < 0 {
-                // EMFILE/ENFILE: out of descriptors; the backlog absorbs the rest until some close.
-                return
+                switch Self.classify(errno) {
+                case .drained: return
+                case .connectionFailed: continue
+                case .exhausted: return backOff()
+                }
             }
+            nextBackOff = Self.initialBackOff
             onAccept(client, SocketAddress(storage: storage))
         }
     }
@@ -57,8 +74,11 @@ public final class TCPListener: EventLoopHandler {
     public func hangup() { close() }
 
     public func close() {
+        loop.assertInEventLoop()
         guard !isClosed else { return }
         isClosed = true
+        if let backOffTimer { loop.cancel(backOffTimer) }
+        backOffTimer = nil
         loop.deregister(fd: fd, token: token)
         Glibc.close(fd)
     }

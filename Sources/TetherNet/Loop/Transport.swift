@@ -1,6 +1,6 @@
 /// A byte stream the protocol layers run on: a plain `TCPConnection` or a `TLSConnection` over
 /// one. HTTP and WebSocket code sees only this, so the same server runs with or without TLS.
-/// Everything is called on the transport's loop.
+/// Everything is called on the transport's loop; `handoff` moves it to another.
 public protocol Transport: AnyObject {
     var loop: EventLoop { get }
     var peer: SocketAddress? { get }
@@ -23,6 +23,11 @@ public protocol Transport: AnyObject {
     func close()
     func pauseReading()
     func resumeReading()
+    /// Moves the transport, with everything it holds (queued output, a TLS session), to
+    /// `target`'s loop; `then` runs there once it has arrived. After calling this, touch the
+    /// transport only from `then` onwards. A transport that closes before it arrives never
+    /// reaches `then`; its delegate hears of the close instead.
+    func handoff(to target: EventLoop, then: @escaping @Sendable (any Transport) -> Void)
 }
 
 /// What a transport tells the layer above it.

@@ -67,6 +67,8 @@ public final class HTTPServer: @unchecked Sendable {
     public let delegate: any HTTPServerDelegate
     private var listeners: [UncheckedTransfer<TCPListener>] = []
     public private(set) var port: UInt16 = 0
+    /// Accept back-offs of every listener (out of descriptors or memory), for a metric.
+    public let acceptBackOffs = NetCounter()
     /// Open HTTP connections, per loop (each touched only on its loop).
     fileprivate let open: [ConnectionSet]
 
@@ -84,7 +86,7 @@ public final class HTTPServer: @unchecked Sendable {
         for loop in group.loops {
             let address = try SocketAddress(host: configuration.host, port: port)
             let listener = try loop.submitAndWait { [self] in
-                UncheckedTransfer(try TCPListener(loop: loop, address: address, reusePort: true) { [self] fd, peer in
+                UncheckedTransfer(try TCPListener(loop: loop, address: address, reusePort: true, backOffs: acceptBackOffs) { [self] fd, peer in
                     accept(fd: fd, peer: peer, on: loop)
                 })
             }

@@ -1,18 +1,34 @@
 import COpenSSL
 
-/// TLS over a TCP connection, through memory BIOs: ciphertext moves between the socket and
-/// OpenSSL, plaintext between OpenSSL and the layer above. Writes made before the handshake
-/// completes are held and sent after it.
-public final class TLSConnection: Transport, TransportDelegate {
+/// TLS over a TCP connection. Ciphertext arrives through a memory BIO (socket → OpenSSL) and
+/// leaves through a sink BIO straight into the TCP connection (`TLSSocketSink`); plaintext
+/// moves between OpenSSL and the layer above.
+///
+/// Plaintext written during a loop iteration is gathered and encrypted once, at the loop's
+/// flush point (`TLSConnection+Output.swift`), so a burst of small frames becomes one record.
+/// Writes made before the handshake completes are held and sent after it. The connection, SSL
+/// session included, can move to another loop (`TLSConnection+Handoff.swift`).
+public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter {
     public let tcp: TCPConnection
     public var delegate: (any TransportDelegate)?
-    private let ssl: OpaquePointer
-    private let networkIn: OpaquePointer   // socket → OpenSSL
-    private let networkOut: OpaquePointer  // OpenSSL → socket
+    let ssl: OpaquePointer
+    /// Socket → OpenSSL.
+    let networkIn: OpaquePointer
     private let contextBox: SSLContextBox
-    private var handshakeDone = false
-    private var heldWrites: [[UInt8]] = []
-    private var closed = false
+    /// Plaintext accepted by `write` and not yet given to `SSL_write`: the callers' arrays, and
+    /// frame headers in a small arena (as `TCPConnection` queues them).
+    var outgoing: [OutgoingChunk] = []
+    var headerArena: [UInt8] = []
+    var outgoingBytes = 0
+    var flushSlot = 0
+    var handshakeDone = false
+    var closed = false
+    var flushScheduled = false
+    /// Between `handoff` and the arrival on the target loop.
+    var isHandingOff = false
+    /// Inside an OpenSSL call that may emit records: delegate callbacks wait until it returns.
+    var inEngine = false
+    public internal(set) var isWritable = true
     private var retainSelf: TLSConnection?
     /// After the handshake: the negotiated ALPN protocol, if any.
     public private(set) var alpnProtocol: String?
@@ -23,13 +39,19 @@ public final class TLSConnection: Transport, TransportDelegate {
 
     public var loop: EventLoop { tcp.loop }
     public var peer: SocketAddress? { tcp.peer }
-    public var isWritable: Bool { tcp.isWritable }
     public var isClosed: Bool { closed }
-    public var queuedBytes: Int { tcp.queuedBytes }
+    /// Plaintext not yet encrypted plus ciphertext not yet sent.
+    public var queuedBytes: Int { outgoingBytes + tcp.queuedBytes }
+
+    enum OutgoingChunk {
+        case array([UInt8])
+        case header(start: Int, count: Int)
+    }
 
     /// The server side of an accepted connection.
     public init(server context: TLSServerContext, over tcp: TCPConnection) throws(TLSError) {
-        (ssl, networkIn, networkOut, contextBox) = try Self.make(context.context)
+        tcp.loop.assertInEventLoop()
+        (ssl, networkIn, contextBox) = try Self.make(context.context, over: tcp)
         self.tcp = tcp
         SSL_set_accept_state(ssl)
         attach()
@@ -37,7 +59,8 @@ public final class TLSConnection: Transport, TransportDelegate {
 
     /// The client side: `serverName` is sent as SNI and checked against the certificate.
     public init(client context: TLSClientContext, serverName: String, over tcp: TCPConnection) throws(TLSError) {
-        (ssl, networkIn, networkOut, contextBox) = try Self.make(context.box)
+        tcp.loop.assertInEventLoop()
+        (ssl, networkIn, contextBox) = try Self.make(context.box, over: tcp)
         self.tcp = tcp
         guard tether_SSL_set_tlsext_host_name(ssl, serverName) == 1 || SocketAddressText.isNumeric(serverName) else {
             throw .configuration("SNI \(serverName)")
@@ -48,12 +71,14 @@ public final class TLSConnection: Transport, TransportDelegate {
         advanceHandshake()
     }
 
-    private static func make(_ box: SSLContextBox) throws(TLSError) -> (OpaquePointer, OpaquePointer, OpaquePointer, SSLContextBox) {
-        guard let ssl = SSL_new(box.ctx), let rbio = BIO_new(BIO_s_mem()), let wbio = BIO_new(BIO_s_mem()) else {
-            throw .configuration("SSL_new: \(TLSError.lastError())")
+    private static func make(_ box: SSLContextBox, over tcp: TCPConnection) throws(TLSError) -> (OpaquePointer, OpaquePointer, SSLContextBox) {
+        guard let ssl = SSL_new(box.ctx) else { throw .configuration("SSL_new: \(TLSError.lastError())") }
+        guard let rbio = BIO_new(BIO_s_mem()), let wbio = TLSSocketSink.make(for: tcp) else {
+            SSL_free(ssl)
+            throw .configuration("BIO_new: \(TLSError.lastError())")
         }
         SSL_set_bio(ssl, rbio, wbio)   // the SSL object now owns both BIOs
-        return (ssl, rbio, wbio, box)
+        return (ssl, rbio, box)
     }
 
     private func attach() {
@@ -65,47 +90,38 @@ public final class TLSConnection: Transport, TransportDelegate {
 
     // MARK: Transport
 
-    public func write(_ bytes: [UInt8]) {
-        guard !closed, !bytes.isEmpty else { return }
-        guard handshakeDone else {
-            heldWrites.append(bytes)
-            return
-        }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32($0.count - offset)) }
-            guard n > 0 else {
-                fail(.handshake("SSL_write: \(TLSError.lastError())"))
-                return
-            }
-            offset += Int(n)
-        }
-        flushNetwork()
-    }
-
-    public func write(header: UnsafeRawBufferPointer, payload: [UInt8]) {
-        // TLS copies into records anyway; one contiguous write keeps header and payload in one record.
-        write(Array(header) + payload)
-    }
-
     public func closeAfterFlush() {
+        loop.assertInEventLoop()
         guard !closed else { return }
         if handshakeDone {
-            SSL_shutdown(ssl)
-            flushNetwork()
+            sendOutgoing()
+            engine { _ = SSL_shutdown(ssl) }
         }
-        closed = true
+        markClosed()
         tcp.closeAfterFlush()
     }
 
     public func close() {
+        loop.assertInEventLoop()
         guard !closed else { return }
-        closed = true
+        markClosed()
         tcp.close()
     }
 
-    public func pauseReading() { tcp.pauseReading() }
+    public func pauseReading() { tcp.pauseReading() }   // TCPConnection checks the thread
     public func resumeReading() { tcp.resumeReading() }
+
+    /// Stops output: nothing more is encrypted, and a pending flush is withdrawn.
+    private func markClosed() {
+        closed = true
+        if flushScheduled {
+            loop.cancelFlush(slot: flushSlot, of: self)
+            flushScheduled = false
+        }
+        outgoing = []
+        headerArena = []
+        outgoingBytes = 0
+    }
 
     // MARK: TransportDelegate (the TCP side)
 
@@ -117,15 +133,11 @@ public final class TLSConnection: Transport, TransportDelegate {
             guard n > 0 else { return fail(.handshake("BIO_write")) }
             offset += Int(n)
         }
-        if !handshakeDone {
-            advanceHandshake()
-            guard handshakeDone else { return }
-        }
-        readPlaintext()
+        processInput()
     }
 
     public func transportDidClose(_ connection: any Transport, error: NetError?) {
-        closed = true
+        if !closed { markClosed() }
         if !handshakeDone, let onHandshake {
             self.onHandshake = nil
             onHandshake(.handshake("connection closed"))
@@ -137,14 +149,35 @@ public final class TLSConnection: Transport, TransportDelegate {
     }
 
     public func transportWritabilityChanged(_ connection: any Transport) {
-        delegate?.transportWritabilityChanged(self)
+        // Inside OpenSSL (a record just queued), the check waits for the call to return.
+        if !inEngine { updateWritability() }
     }
 
     // MARK: Engine
 
+    /// Runs an OpenSSL call that may emit records, then catches up on the writability
+    /// changes those records caused.
+    @discardableResult
+    func engine<R>(_ body: () -> R) -> R {
+        inEngine = true
+        let result = body()
+        inEngine = false
+        updateWritability()
+        return result
+    }
+
+    /// Feeds what the memory BIO holds (and OpenSSL has buffered) through the handshake and
+    /// then to the delegate as plaintext.
+    func processInput() {
+        if !handshakeDone {
+            advanceHandshake()
+            guard handshakeDone else { return }
+        }
+        readPlaintext()
+    }
+
     private func advanceHandshake() {
-        let status = SSL_do_handshake(ssl)
-        flushNetwork()
+        let status = engine { SSL_do_handshake(ssl) }
         if status == 1 {
             handshakeDone = true
             var name: UnsafePointer<UInt8>?
@@ -154,9 +187,8 @@ public final class TLSConnection: Transport, TransportDelegate {
             if let sni = tether_SSL_get_servername(ssl) { serverName = String(cString: sni) }
             onHandshake?(nil)
             onHandshake = nil
-            let held = heldWrites
-            heldWrites = []
-            for bytes in held { write(bytes) }
+            // What was written during the handshake leaves at this iteration's flush point.
+            scheduleFlushIfNeeded()
             return
         }
         let error = SSL_get_error(ssl, status)
@@ -168,8 +200,10 @@ public final class TLSConnection: Transport, TransportDelegate {
 
     private func readPlaintext() {
         let buffer = loop.plaintextBuffer
-        while !closed {
-            let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        // A handoff requested by the delegate stops the loop here; the records still buffered
+        // are read on the target loop.
+        while !closed, !isHandingOff {
+            let n = engine { SSL_read(ssl, buffer.baseAddress, Int32(buffer.count)) }
             if n > 0 {
                 delegate?.transport(self, didRead: UnsafeRawBufferPointer(rebasing: buffer[..<Int(n)]))
                 continue
@@ -184,19 +218,9 @@ public final class TLSConnection: Transport, TransportDelegate {
             fail(.handshake("SSL_read: \(TLSError.lastError())"))
             return
         }
-        flushNetwork()
     }
 
-    /// Moves whatever OpenSSL produced onto the socket.
-    private func flushNetwork() {
-        let pending = Int(BIO_ctrl_pending(networkOut))
-        guard pending > 0 else { return }
-        var out = [UInt8](repeating: 0, count: pending)
-        let n = out.withUnsafeMutableBytes { BIO_read(networkOut, $0.baseAddress, Int32(pending)) }
-        if n > 0 { tcp.write(n == pending ? out : Array(out[..<Int(n)])) }
-    }
-
-    private func fail(_ error: TLSError) {
+    func fail(_ error: TLSError) {
         if let onHandshake {
             self.onHandshake = nil
             onHandshake(error)

@@ -34,19 +34,22 @@ final class SSLContextBox: @unchecked Sendable {
 }
 
 /// Server-side TLS: a certificate chain and key from PEM files, TLS 1.2 and 1.3, ALPN
-/// `http/1.1`, buffers released while a connection is idle. `reload()` re-reads the files;
-/// connections that are already open keep the context they started with.
-public final class TLSServerContext: @unchecked Sendable {
-    public let certificateChainPath: String
-    public let privateKeyPath: String
+/// `http/1.1`, buffers released while a connection is idle. `load` installs a new chain and
+/// key, `reload()` re-reads the current files; connections that are already open keep the
+/// context they started with.
+public final class TLSServerContext: @unchecked Sendable {   // `lock` guards the mutable state
     private let lock = NetLock()
     private var current: SSLContextBox
+    private var paths: (chain: String, key: String)
 
     public init(certificateChainPath: String, privateKeyPath: String) throws(TLSError) {
-        self.certificateChainPath = certificateChainPath
-        self.privateKeyPath = privateKeyPath
+        paths = (certificateChainPath, privateKeyPath)
         current = try Self.build(chain: certificateChainPath, key: privateKeyPath)
     }
+
+    /// The chain and key in use (the last ones loaded).
+    public var certificateChainPath: String { lock.withLock { paths.chain } }
+    public var privateKeyPath: String { lock.withLock { paths.key } }
 
     private static func build(chain: String, key: String) throws(TLSError) -> SSLContextBox {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw .configuration("SSL_CTX_new: \(TLSError.lastError())") }
@@ -60,10 +63,23 @@ public final class TLSServerContext: @unchecked Sendable {
         return box
     }
 
-    /// Re-reads the certificate chain and key. On failure the old context stays in use.
-    public func reload() throws(TLSError) {
+    /// Serves `certificateChainPath` and `privateKeyPath` to connections accepted from now
+    /// on; open sessions keep the certificate they started with. The pair is loaded and checked
+    /// (the key must match the leaf) before anything changes: on failure this throws and the
+    /// current pair stays in use. Safe from any thread (a SIGHUP watcher, an admin request).
+    public func load(certificateChainPath: String, privateKeyPath: String) throws(TLSError) {
         let fresh = try Self.build(chain: certificateChainPath, key: privateKeyPath)
-        lock.withLock { current = fresh }
+        lock.withLock {
+            current = fresh
+            paths = (certificateChainPath, privateKeyPath)
+        }
+    }
+
+    /// Re-reads the current certificate chain and key files (renewed in place). On failure the
+    /// old context stays in use.
+    public func reload() throws(TLSError) {
+        let (chain, key) = lock.withLock { paths }
+        try load(certificateChainPath: chain, privateKeyPath: key)
     }
 
     /// Reloads whenever the process receives SIGHUP (errors are reported to `onError`).

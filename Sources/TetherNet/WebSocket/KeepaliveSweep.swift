@@ -14,6 +14,7 @@ final class KeepaliveSweep {
     }
 
     func add(_ socket: WebSocketConnection) {
+        loop.assertInEventLoop()
         socket.sweepNext = head
         socket.sweepPrevious = nil
         head?.sweepPrevious = socket
@@ -23,6 +24,7 @@ final class KeepaliveSweep {
     }
 
     func remove(_ socket: WebSocketConnection) {
+        loop.assertInEventLoop()
         if let previous = socket.sweepPrevious { previous.sweepNext = socket.sweepNext } else if head === socket { head = socket.sweepNext }
         socket.sweepNext?.sweepPrevious = socket.sweepPrevious
         socket.sweepNext = nil
@@ -49,6 +51,7 @@ final class KeepaliveSweep {
 extension EventLoop {
     /// The loop's sweep for `interval` (created on first use; lives as long as the loop).
     func keepaliveSweep(interval: UInt64) -> KeepaliveSweep {
+        assertInEventLoop()
         if let sweep = sweeps[interval] { return sweep }
         let sweep = KeepaliveSweep(loop: self, interval: interval)
         sweeps[interval] = sweep

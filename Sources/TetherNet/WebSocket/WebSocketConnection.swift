@@ -83,6 +83,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// Takes over `connection` after a completed handshake; `leftover` is what arrived after it.
     public init(connection: any Transport, role: WebSocketFrameParser.Role, options: Options = Options(),
                 delegate: (any WebSocketDelegate)?, leftover: [UInt8] = []) {
+        connection.loop.assertInEventLoop()
         self.connection = connection
         self.role = role
         closeTimeout = options.closeTimeout
@@ -108,6 +109,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// A keepalive ping driven by the owner's own schedule (clients with their own timeouts):
     /// `pongOverdue` stays true until the peer's pong arrives.
     public func keepalivePing() {
+        connection.loop.assertInEventLoop()
         awaitingPong = true
         send(.ping, [])
     }
@@ -118,6 +120,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// payload array in one `writev` (no copy, no allocation); a client masks a copy with a fresh
     /// random key.
     public func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) {
+        connection.loop.assertInEventLoop()
         guard !finished, !sentClose || opcode == .close else { return }
         switch role {
         case .server:
@@ -137,6 +140,7 @@ public final class WebSocketConnection: TransportDelegate {
 
     /// Starts the close handshake; the connection ends when the peer answers (or after the timeout).
     public func close(code: UInt16 = WebSocketCloseCode.normal, reason: String = "") {
+        connection.loop.assertInEventLoop()
         guard !finished, !sentClose else { return }
         sentClose = true
         send(.close, WebSocketFrameEncoder.closePayload(code: code, reason: reason))
@@ -153,13 +157,21 @@ public final class WebSocketConnection: TransportDelegate {
 
     /// Drops the TCP connection without a close frame (a dead or abusive peer).
     public func terminate(code: UInt16 = WebSocketCloseCode.abnormal, reason: String = "") {
+        connection.loop.assertInEventLoop()
         guard !finished else { return }
         finish(code: code, reason: reason)
         connection.close()
     }
 
-    public func pauseReading() { connection.pauseReading() }
-    public func resumeReading() { connection.resumeReading() }
+    public func pauseReading() {
+        connection.loop.assertInEventLoop()
+        connection.pauseReading()
+    }
+
+    public func resumeReading() {
+        connection.loop.assertInEventLoop()
+        connection.resumeReading()
+    }
 
     // MARK: TransportDelegate
 
