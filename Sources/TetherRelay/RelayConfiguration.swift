@@ -30,6 +30,12 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var metricsPushURL: String?
     public var metricsPushToken: String?
     public var metricsPushMs: Int64 = 60_000
+    /// `RELAY_STALL_TIMEOUT_MS`: how long an admitted socket may hold its peer back (its queue
+    /// above the high-water mark, so its peer is not read) before it is closed 1008 `write stalled`.
+    public var stallTimeoutMs: Int64 = 60_000
+    /// The admin listener (`/metrics`, `/healthz`, `/readyz`), off unless a port is set.
+    public var adminHost = "127.0.0.1"
+    public var adminPort: UInt16?
     /// Per-IP WebSocket upgrades per minute (0 = off).
     public var wsRateLimit = 120
     /// Per-IP `/attest*` requests per minute (0 = off).
@@ -92,6 +98,9 @@ extension RelayConfiguration {
         c.metricsPushURL = try values.value(of: S.metricsPushURL)
         c.metricsPushToken = try values.value(of: S.metricsPushToken)
         c.metricsPushMs = try values.value(of: S.metricsPushInterval)
+        c.stallTimeoutMs = try values.value(of: S.stallTimeout)
+        c.adminHost = try values.value(of: S.adminHost)
+        c.adminPort = try values.value(of: S.adminPort)
         if (c.metricsPushURL == nil) != (c.metricsPushToken == nil) {
             // §2.11: half a push configuration is a warning, not a refusal to start — the
             // reference behaves so, and an env file that runs it must run Tether.

@@ -14,8 +14,6 @@ extension RelayServer {
         start(.housekeeping, every: Self.housekeepingIntervalMs) { $0.housekeep(now: $0.clock.wallMs()) }
     }
 
-    func stopHousekeeping() { stop(.housekeeping) }
-
     /// One sweep (§6.4 steps 2–3), all of it storage work, so none of it on a loop: expired
     /// ephemeral records go (on lane 0), then every established room idle past
     /// `RELAY_ESTABLISHED_IDLE_TTL_MS` is re-checked and deleted on its own store lane — after any

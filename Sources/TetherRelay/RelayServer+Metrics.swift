@@ -1,29 +1,37 @@
 import TetherNet
+import TetherService
 
 extension RelayServer {
-    /// Peers allowed to scrape: loopback only, in each spelling a socket can report (§2.10).
-    static let loopbackPeers: Set<String> = ["127.0.0.1", "::1", "::ffff:127.0.0.1"]
-
-    /// §2.10: `/metrics` answers only a direct loopback scrape. Every proxy adds
-    /// `X-Forwarded-For`, so the public path through one can never see the counters.
+    /// §2.10: `/metrics` on the public port answers only a direct loopback scrape (any method):
+    /// every proxy adds a forwarding header, so the public path through one never sees the counters.
     func scrape(_ request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
-        guard Self.isDirectLoopback(request) else { return reply(.text(403, "forbidden")) }
+        guard LoopbackAccess.isDirectLoopback(request.head, peer: request.peer) else { return reply(.text(403, "forbidden")) }
+        renderMetrics { reply(.text(200, $0, contentType: Prometheus.contentType)) }
+    }
+
+    /// The exposition with this scrape's occupancy, summed over every loop first (for both the
+    /// public `/metrics` and the admin listener's).
+    func renderMetrics(_ done: @escaping @Sendable (String) -> Void) {
         let socketsLive = self.socketsLive
-        occupancy { [metrics] occupancy in
-            reply(.text(200, metrics.render(occupancy: occupancy, socketsLive: socketsLive), contentType: "text/plain; version=0.0.4"))
-        }
+        occupancy { [metrics] occupancy in done(metrics.render(occupancy: occupancy, socketsLive: socketsLive)) }
     }
 
     /// Liveness for supervisors and deploy checks: `ok`, under the same loopback-only rule as
     /// `/metrics` (the reference has no `/healthz`; its dashboard's answers `ok\n`, §9.2).
     func health(_ request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
-        reply(Self.isDirectLoopback(request) ? .text(200, "ok\n") : .text(403, "forbidden"))
+        reply(LoopbackAccess.isDirectLoopback(request.head, peer: request.peer) ? .text(200, "ok\n") : .text(403, "forbidden"))
     }
 
-    /// The TCP peer is loopback and no proxy header says it forwarded someone else.
-    static func isDirectLoopback(_ request: HTTPServerRequest) -> Bool {
-        let headers = request.head.headers
-        guard let peer = request.peer?.host, loopbackPeers.contains(peer) else { return false }
-        return !headers.contains("X-Forwarded-For") && !headers.contains("CF-Connecting-IP")
+    /// Tether's own series, after the reference's (which a dashboard reads unchanged): how far
+    /// storage has fallen behind, listener back-offs, log lines lost to a stalled stderr.
+    func registerChassisMetrics() {
+        let registry = metrics.registry
+        registry.gauge("relay_store_backlog", help: "Storage calls queued and not yet finished.") { [storage] in Int64(storage.backlog) }
+        registry.counter("relay_accept_backoffs_total", help: "Times the listener paused accepting because descriptors ran out.") { [weak self] in
+            UInt64(self?.listeners.withLock { $0.http?.acceptBackOffs.value } ?? 0)
+        }
+        registry.counter("relay_log_lines_dropped_total", help: "Log lines dropped because standard error did not keep up.") { [weak self] in
+            UInt64(self?.droppedLogLines ?? 0)
+        }
     }
 }

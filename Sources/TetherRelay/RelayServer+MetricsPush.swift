@@ -10,7 +10,6 @@ extension RelayServer {
         start(.metricsPush, every: UInt64(configuration.metricsPushMs), runNow: true) { $0.pushMetrics(to: url, token: token) }
     }
 
-    func stopMetricsPush() { stop(.metricsPush) }
 
     private func pushMetrics(to url: String, token: String) {
         let socketsLive = self.socketsLive

@@ -37,7 +37,6 @@ extension RelayServer {
         }
     }
 
-    func stopShardMapWatch() { stop(.shardMapPoll) }
 
     /// Adopts a newer stored map, then closes every socket of every resident room this node no
     /// longer owns with 4421 `reshard <owner>` (§8.4) — each room on its own loop. Both legs get

@@ -1,17 +1,19 @@
-import Foundation
 import Glibc
+import Synchronization
 import TetherAttest
 import TetherCrypto
-import TetherService
 public import TetherNet
+public import TetherService
 public import TetherStore
 import TetherWire
 
-/// The companion relay on TetherNet: the entry gate and per-IP limits (relay.md §2.3), rooms on
-/// the loop their name maps to, and each room's `RoomMachine` driven by its sockets.
-///
-/// Not yet here: App Attest verification (its own issue; attestation mode refuses `/attest`).
-public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // mutable state only under `gate`; rooms only on their loops
+/// The companion relay, built on the service chassis: the public HTTP/WebSocket listener (its
+/// router and room gate in `RelayServer+HTTP`, upgrades in `RelayServer+Upgrade`), the shared
+/// `ConnectionGate` for per-IP and total limits (relay.md §2.3–§2.6), rooms on the loop their
+/// name maps to (`RoomTable`/`RoomHost`, each room's `RoomMachine` driven by its sockets),
+/// storage on `StoreExecutor` lanes, periodic work on `Chores`, and the optional admin listener.
+/// A library: `tether relay` only parses its settings and runs one.
+public final class RelayServer: HTTPServerDelegate, Sendable {
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
     /// Storage runs here, never on a loop (ARCHITECTURE: storage is an action).
@@ -19,44 +21,46 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
     var store: any RoomStore { storage.store }
     /// Monotonic time for deadlines, windows and timeouts; wall time only for what is persisted.
     public let clock: RelayClock
-    /// How long an admitted socket may hold its peer back (queue above the high-water mark, the
-    /// peer not read) before it is closed 1008 `write stalled`. Twice the keepalive interval: a
-    /// live but slow phone drains its 256 KiB well within it, while a suspended app that stops
-    /// reading cannot pin the relay's buffers and its peer for longer than the keepalive would.
-    public static let stallTimeoutMs: UInt64 = 60_000
-    var stallTimeoutMs: UInt64 { Self.stallTimeoutMs }
-    private var http: HTTPServer?
-    private let gate = NetLock()
-    private var wsLimiter: FixedWindowLimiter<String>
-    private var attestLimiter: FixedWindowLimiter<String>
-    private let endpoints: RoomEndpoints
+    /// Per-IP socket caps, upgrade and `/attest*` limits, the total cap, client-IP derivation.
+    public let gate: ConnectionGate
+    /// §2.2 step 1 and step 8: the paths the relay answers, each with its methods (set once, at
+    /// the end of `init`, since its handlers reach the relay).
+    let routes = Mutex(Router())
+    let endpoints: RoomEndpoints
     /// Shared by every room's machine.
     private let machineContext: RoomMachine.Context
-    private var socketsPerIP: [String: Int] = [:]
-    private var totalSockets = 0
-    /// Socket ids in arrival order across all loops (§3.9 evicts the oldest pending).
-    private var nextSocketID: UInt64 = 0
     /// Rooms with a host on some loop (§2.6 "resident"), for the `maxRooms` cap, by their
     /// per-process seeded hash: 8 bytes a room instead of 32. A client cannot aim a name at a
     /// resident room's hash (the seed is random per process), and an accidental 64-bit collision
     /// only lets one room share another's place under the cap.
-    private var resident: Set<Int> = []
+    private let resident = Mutex<Set<Int>>([])
     /// Rooms of each loop (touched only on that loop).
     let rooms: [RoomTable]
-    /// The periodic chores' timers (touched only on the first loop).
-    var chores: [Chore: EventLoop.TimerID] = [:]
+    /// Housekeeping, the metrics push and the shard-map poll, on the first loop.
+    let chores: Chores<Chore>
     /// The buckets this node serves (§8).
     public let sharding: ShardOwnership
     private let log: @Sendable (String) -> Void
-    /// The §2.10 counters, served on loopback `/metrics`.
+    /// The process's own log sink when no `log` was given: lines never wait on stderr.
+    private let sink: LogSink?
+    /// The §2.10 counters, served on loopback `/metrics` and on the admin listener.
     public let metrics = RelayMetrics()
-    private var verboseLog: Bool
-    private var faults = FaultBudget()
-    /// Called when internal faults exceed the budget (§7.1); `tether relay` exits 1 so its
-    /// supervisor restarts it. Called at most once.
-    public var onFaultBudgetExceeded: @Sendable () -> Void = {}
-    private var faultBudgetExceeded = false
+    /// What `/readyz` on the admin listener checks.
+    public let readiness = ReadinessChecks()
+    private let verboseFlag: Atomic<Bool>
+    private let draining = Atomic<Bool>(false)
+    private let faults = Mutex<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
+    private let faultBudgetHandler = Mutex<@Sendable () -> Void>({})
+    let listeners = Mutex<(http: HTTPServer?, admin: AdminListener?, tls: TLSServerContext?)>((nil, nil, nil))
 
+    /// Storage work queued past this many calls means the store has fallen behind the relay's
+    /// demand (a reconnect storm on a slow database): `/readyz` says so, so a load balancer sends
+    /// new clients elsewhere until it recovers.
+    static let storageBacklogLimit = 10_000
+
+    /// - Parameters:
+    ///   - storeLanes: storage threads (a room's work always runs on one of them, in order).
+    ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
     public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,
                 clock: RelayClock = .system, storeLanes: Int = StoreExecutor.defaultLanes,
                 log: (@Sendable (String) -> Void)? = nil) {
@@ -64,17 +68,36 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
         self.group = group
         storage = StoreExecutor(store: store, lanes: storeLanes)
         self.clock = clock
-        self.log = log ?? Self.writeToStandardError
-        wsLimiter = FixedWindowLimiter(limit: configuration.wsRateLimit, window: 60_000)
-        attestLimiter = FixedWindowLimiter(limit: configuration.attestRateLimit, window: 60_000)
+        if let log {
+            self.log = log
+            sink = nil
+        } else {
+            let sink = LogSink(name: "relay")
+            self.log = { sink.log($0) }
+            self.sink = sink
+        }
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: MonotonicMilliseconds(clock))
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
                                   verifier: Self.appAttestVerifier(configuration))
         rooms = group.loops.map { RoomTable(loop: $0) }
+        chores = Chores(loop: group.loops[0])
         machineContext = Self.machineContext(configuration)
         sharding = ShardOwnership(origin: configuration.origin)
-        verboseLog = configuration.verboseLog
+        verboseFlag = Atomic(configuration.verboseLog)
         store.setFaultHandler { [weak self] in self?.fault("storage error", $0) }
         for table in rooms { table.server = self }
+        let router = Self.router(for: self)
+        routes.withLock { $0 = router }
+        registerChassisMetrics()
+        readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
+        readiness.register("storage") { [storage] in storage.backlog < Self.storageBacklogLimit }
+    }
+
+    /// Called when internal faults exceed the budget (§7.1); `tether relay` exits 1 so its
+    /// supervisor restarts it. Called at most once.
+    public var onFaultBudgetExceeded: @Sendable () -> Void {
+        get { faultBudgetHandler.withLock { $0 } }
+        set { faultBudgetHandler.withLock { $0 = newValue } }
     }
 
     /// An internal fault survived (§7.1): counted, logged as `relay: <kind> (continuing): <msg>`,
@@ -82,13 +105,15 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
     public func fault(_ kind: String, _ message: String) {
         metrics.processException()
         write("relay: \(kind) (continuing): \(message)")
-        let exceeded = gate.withLock {
-            guard faults.record(now: clock.monotonicMs()), !faultBudgetExceeded else { return false }
-            faultBudgetExceeded = true
-            return true
+        let now = clock.monotonicMs()
+        let (exceeded, budget) = faults.withLock { state -> (Bool, FaultBudget) in
+            guard state.budget.record(now: now), !state.exceeded else { return (false, state.budget) }
+            state.exceeded = true
+            return (true, state.budget)
         }
         guard exceeded else { return }
-        write("relay: more than \(faults.limit) internal faults within \(faults.window / 1000) s; exiting for a clean restart")
+        write("relay: more than \(budget.limit) internal faults within \(budget.window / 1000) s; exiting for a clean restart")
+        sink?.flush()
         onFaultBudgetExceeded()
     }
 
@@ -101,204 +126,104 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
                                       rootPEM: configuration.appAttestRootPEM)
     }
 
-    /// Loops the relay's group should have: one per core, except with in-process TLS, where a
-    /// session stays on the loop that accepted it and so every room must share that one loop.
-    /// TLS at a proxy (the recommended deployment) keeps all cores.
-    public static func loopCount(for configuration: RelayConfiguration) -> Int? {
-        configuration.tlsCertificatePath != nil ? 1 : nil
+    /// The gate's limits and refusals, each exactly relay.md §2.3/§2.5's answer.
+    static func gateLimits(_ configuration: RelayConfiguration) -> ConnectionGate.Limits {
+        var limits = ConnectionGate.Limits()
+        limits.socketRate = .init(limit: configuration.wsRateLimit)
+        limits.socketRateRefusal = .text(429, "rate limited")
+        limits.maxSocketsPerIP = configuration.maxSocketsPerIP
+        limits.perIPRefusal = .text(429, "too many connections")
+        limits.maxTotalSockets = configuration.maxTotalSockets
+        limits.totalRefusal = .text(503, "capacity")
+        limits.requestLimits[Self.attestLimiter] = .init(.init(limit: configuration.attestRateLimit), refusal: .text(429, "rate limited"))
+        return limits
     }
 
-    /// Binds and starts serving; returns the bound port.
+    /// The per-IP limiter of `/attest*` requests.
+    static let attestLimiter = "attest"
+
+    /// Binds and starts serving; returns the bound port. Start-up reads the store directly (the
+    /// shard map): nothing is being served yet, and this is not a loop thread.
     @discardableResult
     public func start() throws -> UInt16 {
         var http = HTTPServer.Configuration()
         http.host = configuration.host
         http.port = configuration.port
+        var tls: TLSServerContext?
         if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
-            http.tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
+            tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
+            http.tls = tls
         }
         if let map = configuration.shardMap, !store.publishShardMap(map) {
             write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(store.shardMap()?.version ?? 0), and versions only grow")
         }
         if let map = store.shardMap() { sharding.adopt(map) }
         let server = HTTPServer(group: group, configuration: http, delegate: self)
-        self.http = server
         let port = try server.start()
+        var admin: AdminListener?
+        if let adminPort = configuration.adminPort {
+            var settings = AdminListener.Configuration()
+            settings.host = configuration.adminHost
+            settings.port = adminPort
+            let listener = AdminListener(group: group, configuration: settings, metrics: MetricsSource { [weak self] done in
+                self?.renderMetrics(done)
+            }, readiness: readiness)
+            do { try listener.start() } catch {
+                server.shutdown(grace: 0)
+                throw error
+            }
+            admin = listener
+        }
+        listeners.withLock { $0 = (server, admin, tls) }
         startHousekeeping()
         startMetricsPush()
         startShardMapWatch()
         return port
     }
 
-    /// Graceful stop: no new connections, every room's sockets closed 1001 `server shutting down`.
+    /// The admin listener's port, once started with one.
+    public var adminPort: UInt16? { listeners.withLock { $0.admin?.port } }
+
+    /// SIGHUP: the TLS certificate chain and key are read again; new connections get them, open
+    /// sessions keep theirs. A pair that does not load (or match) leaves the current one serving.
+    /// Returns a zero-PII line for the log.
+    public func reloadCertificates() -> String {
+        guard let tls = listeners.withLock({ $0.tls }) else { return "relay: SIGHUP: no TLS certificate to reload" }
+        do {
+            try tls.reload()
+            return "relay: TLS certificate reloaded (SIGHUP)"
+        } catch {
+            return "relay: TLS certificate not reloaded, the current one stays: \(error)"
+        }
+    }
+
+    /// Graceful stop: not ready, no new connections, every room's sockets closed 1001 `server
+    /// shutting down`, the rooms' last writes flushed to the store, the log flushed.
     public func shutdown() {
+        draining.store(true, ordering: .relaxed)
+        let (http, admin, _) = listeners.withLock { $0 }
         http?.stopAccepting()
-        stopHousekeeping()
-        stopMetricsPush()
-        stopShardMapWatch()
+        chores.stopAll()
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }
         }
         http?.shutdown(grace: .seconds(5))
+        admin?.shutdown()
         // The rooms' last writes (quota counts, cycle resets) reach the store before exit.
         storage.drain()
+        sink?.flush()
     }
 
-    // MARK: HTTP
-
-    /// §2.2 steps 2–6, on the head alone, so they precede the body cap (step 7): the gate, the
-    /// request counter, the `/attest*` limiter and the room cap. The paths answered before the
-    /// gate (step 1) pass through to `respond`.
-    public func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? {
-        if Self.isAnsweredBeforeTheGate(head) { return nil }
-        let room: RoomName
-        switch gate(head) {
-        case let .failure(refusal): return refusal.response
-        case let .success(admitted): room = admitted
-        }
-        metrics.httpRequest()
-        if head.path.hasPrefix("/attest") {
-            let ip = clientIP(head, peer: peer)
-            let now = clock.monotonicMs()
-            guard gate.withLock({ attestLimiter.hit(ip, now: now) }) else { return .text(429, "rate limited") }
-        }
-        guard gate.withLock({ hasRoomFor(room) }) else { return .text(503, "capacity") }
-        return nil
-    }
-
-    /// §2.2 step 1: `/metrics` (any method), `/healthz`, and `GET`/`HEAD /shardmap.json`.
-    static func isAnsweredBeforeTheGate(_ head: HTTPRequestHead) -> Bool {
-        head.path == "/metrics" || head.path == "/healthz"
-            || (head.path == "/shardmap.json" && (head.method == "GET" || head.method == "HEAD"))
-    }
-
-    /// §2.2 step 1, then step 8 for a request `screen` let through: the room's endpoint, run on
-    /// the room's store lane (after the room's earlier storage work, before its later), and any
-    /// teardown on the room's loop.
-    public func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
-        if request.head.path == "/metrics" { return scrape(request, reply: reply) }
-        if request.head.path == "/healthz" { return health(request, reply: reply) }
-        if Self.isAnsweredBeforeTheGate(request.head) { return serveShardMap(reply: reply) }
-        // `screen` has passed the gate, so the room header is present and valid.
-        guard let room = roomName(request.head) else { return reply(.text(400, "bad room")) }
-        let path = String(request.head.path)
-        guard request.head.method == "POST", RoomEndpoints.routes.contains(path) else {
-            return reply(.text(501, "not implemented", contentType: "text/plain;charset=UTF-8"))
-        }
-        let index = room.bucket % group.loops.count
-        let table = rooms[index]
-        let body = request.body
-        storage.submit(RoomKey(room)) { [self] store in
-            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: clock.wallMs()) { SecureRandom.bytes($0) }
-            if outcome.status == 500 { metrics.httpError() }
-            diagnostic("relay \(room.logTag) POST \(path) -> \(outcome.status)\(outcome.diagnostic.map { " (\($0))" } ?? "")")
-            guard outcome.tearDown else { return reply(.json(outcome.status, Array(outcome.json.utf8))) }
-            group.loops[index].execute { [self] in
-                write("relay \(room.logTag) teardown reason=room deleted")
-                table.closeRoom(room, code: 1000, reason: "room deleted")
-                reply(.json(outcome.status, Array(outcome.json.utf8)))
-            }
-        }
-    }
-
-    /// A request the gate turned away.
-    struct Refusal: Error {
-        let response: HTTPResponse
-    }
-
-    /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header, then (§8.4) the room's owner.
-    private func gate(_ head: HTTPRequestHead) -> Result<RoomName, Refusal> {
-        if head.headers.contains("Origin") { return .failure(Refusal(response: .text(403, "forbidden"))) }
-        guard let room = roomName(head) else { return .failure(Refusal(response: .text(400, "bad room"))) }
-        if let misdirected = misdirected(room) { return .failure(Refusal(response: misdirected)) }
-        return .success(room)
-    }
-
-    /// The `x-relay-room` value with surrounding spaces and tabs trimmed (as Node does). Node joins
-    /// duplicates with ", ", which can never be a room name, so more than one value fails.
-    private func roomName(_ head: HTTPRequestHead) -> RoomName? {
-        let values = head.headers.values("x-relay-room")
-        guard values.count == 1 else { return nil }
-        let utf8 = values[0].utf8
-        guard let first = utf8.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
-              let last = utf8.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return nil }
-        return RoomName(header: String(values[0][first...last]))
-    }
-
-    private func clientIP(_ head: HTTPRequestHead, peer: SocketAddress?) -> String {
-        configuration.clientIP.clientIP(cfConnectingIP: head.headers["CF-Connecting-IP"],
-                                        forwardedFor: head.headers["X-Forwarded-For"], peer: peer?.host)
-    }
-
-    // MARK: WebSocket upgrade (§2.3)
-
-    public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
-        let room: RoomName
-        switch gate(request.head) {
-        case let .failure(refusal):
-            metrics.upgradeRejected(refusal.response.status == 421 ? .misdirected : .gate)
-            return .refuse(refusal.response)
-        case let .success(admitted): room = admitted
-        }
-        let ip = clientIP(request.head, peer: request.peer)
-        let now = clock.monotonicMs()
-        var arrival = SocketID(0)
-        let refused: (HTTPResponse, RelayMetrics.Rejection)? = gate.withLock {
-            guard wsLimiter.hit(ip, now: now) else { return (.text(429, "rate limited"), .rate_limited) }
-            guard socketsPerIP[ip, default: 0] < configuration.maxSocketsPerIP else { return (.text(429, "too many connections"), .ip_cap) }
-            guard totalSockets < configuration.maxTotalSockets else { return (.text(503, "capacity"), .total_cap) }
-            guard hasRoomFor(room) else { return (.text(503, "capacity"), .room_cap) }
-            socketsPerIP[ip, default: 0] += 1
-            totalSockets += 1
-            nextSocketID += 1
-            arrival = SocketID(nextSocketID)
-            return nil
-        }
-        if let (response, reason) = refused {
-            metrics.upgradeRejected(reason)
-            return .refuse(response)
-        }
-        guard case .upgrade = handshake else {
-            release(ip)
-            if case let .refuse(response) = handshake { return .refuse(response) }
-            return .refuse(.text(400, "bad upgrade"))
-        }
-        metrics.upgradeAccepted()
-        let index = room.bucket % group.loops.count
-        let target = group.loops[index]
-        let table = rooms[index]
-        // Connect time and order are taken here, on arrival: a socket handed off from another
-        // loop may reach its room after a later one, and the pre-auth cap evicts by arrival.
-        let connectedAt = now, id = arrival
-        return .accept { [self] transport, leftover in
-            let attach: @Sendable (any Transport) -> Void = { [self] transport in
-                table.attach(transport, leftover: leftover, room: room, server: self, ip: ip, id: id, connectedAt: connectedAt)
-            }
-            if transport.loop === target {
-                attach(transport)
-            } else if let tcp = transport as? TCPConnection {
-                tcp.handoff(to: target) { attach($0) }
-            } else {
-                // A TLS session cannot move between loops, and a room's table must only be
-                // touched from its own loop; `loopCount(for:)` gives TLS a single loop so this
-                // never happens — if it does, dropping the socket beats a data race.
-                transport.close()
-                release(ip)
-            }
-        }
-    }
-
-    var socketsLive: Int { gate.withLock { totalSockets } }
+    // MARK: Rooms
 
     /// §2.2 step 6 / §2.3 step 5: a resident room is always served; a new one only under the cap.
-    /// Called with `gate` held.
-    private func hasRoomFor(_ room: RoomName) -> Bool {
-        resident.count < configuration.maxRooms || resident.contains(room.hashValue)
+    func hasRoomFor(_ room: RoomName) -> Bool {
+        resident.withLock { $0.count < configuration.maxRooms || $0.contains(room.hashValue) }
     }
 
-    func roomBecameResident(_ room: RoomName) { _ = gate.withLock { resident.insert(room.hashValue) } }
-    func roomLeft(_ room: RoomName) { _ = gate.withLock { resident.remove(room.hashValue) } }
+    func roomBecameResident(_ room: RoomName) { _ = resident.withLock { $0.insert(room.hashValue) } }
+    func roomLeft(_ room: RoomName) { _ = resident.withLock { $0.remove(room.hashValue) } }
 
     /// Occupancy summed over every loop's rooms, each read on its own loop, then `done`.
     func occupancy(from index: Int = 0, adding sum: RelayMetrics.Occupancy = .init(),
@@ -308,12 +233,10 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
         group.loops[index].execute { [self] in occupancy(from: index + 1, adding: table.occupancy(adding: sum), done) }
     }
 
-    func release(_ ip: String) {
-        gate.withLock {
-            totalSockets -= 1
-            if let count = socketsPerIP[ip] { socketsPerIP[ip] = count > 1 ? count - 1 : nil }
-        }
-    }
+    /// A socket's place under the gate's caps is given back (it closed).
+    func release(_ ip: String) { gate.releaseSocket(ip: ip) }
+
+    var socketsLive: Int { gate.openSockets }
 
     func makeMachine(for room: RoomName, admissionWindow: FixedWindow?) -> RoomMachine {
         RoomMachine(room: room, context: machineContext, admissionWindow: admissionWindow)
@@ -331,6 +254,8 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
         storage.submit(key) { $0.apply(write, to: key) }
     }
 
+    var stallTimeoutMs: UInt64 { UInt64(configuration.stallTimeoutMs) }
+
     var webSocketOptions: WebSocketConnection.Options {
         var options = WebSocketConnection.Options()
         // The transport cap (§2.7): above it the socket closes 1009 before the room sees the frame.
@@ -340,12 +265,17 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
         return options
     }
 
+    // MARK: Log
+
     func write(_ line: String) { log(line) }
+
+    /// A line for the relay's log from its host program (start-up, signals): zero-PII text only.
+    public func note(_ line: String) { log(line) }
 
     /// `RELAY_LOG`: verbose diagnostics, flipped at runtime by SIGUSR2 (§9.1).
     public var verbose: Bool {
-        get { gate.withLock { verboseLog } }
-        set { gate.withLock { verboseLog = newValue } }
+        get { verboseFlag.load(ordering: .relaxed) }
+        set { verboseFlag.store(newValue, ordering: .relaxed) }
     }
 
     /// A verbose-only line (still zero-PII: tags, never names, IPs or content).
@@ -353,17 +283,15 @@ public final class RelayServer: HTTPServerDelegate, @unchecked Sendable {   // m
         if verbose { log(line()) }
     }
 
-    /// One line, one write(2): lines from several loops never interleave, and nothing is buffered
-    /// that a crash could lose.
-    @Sendable static func writeToStandardError(_ line: String) {
-        var bytes = Array(line.utf8)
-        bytes.append(0x0A)
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(2, raw.baseAddress! + offset, raw.count - offset)
-                if written > 0 { offset += written } else if errno != EINTR { return }
-            }
-        }
-    }
+    /// Waits until every line logged so far is written (shutdown, tests).
+    public func flushLog() { sink?.flush() }
+
+    var droppedLogLines: Int { sink?.droppedLines ?? 0 }
+}
+
+/// The relay's monotonic clock as the gate reads it (nanoseconds).
+struct MonotonicMilliseconds: NetClock {
+    let clock: RelayClock
+    init(_ clock: RelayClock) { self.clock = clock }
+    func now() -> UInt64 { clock.monotonicMs() &* 1_000_000 }
 }

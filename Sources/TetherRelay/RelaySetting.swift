@@ -13,7 +13,8 @@ public enum RelaySetting {
         rows: [host, port, database, origin, attestationRequired, appID, appAttestEnvironment, appAttestRootPEM,
                dailyByteQuota, establishedIdleTTL, log, trustProxy, trustCloudflare, trustedHops, maxRooms,
                maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, attestRateLimit, maxFramesPerSecond,
-               metricsPushURL, metricsPushToken, metricsPushInterval, shardMap, tlsCertificate, tlsKey])
+               stallTimeout, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap,
+               tlsCertificate, tlsKey])
 
     /// Every setting's documented half (name, flag, default, help).
     public static var all: [SettingEntry] { table.entries }
@@ -59,6 +60,12 @@ public enum RelaySetting {
                                                 help: "/attest* requests per IP per minute (0 = off)")
     static let maxFramesPerSecond = Setting<Int64>("RELAY_MAX_FRAMES_PER_SEC", default: 500, parser: .zeroOrPositive,
                                                    help: "spliced frames per room per second (0 = off)")
+    static let stallTimeout = Setting<Int64>("RELAY_STALL_TIMEOUT_MS", default: 60_000, parser: .positiveInteger,
+                                             help: "an admitted socket that holds its peer back this long is closed 1008 write stalled")
+    static let adminHost = Setting<String>("RELAY_ADMIN_HOST", default: "127.0.0.1", parser: .text,
+                                           help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")
+    static let adminPort = Setting<UInt16?>("RELAY_ADMIN_PORT", default: nil, defaultText: "off", parser: .optionalPort,
+                                            help: "admin listener port (unset: no admin listener)")
     static let metricsPushURL = Setting<String?>("RELAY_METRICS_PUSH_URL", help: "push metrics here (needs the token too)")
     static let metricsPushToken = Setting<String?>("RELAY_METRICS_PUSH_TOKEN", help: "bearer token for the metrics push")
     static let metricsPushInterval = Setting<Int64>("RELAY_METRICS_PUSH_MS", default: 60_000, parser: .positiveInteger, help: "metrics push interval")

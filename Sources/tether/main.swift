@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import TetherNet
 import TetherRelay
+import TetherService
 import TetherStore
 import TetherWire
 
@@ -117,18 +118,15 @@ case "relay":
     } catch {
         fail("relay: RELAY_DB: \(error)", code: 1)
     }
-    signal(SIGPIPE, SIG_IGN)
-    var stopSignals = sigset_t()
-    sigemptyset(&stopSignals)
-    sigaddset(&stopSignals, SIGINT)
-    sigaddset(&stopSignals, SIGTERM)
-    sigaddset(&stopSignals, SIGUSR2)
-    pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+    // Before any thread exists, so every loop, lane and writer inherits the blocked signals and
+    // only the watcher thread takes them.
+    SignalWatcher.blockHandledSignals()
     let group: EventLoopGroup
     let relay: RelayServer
     let port: UInt16
     do {
-        group = try EventLoopGroup(count: RelayServer.loopCount(for: configuration))
+        // One loop per core, TLS included (a TLS session moves to its room's loop with its socket).
+        group = try EventLoopGroup()
         relay = RelayServer(configuration: configuration, group: group, store: store)
         relay.onFaultBudgetExceeded = { exit(1) }
         port = try relay.start()
@@ -138,13 +136,19 @@ case "relay":
     let attest = environment["ATTEST_REQUIRED"] ?? "required"
     // Written straight to the descriptor so a supervisor (or a test) sees it at once.
     FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(configuration.databasePath), attest=\(configuration.local ? "false" : attest))\n".utf8))
-    var received: Int32 = 0
-    // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
-    while sigwait(&stopSignals, &received) == 0, received == SIGUSR2 {
-        relay.verbose.toggle()
-        FileHandle.standardError.write(Data("relay: verbose logging \(relay.verbose ? "on" : "off") (SIGUSR2)\n".utf8))
+    if let admin = relay.adminPort {
+        relay.note("relay: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }
-    FileHandle.standardError.write(Data("relay: shutting down\n".utf8))
+    let signals = SignalWatcher(handlers: .init(
+        // SIGHUP: the certificate and key are read again (open sessions keep theirs).
+        reload: { relay.note(relay.reloadCertificates()) },
+        // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
+        toggleVerbose: {
+            relay.verbose.toggle()
+            relay.note("relay: verbose logging \(relay.verbose ? "on" : "off") (SIGUSR2)")
+        }))
+    signals.waitForShutdown()
+    relay.note("relay: shutting down")
     relay.shutdown()
     group.shutdown()
     exit(0)

@@ -61,8 +61,16 @@ public final class ConnectionGate: Sendable {
     /// `check` must be quick and must not call back into the gate; it may take a lock of the
     /// service's own if the service never calls the gate while holding that lock.
     public func admitSocket(ip: String, check: () -> GateRefusal? = { nil }) -> Result<SocketLease, GateRefusal> {
+        admitSocketPlace(ip: ip, check: check).map { SocketLease(ip: ip, arrival: $0, gate: self) }
+    }
+
+    /// `admitSocket` without a lease object, for a service that already keeps each socket's
+    /// client key in an entry of its own (a relay room's member list: an object per parked socket
+    /// is memory every idle connection pays for). Returns the socket's arrival number; the caller
+    /// must call `releaseSocket(ip:)` exactly once when the socket closes.
+    public func admitSocketPlace(ip: String, check: () -> GateRefusal? = { nil }) -> Result<UInt64, GateRefusal> {
         let now = milliseconds()
-        let outcome: Result<UInt64, GateRefusal> = state.withLock { state in
+        return state.withLock { state in
             guard state.socketLimiter.hit(ip, now: now) else {
                 return .failure(GateRefusal(reason: GateRefusal.rateLimited, response: limits.socketRateRefusal))
             }
@@ -78,7 +86,6 @@ public final class ConnectionGate: Sendable {
             state.arrivals += 1
             return .success(state.arrivals)
         }
-        return outcome.map { SocketLease(ip: ip, arrival: $0, gate: self) }
     }
 
     /// Sockets holding a place now.
@@ -90,7 +97,8 @@ public final class ConnectionGate: Sendable {
     /// Addresses holding at least one socket (the per-IP table's size, for a gauge).
     public var addressesWithSockets: Int { state.withLock { $0.socketsPerIP.count } }
 
-    func release(_ ip: String) {
+    /// Gives back a place taken with `admitSocketPlace` (a lease does this itself).
+    public func releaseSocket(ip: String) {
         state.withLock { state in
             state.totalSockets -= 1
             if let count = state.socketsPerIP[ip] { state.socketsPerIP[ip] = count > 1 ? count - 1 : nil }

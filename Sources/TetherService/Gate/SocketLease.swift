@@ -19,7 +19,7 @@ public final class SocketLease: Sendable {
     /// Frees the socket's place; later calls do nothing.
     public func release() {
         guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        gate.release(ip)
+        gate.releaseSocket(ip: ip)
     }
 
     /// True once the place has been given back.

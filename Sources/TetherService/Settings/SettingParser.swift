@@ -49,6 +49,16 @@ extension SettingParser where Value == UInt16 {
     }
 }
 
+extension SettingParser where Value == UInt16? {
+    /// A TCP port, 1–65535, for a listener that is off while unset (an admin port, say).
+    public static var optionalPort: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            guard let port = UInt16(text), port > 0 else { throw InvalidSettingValue("not a port number: \(text)") }
+            return port
+        }
+    }
+}
+
 extension SettingParser where Value == Int64 {
     /// Decimal digits with an optional minus sign, nothing else: `8GiB`, `1.5`, `1e3` and `+5`
     /// are refused rather than read as something the operator did not mean.

@@ -1,0 +1,49 @@
+public import TetherNet
+import TetherService
+import TetherWire
+
+extension RelayServer {
+    /// §2.3 in order: the room gate (Origin, room header, owner), then the connection gate (the
+    /// per-IP upgrade rate, the per-IP and total socket caps, and — under the same lock — the
+    /// resident-room cap), then the handshake itself. An accepted socket moves to its room's loop,
+    /// TLS included (the session travels with its connection).
+    public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
+        let room: RoomName
+        switch admitRoom(request.head) {
+        case let .failure(refusal):
+            metrics.upgradeRejected(refusal.response.status == 421 ? .misdirected : .gate)
+            return .refuse(refusal.response)
+        case let .success(admitted): room = admitted
+        }
+        let ip = gate.clientIP(request.head, peer: request.peer)
+        let arrival: UInt64
+        switch gate.admitSocketPlace(ip: ip, check: { hasRoomFor(room) ? nil : Self.roomCapRefusal }) {
+        case let .failure(refusal):
+            metrics.upgradeRejected(RelayMetrics.Rejection(rawValue: refusal.reason) ?? .gate)
+            return .refuse(refusal.response)
+        case let .success(number): arrival = number
+        }
+        guard case .upgrade = handshake else {
+            release(ip)
+            if case let .refuse(response) = handshake { return .refuse(response) }
+            return .refuse(.text(400, "bad upgrade"))
+        }
+        metrics.upgradeAccepted()
+        let index = room.bucket % group.loops.count
+        let target = group.loops[index]
+        let table = rooms[index]
+        // Connect time and order are taken here, on arrival: a socket handed off from another
+        // loop may reach its room after a later one, and the pre-auth cap evicts by arrival.
+        let connectedAt = clock.monotonicMs(), id = SocketID(arrival)
+        return .accept { [self] transport, leftover in
+            let attach: @Sendable (any Transport) -> Void = { [self] transport in
+                table.attach(transport, leftover: leftover, room: room, server: self, ip: ip, id: id, connectedAt: connectedAt)
+            }
+            if transport.loop === target { return attach(transport) }
+            transport.handoff(to: target, then: attach)
+        }
+    }
+
+    /// §2.3 step 5's answer, with its metric label.
+    static let roomCapRefusal = GateRefusal(reason: RelayMetrics.Rejection.room_cap.rawValue, response: .text(503, "capacity"))
+}
