@@ -5,13 +5,13 @@ import XCTest
 
 /// The real `tether relay` binary on a loopback port, driven by the Python `websockets` client.
 final class RelayEndToEndTests: XCTestCase {
-    private var process: Process!
-    private var port: UInt16 = 0
+    var process: Process!
+    var port: UInt16 = 0
     /// The relay's stderr (its log), for the zero-PII and lifecycle-line checks.
     private var logFile: URL!
 
     /// A port that was free a moment ago (local mode builds its origin from the configured port).
-    private func freePort() -> UInt16 { RelayProcess.freePort() }
+    func freePort() -> UInt16 { RelayProcess.freePort() }
 
     override func setUpWithError() throws {
         try startRelay(database: ":memory:")

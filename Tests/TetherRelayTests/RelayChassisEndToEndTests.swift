@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+import TetherTestSupport
+import XCTest
+
+/// The relay on the service chassis, driven from outside: the admin listener, signals, TLS on
+/// every loop with a certificate that reloads, and the stall close of back-pressure.
+extension RelayEndToEndTests {
+    private func curl(_ url: String, _ extra: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runProcess("/usr/bin/curl", ["-s", "-w", "\n%{http_code}", "--max-time", "10"] + extra + [url])
+    }
+
+    func testTheAdminListenerServesMetricsLivenessAndReadinessOnLoopbackOnly() throws {
+        tearDown()
+        let admin = freePort()
+        try startRelay(database: ":memory:", ["--relay-admin-port", String(admin)])
+        XCTAssertTrue(logLines().contains("relay: admin listener on 127.0.0.1:\(admin) (/metrics, /healthz, /readyz)"), "\(logLines())")
+        XCTAssertEqual(try curl("http://127.0.0.1:\(admin)/healthz").stdout, "ok\n\n200")
+        XCTAssertEqual(try curl("http://127.0.0.1:\(admin)/readyz").stdout, "ready\n\n200")
+        let metrics = try curl("http://127.0.0.1:\(admin)/metrics").stdout
+        XCTAssertTrue(metrics.contains("\nrelay_rooms_live 0\n"), metrics)
+        XCTAssertTrue(metrics.contains("\nrelay_store_backlog 0\n"), metrics)
+        XCTAssertTrue(metrics.contains("\nrelay_accept_backoffs_total 0\n"), metrics)
+        XCTAssertTrue(metrics.hasSuffix("\n200"))
+        XCTAssertEqual(try curl("http://127.0.0.1:\(admin)/metrics", ["-H", "X-Forwarded-For: 203.0.113.9"]).stdout, "forbidden\n403",
+                       "a proxied request never reaches the counters")
+        XCTAssertEqual(try curl("http://127.0.0.1:\(port)/readyz").stdout.suffix(3), "400", "the public port is unchanged: /readyz meets the room gate")
+    }
+
+    func testTheRelayKeepsRunningOnSIGUSR1AndSIGHUPWithoutTLS() throws {
+        kill(process.processIdentifier, SIGUSR1)
+        kill(process.processIdentifier, SIGHUP)
+        XCTAssertTrue(logLines().contains("relay: SIGHUP: no TLS certificate to reload"), "\(logLines())")
+        XCTAssertTrue(process.isRunning)
+        XCTAssertEqual(try client("pair")["phone_ok"] as? Bool, true)
+    }
+
+    func testSIGHUPReloadsTheTLSCertificateForNewConnectionsAndABadOneLeavesTheOldServing() throws {
+        tearDown()
+        let directory = try scratchDirectory()
+        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
+        func make(_ name: String) throws {
+            let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                          "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=\(name)",
+                                                          "-addext", "subjectAltName=IP:127.0.0.1"])
+            XCTAssertEqual(made.status, 0, made.stderr)
+        }
+        func servedName() throws -> String {
+            let shown = try runProcess("/usr/bin/curl", ["-skv", "--max-time", "10", "https://127.0.0.1:\(port)/healthz"])
+            return shown.stderr.split(separator: "\n").first { $0.contains("subject: CN=") }.map { String($0.split(separator: "=").last ?? "") } ?? ""
+        }
+        try make("first")
+        try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key])
+        XCTAssertEqual(try servedName(), "first")
+        try make("second")
+        kill(process.processIdentifier, SIGHUP)
+        XCTAssertTrue(logLines().contains("relay: TLS certificate reloaded (SIGHUP)"), "\(logLines())")
+        XCTAssertEqual(try servedName(), "second")
+        try Data("not a certificate".utf8).write(to: URL(fileURLWithPath: cert))
+        kill(process.processIdentifier, SIGHUP)
+        XCTAssertTrue(logLines().contains { $0.hasPrefix("relay: TLS certificate not reloaded, the current one stays: ") }, "\(logLines())")
+        XCTAssertEqual(try servedName(), "second")
+        XCTAssertTrue(process.isRunning)
+    }
+
+    func testAPhoneThatStopsReadingIsClosedWriteStalledAndItsMacStaysAdmitted() throws {
+        tearDown()
+        try startRelay(database: ":memory:", ["--relay-max-frames-per-sec", "0", "--relay-daily-byte-quota", "100000000000",
+                                              "--relay-stall-timeout-ms", "1000"])
+        setenv("FLOOD_SECONDS", "3", 1)
+        defer { unsetenv("FLOOD_SECONDS") }
+        let result = try client("flood", [String(process.processIdentifier)])
+        XCTAssertEqual((result["mac"] as? [String: Any])?["ok"] as? Bool, true)
+        let log = logLines()
+        XCTAssertTrue(log.contains { $0.hasSuffix(" stalled role=phone") }, "\(log)")
+        XCTAssertTrue(log.contains { $0.contains(" disconnect initiator=relay role=phone state=admitted code=1008 reason=write stalled ") }, "\(log)")
+        XCTAssertFalse(log.contains { $0.contains(" disconnect initiator=relay role=mac ") }, "the mac is not closed for its phone's stall")
+    }
+}
