@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: fuzz bench-relay deps build test bench relay demo clean
+.PHONY: fuzz bench-relay bench-storage deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -29,6 +29,16 @@ bench-relay: deps
 	$(MAKE) -C ../shared/bench
 	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps 1 --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
 	  'cd $$(mktemp -d) && RELAY_WS_RATE_LIMIT=0 RELAY_MAX_FRAMES_PER_SEC=0 RELAY_MAX_SOCKETS_PER_IP=1000000 RELAY_MAX_TOTAL_SOCKETS=1000000 RELAY_DAILY_BYTE_QUOTA=1000000000000000 exec $(CURDIR)/.build/release/tether relay --local --relay-port {port}'
+
+# The storage-latency scenario (tether-relaybench run): 5,000 established rooms reconnect at once
+# with signed joins while 100 spliced pairs ping-pong 64 B frames, once over the plain SQLite
+# store and once with every store call 2 ms slower; prints the pairs' RTT p99 in each, their
+# ratio (target <= 1.5) and the time until every room is back. RELAYBENCH_ARGS adds options
+# (tether-relaybench run --help), e.g. RELAYBENCH_ARGS='--reps 3'.
+RELAYBENCH_ARGS ?=
+bench-storage: deps
+	$(SWIFT) build -c release --product tether-relaybench
+	.build/release/tether-relaybench run $(RELAYBENCH_ARGS)
 
 # libFuzzer on the CBOR decoder (App Attest input): FUZZ_SECONDS, default 600.
 FUZZ_SECONDS ?= 600

@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
+        .executable(name: "tether-relaybench", targets: ["tether-relaybench"]),
     ],
     targets: [
         // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
@@ -72,6 +73,10 @@ let package = Package(
 
         .executableTarget(name: "tether-netbench", dependencies: ["TetherNet", "TetherWire", "TetherCrypto"],
                           swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
+        // The storage-latency scenario: a relay over a deliberately slow store, a reconnect storm
+        // of signed joins, and spliced pairs whose RTT must not notice (`make bench-storage`).
+        .executableTarget(name: "tether-relaybench", dependencies: ["TetherRelay", "TetherStore", "TetherClient", "TetherNet", "TetherWire", "TetherCrypto"],
+                          swiftSettings: strict),
 
         // MARK: Test support and tests
         .target(name: "TetherTestSupport", dependencies: ["TetherCrypto"], swiftSettings: strict),

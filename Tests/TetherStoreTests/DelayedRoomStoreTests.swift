@@ -1,0 +1,23 @@
+import Foundation
+import TetherStore
+import TetherStoreContract
+import TetherWire
+import XCTest
+
+final class DelayedRoomStoreTests: XCTestCase {
+    private let room = RoomName(header: String(repeating: "d", count: 64))!
+
+    /// A decorator that dropped or misrouted a call would break the contract its base keeps.
+    func testTheRoomStoreContractHoldsThroughTheDelay() throws {
+        try RoomStoreContract.verify { DelayedRoomStore(InMemoryRoomStore(), delayMicroseconds: 1) }
+    }
+
+    func testEveryCallWaitsItsDelayFirst() {
+        let store = DelayedRoomStore(InMemoryRoomStore(), delayMilliseconds: 2)
+        let start = DispatchTime.now().uptimeNanoseconds
+        store.setVerifier("V", of: room, now: 1)
+        XCTAssertEqual(store.verifier(of: room), "V")
+        _ = store.admission(AdmissionQuery(ticket: nil, now: 1), of: RoomKey(room))   // two calls: state and quota
+        XCTAssertGreaterThanOrEqual(DispatchTime.now().uptimeNanoseconds - start, 8_000_000)
+    }
+}
