@@ -181,24 +181,27 @@ final class RoomHost: WebSocketDelegate {
             member.connection?.close(code: code, reason: reason)
         case let .log(line): server.write(line)
         case .forward: break
-        case let .load(query): load(query)
+        case let .load(query, join): load(query, join)
         case let .persist(write): server.persist(write, for: machine.key)
         case let .holdReading(id): hold(id, Hold.storage)
         case let .resumeReading(id): release(id, Hold.storage)
         }
     }
 
-    /// Runs the room's admission query on its store lane; the answer comes back on this loop.
+    /// Runs the room's admission query (and its signed join's check) on its store lane; the
+    /// answer comes back on this loop.
     /// The host is kept alive by the closure until then, even if the room empties meanwhile (the
     /// machine then finds no socket to admit).
-    private func load(_ query: AdmissionQuery) {
+    private func load(_ query: AdmissionQuery, _ join: JoinCheck?) {
         let host = LoopBound(self)
         let loop = self.loop, key = machine.key
         server.storage.submit(key) { store in
             let read = store.admission(query, of: key)
+            // The signature check is CPU work: done here, on the lane, not on the splicing loop.
+            let verified = JoinCheck.verdict(join, against: read)
             loop.execute {
                 let room = host.value
-                room.perform(room.machine.admissionLoaded(read, now: room.server.clock.now()))
+                room.perform(room.machine.admissionLoaded(read, joinVerified: verified, now: room.server.clock.now()))
                 room.armDeadline()
             }
         }

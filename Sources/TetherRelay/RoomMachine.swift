@@ -22,9 +22,10 @@ public enum RoomAction: Equatable, Sendable {
     case close(SocketID, code: UInt16, reason: String)
     /// An always-on, zero-PII lifecycle line (room tag, never the name, an IP or a key).
     case log(String)
-    /// Run this query on the room's store lane and hand the answer to `admissionLoaded`. At most
-    /// one is outstanding per room.
-    case load(AdmissionQuery)
+    /// Run this query on the room's store lane — with the signed join's check, if any, against the
+    /// verifier it reads — and hand the answer to `admissionLoaded`. At most one is outstanding
+    /// per room.
+    case load(AdmissionQuery, JoinCheck?)
     /// Write this on the room's store lane; nobody waits for it.
     case persist(RoomWrite)
     /// Stop reading this socket: its frames wait behind a storage answer (they are held in the
@@ -344,12 +345,16 @@ public struct RoomMachine {
         guard let proof = Proof.parse(payload) else { return refuse(id, "bad proof") }
         admission = Admission(id: id, nonce: nonce, hello: hello, proof: proof)
         let ticket = configuration.attestationRequired && hello.role == .phone ? proof.ticket : nil
-        return [.load(AdmissionQuery(ticket: ticket, now: now.wall))]
+        let join = proof.signature.map {
+            JoinCheck(transcript: JoinTranscript(role: hello.role, nonce: nonce, room: room, origin: configuration.origin).bytes, signature: $0)
+        }
+        return [.load(AdmissionQuery(ticket: ticket, now: now.wall), join)]
     }
 
     /// Storage answered the outstanding `.load`: the Proof continues (§3.4 step 3 on), then the
     /// frames that waited behind it run in order, and their sockets are read again.
-    public mutating func admissionLoaded(_ read: AdmissionRead, now: RoomTime) -> [RoomAction] {
+    /// `joinVerified` is the load's `JoinCheck` verdict against the verifier read.
+    public mutating func admissionLoaded(_ read: AdmissionRead, joinVerified: Bool = false, now: RoomTime) -> [RoomAction] {
         guard let pending = admission else { return [] }
         admission = nil
         if splice == nil, let quota = read.quota {
@@ -358,7 +363,7 @@ public struct RoomMachine {
         var actions: [RoomAction] = []
         // The socket may have gone meanwhile (closed, evicted, timed out): nothing to admit.
         if case .challenged? = sockets[pending.id]?.state {
-            actions += continueProof(pending, read, now: now)
+            actions += continueProof(pending, read, joinVerified: joinVerified, now: now)
         }
         var deferred = pending.deferred[...]
         while admission == nil, let next = deferred.popFirst() {
@@ -376,16 +381,13 @@ public struct RoomMachine {
         return actions
     }
 
-    private mutating func continueProof(_ pending: Admission, _ read: AdmissionRead, now: RoomTime) -> [RoomAction] {
+    private mutating func continueProof(_ pending: Admission, _ read: AdmissionRead, joinVerified: Bool, now: RoomTime) -> [RoomAction] {
         let id = pending.id, hello = pending.hello, proof = pending.proof
         var actions: [RoomAction] = []
         let credential: Credential
-        if let verifier = read.state.verifier {
-            guard let signature = proof.signature else { return refuse(id, "signature required") }
-            let transcript = JoinTranscript(role: hello.role, nonce: pending.nonce, room: room, origin: configuration.origin)
-            guard let joinKey = (try? Base64.decodeForgiving(verifier)).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
-                  let signatureBytes = try? Base64.decodeForgiving(signature),
-                  joinKey.isValidSignature(signatureBytes, for: transcript.bytes) else { return refuse(id, "bad signature") }
+        if read.state.verifier != nil {
+            guard proof.signature != nil else { return refuse(id, "signature required") }
+            guard joinVerified else { return refuse(id, "bad signature") }
             // Refreshed before the slot checks, so even a refused join keeps the room alive.
             actions.append(.persist(.touch(at: now.wall)))
             credential = .signed

@@ -32,6 +32,8 @@ public final class DelayedRoomStore: RoomStore, Sendable {
 
     public func verifier(of room: RoomKey) -> String? { wait(); return base.verifier(of: room) }
     public func admissionState(of room: RoomKey) -> AdmissionState { wait(); return base.admissionState(of: room) }
+    /// One delay: a backend answers the whole admission step in one round trip.
+    public func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead { wait(); return base.admission(query, of: room) }
     public func pairingCycles(of room: RoomKey) -> Int { wait(); return base.pairingCycles(of: room) }
     public func setPairingCycles(_ cycles: Int, of room: RoomKey) { wait(); base.setPairingCycles(cycles, of: room) }
     public func touch(_ room: RoomKey, at now: UInt64) { wait(); base.touch(room, at: now) }

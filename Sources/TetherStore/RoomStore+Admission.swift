@@ -42,7 +42,7 @@ public enum RoomWrite: Sendable, Equatable {
 }
 
 extension RoomStore {
-    /// Performs `query` for the room (on its store lane).
+    /// Performs `query` for the room (on its store lane), call by call.
     public func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead {
         let state = admissionState(of: room)
         var read = AdmissionRead(state: state, quota: quota(of: room))

@@ -13,6 +13,11 @@ public protocol RoomStore: AnyObject, Sendable {
     func verifier(of room: RoomKey) -> String?
     /// What a Proof needs (§3.4–§3.5), in one read: the verifier and the pairing-cycle count.
     func admissionState(of room: RoomKey) -> AdmissionState
+    /// A Proof's whole storage step (`AdmissionQuery`): state and quota, and the ticket consumed
+    /// only if the room has no verifier. The default makes three calls; a backend answers it in
+    /// one round trip where it can (every call is a round trip on a networked database, and a
+    /// reconnect storm makes one per room).
+    func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead
     func pairingCycles(of room: RoomKey) -> Int
     /// 0 removes the count (§6.10: a record holding nothing else goes with it; a room never
     /// parked in stays without one).

@@ -106,6 +106,20 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
         } ?? AdmissionState(verifier: nil, pairingCycles: 0)
     }
 
+    public func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead {
+        // One statement for the room row (verifier, cycles, quota); the ticket only when needed.
+        let row = self.query("SELECT verifier, pairing_cycles, quota_day_start, quota_bytes FROM rooms WHERE room = ?1", [room.hex]) { row in
+            AdmissionRead(state: AdmissionState(verifier: text(row, 0), pairingCycles: Int(sqlite3_column_int64(row, 1))),
+                          quota: sqlite3_column_type(row, 2) == SQLITE_NULL ? nil
+                              : QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 2)), bytes: sqlite3_column_int64(row, 3)))
+        }
+        var read = row ?? AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0))
+        if read.state.verifier == nil, let ticket = query.ticket {
+            read.ticket = consumeTicket(ticket, in: room, now: query.now)
+        }
+        return read
+    }
+
     public func pairingCycles(of room: RoomKey) -> Int {
         query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
     }

@@ -56,7 +56,7 @@ enum ServeCommand {
         let group: EventLoopGroup
         let relay: RelayServer
         do {
-            group = try EventLoopGroup(count: flags.string("loops").flatMap(Int.init) ?? RelayServer.loopCount(for: configuration))
+            group = try EventLoopGroup(count: flags.string("loops").flatMap(Int.init))
             relay = RelayServer(configuration: configuration, group: group, store: DelayedRoomStore(sqlite, delayMilliseconds: delayMs),
                                 storeLanes: lanes)
             try relay.start()

@@ -222,7 +222,7 @@ final class RoomMachineTests: XCTestCase {
         _ = m.connected(SocketID(1), now: 0)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0), [.send(SocketID(1), challenge)])
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 5),
-                       [.load(AdmissionQuery(ticket: nil, now: 5))], "nothing is admitted before storage answers")
+                       [.load(AdmissionQuery(ticket: nil, now: 5), nil)], "nothing is admitted before storage answers")
         XCTAssertTrue(m.isAwaitingStorage)
         _ = m.connected(SocketID(2), now: 6)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 6), [.holdReading(SocketID(1))],
@@ -254,12 +254,12 @@ final class RoomMachineTests: XCTestCase {
             _ = m.connected(id, now: 1)
             _ = m.frame(from: id, isText: true, payload: phoneHello, now: 1)
         }
-        XCTAssertEqual(m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 2), [.load(AdmissionQuery(ticket: nil, now: 2))])
+        XCTAssertEqual(m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 2), [.load(AdmissionQuery(ticket: nil, now: 2), nil)])
         XCTAssertEqual(m.frame(from: SocketID(3), isText: true, payload: text(#"{"x":1}"#), now: 2), [.holdReading(SocketID(3))],
                        "no second read while the first Proof's count may still change")
         let first = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 4)), now: 3)
         XCTAssertTrue(first.contains(.persist(.pairingCycles(5))))
-        XCTAssertEqual(first.last, .load(AdmissionQuery(ticket: nil, now: 3)), "the waiting Proof reads after the first one's write")
+        XCTAssertEqual(first.last, .load(AdmissionQuery(ticket: nil, now: 3), nil), "the waiting Proof reads after the first one's write")
         XCTAssertFalse(first.contains(.resumeReading(SocketID(3))), "its socket stays held until its own answer")
         let second = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 5)), now: 4)
         XCTAssertTrue(second.contains(.persist(.pairingCycles(6))))
@@ -283,7 +283,25 @@ final class RoomMachineTests: XCTestCase {
         _ = m.connected(SocketID(1), now: 0)
         _ = m.frame(from: SocketID(1), isText: true, payload: phoneHello, now: 0)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text(#"{"ticket":"T"}"#), now: RoomTime(monotonic: 3, wall: 9)),
-                       [.load(AdmissionQuery(ticket: "T", now: 9))], "expiry is judged on the wall clock: tickets are stamped with it")
+                       [.load(AdmissionQuery(ticket: "T", now: 9), nil)], "expiry is judged on the wall clock: tickets are stamped with it")
+    }
+
+    func testASignedJoinsSignatureIsCheckedWithTheReadNotOnTheLoop() throws {
+        var m = rawMachine()
+        _ = m.connected(SocketID(1), now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
+        let actions = m.frame(from: SocketID(1), isText: true, payload: text(#"{"sig":"c2ln"}"#), now: 0)
+        let nonce = [UInt8](repeating: 7, count: 32)
+        XCTAssertEqual(actions, [.load(AdmissionQuery(ticket: nil, now: 0),
+                                       JoinCheck(transcript: JoinTranscript(role: .mac, nonce: nonce, room: room, origin: origin).bytes, signature: "c2ln"))])
+        let established = AdmissionRead(state: AdmissionState(verifier: "V", pairingCycles: 0))
+        XCTAssertEqual(closes(m.admissionLoaded(established, joinVerified: false, now: 1)).map { $0.2 }, ["bad signature"])
+
+        let secret = try RoomSecret(bytes: [UInt8](repeating: 0x33, count: 32))
+        let check = JoinCheck(transcript: [1, 2, 3], signature: Base64.encode(secret.joinSigningKey().signature(for: [1, 2, 3])))
+        XCTAssertTrue(check.isValid(for: Base64.encode(secret.verifier)))
+        XCTAssertFalse(check.isValid(for: "!!"), "an undecodable verifier is a bad signature, not a crash")
+        XCTAssertFalse(JoinCheck.verdict(check, against: AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0))))
     }
 
     // MARK: Time
@@ -494,9 +512,9 @@ final class StoredMachine {
         for action in actions {
             switch action {
             case let .persist(write): store.apply(write, to: machine.key)
-            case let .load(query):
+            case let .load(query, join):
                 let read = store.admission(query, of: machine.key)
-                output += settle(machine.admissionLoaded(read, now: now), now: now)
+                output += settle(machine.admissionLoaded(read, joinVerified: JoinCheck.verdict(join, against: read), now: now), now: now)
             case .holdReading, .resumeReading: break
             default: output.append(action)
             }

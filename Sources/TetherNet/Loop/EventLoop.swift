@@ -169,7 +169,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
             runTimers()
             flushWrites()
         }
-        runPending()
+        while pendingLock.withLock({ !pending.isEmpty }) { runPending(limit: .max) }
         flushWrites()
     }
 
@@ -245,10 +245,23 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
         if flags & UInt32(TETHER_EPOLLHUP | TETHER_EPOLLERR) != 0, flags & UInt32(TETHER_EPOLLIN) == 0 { handler.hangup() }
     }
 
-    private func runPending() {
+    /// Tasks run per iteration before the loop looks at its sockets again. A burst of queued work
+    /// (thousands of storage answers after a reconnect storm, each an admission of a few hundred
+    /// microseconds) would otherwise hold every spliced socket of the loop for as long as the
+    /// whole burst takes; 64 keeps an iteration's queued work to milliseconds while a burst still
+    /// drains at thousands of tasks a second.
+    public static let maxTasksPerIteration = 64
+
+    /// Runs queued tasks, at most `limit` of them (the rest wait for the next iteration, which
+    /// then does not block in epoll_wait).
+    private func runPending(limit: Int = EventLoop.maxTasksPerIteration) {
         let tasks = pendingLock.withLock { () -> [@Sendable () -> Void] in
-            defer { pending = [] }
-            return pending
+            guard pending.count > limit else {
+                defer { pending = [] }
+                return pending
+            }
+            defer { pending.removeFirst(limit) }
+            return Array(pending.prefix(limit))
         }
         for task in tasks { task() }
     }
