@@ -55,7 +55,7 @@ let package = Package(
 
         // MARK: Storage
         // The store protocols, their SQLite backend and the executor that keeps storage off the loops.
-        .target(name: "TetherStore", dependencies: ["TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
+        .target(name: "TetherStore", dependencies: ["TetherWire", "TetherCrypto", "CSQLite", "CTetherSystem"], swiftSettings: strict),
         // The store contract every backend's tests run unchanged (XCTest assertions; test-only).
         .target(name: "TetherStoreContract", dependencies: ["TetherStore", "TetherWire"], swiftSettings: strict),
 

@@ -9,6 +9,8 @@
 #include <sys/timerfd.h>
 #include <sched.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
 int tether_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -135,4 +137,8 @@ int tether_usable_cpus(void) {
     }
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     return online > 0 ? (int)online : 1;
+}
+
+int tether_set_thread_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }

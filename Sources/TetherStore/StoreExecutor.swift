@@ -1,17 +1,18 @@
-import Dispatch
+
 import Synchronization
 
 /// Runs storage off the event loops. A store call blocks (SQLite fsyncs a verifier; a networked
 /// database answers in a millisecond or more), so the relay never makes one on a loop thread: it
 /// submits the work here, and the work posts its answer back to the room's loop.
 ///
-/// Work runs on `lanes` serial queues. A room's work always goes to the same lane (by its key's
+/// Work runs on `lanes` serial lanes (threads of their own, below the loops' priority). A room's
+/// work always goes to the same lane (by its key's
 /// bucket), so one room's reads and writes run one at a time in the order the room submitted them
 /// — which, with the room's own one-query-at-a-time rule, is relay.md §6.9's per-room
 /// serialisation — while different rooms' work runs in parallel up to the lane count.
 public final class StoreExecutor: Sendable {
     public let store: any RoomStore
-    private let lanes: [DispatchQueue]
+    private let lanes: [StoreLane]
     private let queued = Atomic<Int>(0)
 
     /// Lanes a relay uses by default: storage work is mostly waiting (on fsync, or on the
@@ -21,7 +22,12 @@ public final class StoreExecutor: Sendable {
 
     public init(store: any RoomStore, lanes: Int = StoreExecutor.defaultLanes) {
         self.store = store
-        self.lanes = (0..<max(1, lanes)).map { DispatchQueue(label: "tether.store.lane\($0)") }
+        self.lanes = (0..<max(1, lanes)).map { StoreLane(name: "tether-store-\($0)") }
+    }
+
+    /// The lanes' threads exit once their queued work has run (a server that is shut down).
+    deinit {
+        for lane in lanes { lane.stop() }
     }
 
     public var laneCount: Int { lanes.count }
@@ -47,6 +53,6 @@ public final class StoreExecutor: Sendable {
     /// Waits until everything submitted so far has run (graceful shutdown flushes the quota
     /// counts and the last writes before the process exits). Never call it on an event loop.
     public func drain() {
-        for lane in lanes { lane.sync {} }
+        for lane in lanes { lane.sync() }
     }
 }

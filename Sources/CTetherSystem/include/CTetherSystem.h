@@ -66,4 +66,8 @@ int tether_eventfd_create_blocking(void);
 /// CPUs this process may run on (its affinity mask: taskset, cpusets), at least 1; the online
 /// count if the mask cannot be read.
 int tether_usable_cpus(void);
+
+/// Sets the calling thread's nice value (Linux schedules threads one by one, so this touches no
+/// other thread). Returns 0 or -1.
+int tether_set_thread_nice(int nice);
 #endif
