@@ -24,10 +24,11 @@ bench: deps
 # The relay beside the C floor relay (../shared/bench/TARGETS.md): open mode, abuse limits off,
 # a fresh database in a temporary directory. SCENARIOS=abcde by default; OUT= keeps the results.
 SCENARIOS ?= abcde
+REPS ?= 3
 bench-relay: deps
 	$(SWIFT) build -c release --product tether
 	$(MAKE) -C ../shared/bench
-	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps 1 --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
+	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps $(REPS) --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
 	  'cd $$(mktemp -d) && RELAY_WS_RATE_LIMIT=0 RELAY_MAX_FRAMES_PER_SEC=0 RELAY_MAX_SOCKETS_PER_IP=1000000 RELAY_MAX_TOTAL_SOCKETS=1000000 RELAY_DAILY_BYTE_QUOTA=1000000000000000 exec $(CURDIR)/.build/release/tether relay --local --relay-port {port}'
 
 # The storage-latency scenario (tether-relaybench run): 5,000 established rooms reconnect at once

@@ -181,6 +181,7 @@ final class RoomHost: WebSocketDelegate {
             member.connection?.close(code: code, reason: reason)
         case let .log(line): server.write(line)
         case .forward: break
+        case let .deliver(source, target, isText, payload): forward(payload, isText: isText, from: source, to: target)
         case let .load(query, join): load(query, join)
         case let .persist(write): server.persist(write, for: machine.key)
         case let .holdReading(id): hold(id, Hold.storage)

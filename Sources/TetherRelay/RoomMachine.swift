@@ -18,6 +18,9 @@ public enum RoomAction: Equatable, Sendable {
     case send(SocketID, String)
     /// Forward the frame being handled, unchanged, to this socket.
     case forward(to: SocketID)
+    /// Forward a frame that waited behind a storage answer (sent by `from` before it was admitted,
+    /// now spliced data, §6.9), unchanged, to this socket.
+    case deliver(from: SocketID, to: SocketID, isText: Bool, payload: [UInt8])
     /// Close with this code and reason (the room already treats the socket as gone).
     case close(SocketID, code: UInt16, reason: String)
     /// An always-on, zero-PII lifecycle line (room tag, never the name, an IP or a key).
@@ -367,7 +370,13 @@ public struct RoomMachine {
         }
         var deferred = pending.deferred[...]
         while admission == nil, let next = deferred.popFirst() {
-            actions += receive(from: next.id, isText: next.isText, payload: next.payload, now: now).actions
+            for action in receive(from: next.id, isText: next.isText, payload: next.payload, now: now).actions {
+                guard case let .forward(target) = action else {
+                    actions.append(action)
+                    continue
+                }
+                actions.append(.deliver(from: next.id, to: target, isText: next.isText, payload: next.payload))
+            }
         }
         var stillHeld: [SocketID] = []
         if admission != nil {

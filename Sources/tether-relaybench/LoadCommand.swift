@@ -13,6 +13,7 @@ import TetherWire
 enum LoadCommand {
     static let usage = """
     usage: tether-relaybench load --port P [--rooms N] [--pairs M] [--seconds S] [--warmup W] [--loops L] [--relay-pid PID] [--label TEXT]
+                                  [--tls-ca FILE]
       --rooms      established rooms whose macs rejoin at once (default 5000; the serve side's --rooms)
       --pairs      spliced ping pairs, 64 B frames, one in flight (default 100)
       --seconds    length of the run from the pairs' first round trip (default 20); it runs on
@@ -21,12 +22,14 @@ enum LoadCommand {
       --loops      event loops: the pairs on the first, the storm's joins on the others (default 2)
       --relay-pid  the relay's process, to report its CPU use during the storm
       --label      copied into the JSON line
+      --tls-ca     the pairs connect with wss://, trusting this CA (a relay with --tls-cert); with
+                   --rooms 0 the pairs are spread over every loop, for a frame-rate measurement
 
     """
 
     static func run(_ arguments: [String]) async -> Never {
         let flags = Flags(arguments, usage: usage)
-        flags.only(["port", "rooms", "pairs", "seconds", "warmup", "loops", "relay-pid", "label"])
+        flags.only(["port", "rooms", "pairs", "seconds", "warmup", "loops", "relay-pid", "label", "tls-ca"])
         guard let port = flags.string("port").flatMap(UInt16.init) else { Flags.fail("--port is required", usage) }
         let roomCount = flags.int("rooms", default: 5000)
         let pairCount = flags.int("pairs", default: 100)
@@ -44,15 +47,22 @@ enum LoadCommand {
         let pairLoop = group.loops[0]
         let stormLoops = group.loops.count > 1 ? Array(group.loops.dropFirst()) : group.loops
         let origin = "http://127.0.0.1:\(port)"
+        var tls: TLSClientContext?
+        if let ca = flags.string("tls-ca") {
+            guard roomCount == 0 else { Flags.fail("--tls-ca measures the pairs alone: use --rooms 0", usage) }
+            do { tls = try TLSClientContext(caFile: ca) } catch { Flags.fail("--tls-ca: \(error)", usage) }
+        }
 
-        // 1. The pairs, all on one loop so each round trip is timed where its frames are handled.
-        let pairs = (0..<pairCount).map { _ in PingPair(loop: pairLoop) }
-        let openFailures = await open(pairs, url: "ws://127.0.0.1:\(port)/")
+        // 1. The pairs, all on one loop so each round trip is timed where its frames are handled
+        // (a pure frame-rate run spreads them over every loop instead; each is still timed on its own).
+        let pairLoops = roomCount == 0 ? group.loops : [pairLoop]
+        let pairs = (0..<pairCount).map { PingPair(loop: pairLoops[$0 % pairLoops.count], tls: tls) }
+        let openFailures = await open(pairs, url: "\(tls == nil ? "ws" : "wss")://127.0.0.1:\(port)/")
         guard openFailures.isEmpty else { Flags.fail("pairs failed to open: \(openFailures.prefix(5))", usage) }
 
         let storm = Storm(origin: origin, count: roomCount, loops: stormLoops)
         let begin = ProcessStats.now()
-        pairLoop.execute { for pair in pairs { pair.start() } }
+        for loop in pairLoops { loop.execute { for pair in pairs where pair.loop === loop { pair.start() } } }
 
         // 2. Warm-up, then the storm.
         try? await Task.sleep(nanoseconds: UInt64(warmup * 1e9))
@@ -68,10 +78,13 @@ enum LoadCommand {
         if end > ProcessStats.now() { try? await Task.sleep(nanoseconds: end - ProcessStats.now()) }
         let windowLoadCPU = loadCPU.percent()
         let windowRelayCPU = relayCPU?.percent()
-        let results = (try? pairLoop.submitAndWait {
-            for pair in pairs { pair.stop() }
-            return PairResults(pairs)
-        }) ?? PairResults([])
+        var stopped: [PingPair] = []
+        for loop in pairLoops {
+            let mine = pairs.filter { $0.loop === loop }
+            _ = try? loop.submitAndWait { for pair in mine { pair.stop() } }
+            stopped += mine
+        }
+        let results = PairResults(stopped)
         let finished = ProcessStats.now()
 
         let latencies = storm.admissionLatencies

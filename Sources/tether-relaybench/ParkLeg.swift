@@ -22,10 +22,10 @@ final class ParkLeg: WebSocketDelegate, @unchecked Sendable {
     init(role: RelayRole) { self.role = role }
 
     /// Connects to `url` and joins `room` on `loop`; `done` runs on the loop.
-    func join(url: String, room: RoomName, on loop: EventLoop, done: @escaping (String?) -> Void) {
+    func join(url: String, room: RoomName, tls: TLSClientContext? = nil, on loop: EventLoop, done: @escaping (String?) -> Void) {
         onAdmission = done
         let leg = LoopBound(self)
-        WebSocketClient.connect(url, headers: HTTPHeaders([("x-relay-room", room.hex)]), delegate: self, on: loop) { result in
+        WebSocketClient.connect(url, headers: HTTPHeaders([("x-relay-room", room.hex)]), tls: tls, delegate: self, on: loop) { result in
             let leg = leg.value
             switch result {
             case let .success(socket):

@@ -22,8 +22,12 @@ final class PingPair: @unchecked Sendable {
     private(set) var frameErrors = 0
     private(set) var lost: [String] = []
 
-    init(loop: EventLoop) {
+    /// wss:// when set (the relay serving TLS itself).
+    let tls: TLSClientContext?
+
+    init(loop: EventLoop, tls: TLSClientContext? = nil) {
         self.loop = loop
+        self.tls = tls
         // A fresh random room: open mode admits both roles with an empty proof.
         room = RoomName(header: Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) }))!
         completedAt.reserveCapacity(1 << 16)
@@ -33,9 +37,9 @@ final class PingPair: @unchecked Sendable {
     /// Parks the mac, then admits the phone (a phone is only admitted beside an admitted mac);
     /// `done` runs on the loop with nil once both are in.
     func open(url: String, done: @escaping (String?) -> Void) {
-        mac.join(url: url, room: room, on: loop) { [self] error in
+        mac.join(url: url, room: room, tls: tls, on: loop) { [self] error in
             if let error { return done("mac: \(error)") }
-            phone.join(url: url, room: room, on: loop) { error in done(error.map { "phone: \($0)" }) }
+            phone.join(url: url, room: room, tls: tls, on: loop) { error in done(error.map { "phone: \($0)" }) }
         }
         phone.onFrame = { [unowned self] frame in phone.send(frame) }
         mac.onFrame = { [unowned self] frame in returned(frame) }

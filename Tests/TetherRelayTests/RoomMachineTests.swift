@@ -244,6 +244,24 @@ final class RoomMachineTests: XCTestCase {
         XCTAssertEqual(m.admitted(.mac), SocketID(1))
     }
 
+    func testFramesPipelinedBehindAProofAreSplicedToThePeerOnceAdmitted() {
+        var m = rawMachine()
+        _ = m.connected(SocketID(1), now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
+        _ = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 0)
+        _ = m.connected(SocketID(2), now: 1)
+        _ = m.frame(from: SocketID(2), isText: true, payload: phoneHello, now: 1)
+        _ = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 1)
+        XCTAssertEqual(m.frame(from: SocketID(2), isText: false, payload: [0xAB, 0xCD], now: 1), [.holdReading(SocketID(2))])
+        let answered = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 2)
+        let result = answered.firstIndex { if case .send(SocketID(2), _) = $0 { return true } else { return false } }
+        let delivered = answered.firstIndex(of: .deliver(from: SocketID(2), to: SocketID(1), isText: false, payload: [0xAB, 0xCD]))
+        XCTAssertNotNil(delivered, "the frame the phone sent right after its Proof reaches the mac: \(answered)")
+        XCTAssertLessThan(result ?? .max, delivered ?? -1, "after the phone's Result")
+        XCTAssertEqual(answered.last, .resumeReading(SocketID(2)))
+    }
+
     func testASecondProofIsNotReadUntilTheFirstIsAnsweredSoThePairingCycleCountNeverLosesAnUpdate() {
         var m = rawMachine()
         _ = m.connected(SocketID(1), now: 0)
@@ -516,6 +534,7 @@ final class StoredMachine {
                 let read = store.admission(query, of: machine.key)
                 output += settle(machine.admissionLoaded(read, joinVerified: JoinCheck.verdict(join, against: read), now: now), now: now)
             case .holdReading, .resumeReading: break
+            case let .deliver(_, target, _, _): output.append(.forward(to: target))
             default: output.append(action)
             }
         }
