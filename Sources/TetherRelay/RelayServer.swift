@@ -79,7 +79,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: MonotonicMilliseconds(clock))
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
                                   verifier: Self.appAttestVerifier(configuration))
-        rooms = group.loops.map { RoomTable(loop: $0) }
+        rooms = group.loops.map { RoomTable(loop: $0, clock: clock) }
         chores = Chores(loop: group.loops[0])
         machineContext = Self.machineContext(configuration)
         sharding = ShardOwnership(origin: configuration.origin)
@@ -247,11 +247,6 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         machine.dailyByteQuota = configuration.dailyByteQuota
         machine.maxFramesPerSecond = configuration.maxFramesPerSecond
         return RoomMachine.Context(configuration: machine)
-    }
-
-    /// A room's write, on its store lane; nobody waits for it.
-    func persist(_ write: RoomWrite, for key: RoomKey) {
-        storage.submit(key) { $0.apply(write, to: key) }
     }
 
     var stallTimeoutMs: UInt64 { UInt64(configuration.stallTimeoutMs) }

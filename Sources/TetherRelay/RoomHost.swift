@@ -111,7 +111,7 @@ final class RoomHost: WebSocketDelegate {
     // MARK: Events
 
     private func frame(from id: SocketID, isText: Bool, payload: [UInt8]) {
-        switch machine.receive(from: id, isText: isText, payload: payload, now: server.clock.now()) {
+        switch machine.receive(from: id, isText: isText, payload: payload, now: table.clock.now()) {
         case let .forward(target): forward(payload, isText: isText, from: id, to: target)
         case .none: return
         case let .actions(actions):
@@ -134,7 +134,7 @@ final class RoomHost: WebSocketDelegate {
     private func gone(_ id: SocketID, code: UInt16, reason: String, failedWithProtocolError: Bool) {
         guard let member = members.removeValue(forKey: id) else { return }
         server.release(member.ip)
-        let lived = server.clock.monotonicMs() &- member.openedAt
+        let lived = table.clock.monotonicMs() &- member.openedAt
         server.metrics.socketLifetime(milliseconds: lived)
         let tag = machine.key.logTag, role = machine.role(of: id)?.rawValue ?? "?"
         if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
@@ -183,7 +183,9 @@ final class RoomHost: WebSocketDelegate {
         case .forward: break
         case let .deliver(source, target, isText, payload): forward(payload, isText: isText, from: source, to: target)
         case let .load(query, join): load(query, join)
-        case let .persist(write): server.persist(write, for: machine.key)
+        case let .persist(write):
+            let key = machine.key
+            table.store(key) { $0.apply(write, to: key) }
         case let .holdReading(id): hold(id, Hold.storage)
         case let .resumeReading(id): release(id, Hold.storage)
         }
@@ -196,13 +198,13 @@ final class RoomHost: WebSocketDelegate {
     private func load(_ query: AdmissionQuery, _ join: JoinCheck?) {
         let host = LoopBound(self)
         let loop = self.loop, key = machine.key
-        server.storage.submit(key) { store in
+        table.store(key) { store in
             let read = store.admission(query, of: key)
             // The signature check is CPU work: done here, on the lane, not on the splicing loop.
             let verified = JoinCheck.verdict(join, against: read)
             loop.execute {
                 let room = host.value
-                room.perform(room.machine.admissionLoaded(read, joinVerified: verified, now: room.server.clock.now()))
+                room.perform(room.machine.admissionLoaded(read, joinVerified: verified, now: room.table.clock.now()))
                 room.armDeadline()
             }
         }
@@ -244,12 +246,12 @@ final class RoomHost: WebSocketDelegate {
         if let deadlineTimer { loop.cancel(deadlineTimer) }
         deadlineTimer = nil
         guard let deadline = machine.nextDeadline else { return }
-        let now = server.clock.monotonicMs()
+        let now = table.clock.monotonicMs()
         // A strong capture (no weak side table per room): the timer is cancelled when the room
         // empties, which releases it.
         deadlineTimer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [self] in
             self.deadlineTimer = nil
-            self.perform(self.machine.tick(now: self.server.clock.monotonicMs()))
+            self.perform(self.machine.tick(now: self.table.clock.monotonicMs()))
             self.armDeadline()
         }
     }

@@ -23,7 +23,13 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
     /// past it the expired windows are dropped first, then arbitrary ones.
     static let maxEvictedWindows = 65_536
 
-    init(loop: EventLoop) { self.loop = loop }
+    /// The relay's clock, held here so the splice reads it without going through the relay.
+    let clock: RelayClock
+
+    init(loop: EventLoop, clock: RelayClock) {
+        self.loop = loop
+        self.clock = clock
+    }
 
     func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String,
                 id: SocketID, connectedAt: UInt64) {
@@ -46,12 +52,33 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
         rooms.remove(room)
         server?.roomLeft(room)
         let window = host.machine.admissionWindow
-        guard let now = server?.clock.monotonicMs(), !window.isExpired(now: now) else { return }
+        let now = clock.monotonicMs()
+        guard !window.isExpired(now: now) else { return }
         if evictedWindows.count >= Self.maxEvictedWindows {
             evictedWindows = evictedWindows.filter { !$0.value.isExpired(now: now) }
             if evictedWindows.count >= Self.maxEvictedWindows { evictedWindows.remove(at: evictedWindows.startIndex) }
         }
         evictedWindows[room.hashValue] = window
+    }
+
+    /// Store lanes this iteration queued work for and has not woken yet (bit per lane).
+    private var lanesToWake: UInt64 = 0
+
+    /// Queues a room's storage work on its lane; the lane is woken once, at the end of this loop
+    /// iteration, for everything the iteration queued (a reconnect storm's admissions arrive
+    /// many to an iteration).
+    func store(_ key: RoomKey, _ work: @escaping @Sendable (any RoomStore) -> Void) {
+        guard let storage = server?.storage, let lane = storage.enqueue(key, work) else { return }
+        // A lane beyond the mask's 64 bits is woken at once.
+        guard lane < 64 else { return storage.wake(lane: lane) }
+        if lanesToWake == 0 {
+            loop.atFlushPoint { [self] in
+                let lanes = lanesToWake
+                lanesToWake = 0
+                for index in 0..<64 where lanes & (1 << index) != 0 { storage.wake(lane: index) }
+            }
+        }
+        lanesToWake |= 1 << UInt64(lane)
     }
 
     /// Windows kept for evicted rooms (tests and metrics).

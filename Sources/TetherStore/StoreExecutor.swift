@@ -46,6 +46,22 @@ public final class StoreExecutor: Sendable {
         }
     }
 
+    /// Queues `work` on the room's lane like `submit`, but leaves the wake to the caller: returns
+    /// the lane to `wake(lane:)` if it needs one. A loop queues an iteration's storage this way and
+    /// wakes each lane once at its flush point — one thread wake-up for a burst, not one per room.
+    public func enqueue(_ room: RoomKey, _ work: @escaping @Sendable (any RoomStore) -> Void) -> Int? {
+        queued.add(1, ordering: .relaxed)
+        let lane = room.bucket % lanes.count
+        let first = lanes[lane].enqueue { [self] in
+            work(store)
+            queued.subtract(1, ordering: .relaxed)
+        }
+        return first ? lane : nil
+    }
+
+    /// Wakes a lane `enqueue` named.
+    public func wake(lane: Int) { lanes[lane].signal() }
+
     /// Storage work submitted and not yet finished (a gauge: a growing figure means the store is
     /// slower than the relay's demand).
     public var backlog: Int { queued.load(ordering: .relaxed) }

@@ -27,13 +27,21 @@ final class StoreLane: Sendable {
 
     /// Queues `work` after everything queued before it.
     func async(_ work: @escaping @Sendable () -> Void) {
-        let first = queue.withLock { queue in
+        if enqueue(work) { signal() }
+    }
+
+    /// Queues `work` without waking the thread; true when the queue was empty, so the caller must
+    /// `signal()` (once, for however many it queues) for the work to run.
+    func enqueue(_ work: @escaping @Sendable () -> Void) -> Bool {
+        queue.withLock { queue in
             queue.append(work)
             return queue.count == 1
         }
-        // Only the first item of a batch wakes the thread: it takes the rest with it.
-        if first { wake.signal() }
     }
+
+    /// Wakes the thread to run what is queued. Only the first item of a batch needs it: the
+    /// thread takes the rest with it.
+    func signal() { wake.signal() }
 
     /// Returns once everything queued before the call has run. Never call it from the lane itself.
     func sync() {

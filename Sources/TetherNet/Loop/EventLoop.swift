@@ -131,8 +131,14 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
 
     /// Runs `task` on the loop thread (soon, in submission order). Safe from any thread.
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        pendingLock.withLock { pending.append(task) }
-        _ = tether_eventfd_signal(wakeFD)
+        let first = pendingLock.withLock { () -> Bool in
+            pending.append(task)
+            return pending.count == 1
+        }
+        // Only a task that finds the queue empty has to wake the loop: a non-empty queue has
+        // already been signalled, or the loop left it non-empty and will not block before running
+        // it (`waitTimeout` checks the queue). One syscall per burst, not per task.
+        if first { _ = tether_eventfd_signal(wakeFD) }
     }
 
     /// Asks the loop to stop after its current iteration; joins the thread if one was started.
@@ -191,8 +197,9 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     }
 
     /// Runs `task` at this iteration's flush point, after the writes: by then every handler
-    /// and read loop of the iteration has returned.
-    func atFlushPoint(_ task: @escaping () -> Void) {
+    /// and read loop of the iteration has returned (a server batches per-iteration work there:
+    /// one wake of a worker thread for everything the iteration queued for it).
+    public func atFlushPoint(_ task: @escaping () -> Void) {
         assertInEventLoop()
         flushPointTasks.append(task)
     }

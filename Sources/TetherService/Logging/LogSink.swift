@@ -1,3 +1,4 @@
+import CTetherSystem
 import Glibc
 import Synchronization
 
@@ -14,6 +15,8 @@ public final class LogSink: Sendable {
     /// Lines waiting for the writer. At ~100 bytes a line, 8,192 lines is under a megabyte, and
     /// it absorbs seconds of a connection storm's always-on lines while stderr is stalled.
     public static let defaultCapacity = 8_192
+    /// The writer thread's nice value (the loops run at the process's own, normally 0).
+    static let writerNiceness: Int32 = 10
 
     /// What the drop report and the toggle lines start with (`relay`).
     public let name: String
@@ -48,7 +51,12 @@ public final class LogSink: Sendable {
         verboseFlag = Atomic(verbose)
         state = Mutex(State())
         writer = Mutex(nil)
-        let thread = DedicatedThread.start { [self] in drain() }
+        let thread = DedicatedThread.start { [self] in
+            // Below the loops' priority: a log line never preempts a loop that is splicing; the
+            // writer runs when a loop waits, or on its share under load, taking lines in batches.
+            _ = tether_set_thread_nice(Self.writerNiceness)
+            drain()
+        }
         writer.withLock { $0 = thread }
     }
 
