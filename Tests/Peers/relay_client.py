@@ -497,46 +497,57 @@ def rss_kib(pid):
 
 
 async def flood(url, pid):
-    """Back-pressure: a mac floods 256 KiB frames for `seconds` into a phone that never reads,
-    while an unrelated pair exchanges 64 B frames; the relay's RSS growth and the other pair's
-    round trips."""
+    """Back-pressure: in each of FLOOD_ROOMS rooms (default 1) a mac floods 256 KiB frames for
+    FLOOD_SECONDS into a phone that never reads, while an unrelated pair exchanges 64 B frames;
+    the relay's RSS growth and the other pair's round trips."""
     import threading
     import time
     seconds = float(os.environ.get("FLOOD_SECONDS", "4"))
+    rooms = int(os.environ.get("FLOOD_ROOMS", "1"))
     rss_before = rss_kib(pid)
-    r = room()
-    mac, phone = RawSocket(url, r), RawSocket(url, r)
-    out = {"mac": mac.admit("mac"), "phone": phone.admit("phone")}
+    floods = []
+    out = {}
+    for _ in range(rooms):
+        r = room()
+        mac, phone = RawSocket(url, r), RawSocket(url, r)
+        out["mac"], out["phone"] = mac.admit("mac"), phone.admit("phone")
+        floods.append((mac, phone))
     other_room = room()
     a, b = RawSocket(url, other_room), RawSocket(url, other_room)
     a.admit("mac")
     b.admit("phone")
-    sent = [0]
+    sent = [0] * rooms
     stop = time.monotonic() + seconds
     frame = os.urandom(262_144)
 
-    def pump():
+    def pump(index, mac):
         mac.sock.settimeout(0.5)
         while time.monotonic() < stop:
             try:
                 mac.send_frame(0x2, frame)
-                sent[0] += len(frame)
+                sent[index] += len(frame)
             except OSError:
                 pass   # the relay stopped reading us: exactly what back-pressure should do
 
-    flooder = threading.Thread(target=pump)
-    flooder.start()
+    flooders = [threading.Thread(target=pump, args=(i, mac)) for i, (mac, _) in enumerate(floods)]
+    for flooder in flooders:
+        flooder.start()
     rtts = []
+    peak = 0
     while time.monotonic() < stop:
         started = time.monotonic()
         a.send_frame(0x2, b"x" * 64)
         b.recv_frame()
         rtts.append(time.monotonic() - started)
+        peak = max(peak, rss_kib(pid))
         time.sleep(0.01)
-    flooder.join()
+    for flooder in flooders:
+        flooder.join()
     rtts.sort()
-    out["sent_bytes"] = sent[0]
+    out["rooms"] = rooms
+    out["sent_bytes"] = max(sent)
     out["rss_growth_kib"] = rss_kib(pid) - rss_before
+    out["rss_peak_growth_kib"] = peak - rss_before
     out["rtt_p99_ms"] = rtts[int(len(rtts) * 0.99)] * 1000 if rtts else None
     out["round_trips"] = len(rtts)
     return out

@@ -38,7 +38,11 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         defer { running.cancel() }
 
         let channel = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: link.pairingID)
-        let shown = recorder.all.compactMap { if case let .showCode(code) = $0 { code } else { nil } }
+        // The phone shows its code as its handshake ends, which may be a moment after the Mac's
+        // side of it completes: wait for the event rather than race it.
+        func shownCodes() -> [String] { recorder.all.compactMap { if case let .showCode(code) = $0 { code } else { nil } } }
+        for _ in 0..<200 where shownCodes().isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        let shown = shownCodes()
         XCTAssertEqual(shown, [channel.sas], "the phone shows the code both derived")
         XCTAssertEqual(recorder.all.first, .relay(origin: relay.origin, disclosedHost: "127.0.0.1:\(relay.port)"))
         try channel.send(PairingVerdict.accepted.frame)
