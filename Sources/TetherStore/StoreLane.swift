@@ -46,7 +46,10 @@ final class StoreLane: Sendable {
     /// Returns once everything queued before the call has run. Never call it from the lane itself.
     func sync() {
         let done = DispatchSemaphore(value: 0)
-        async { done.signal() }
+        // Always signalled: work queued ahead of this may still be waiting for the wake its
+        // queuer defers to a flush point.
+        _ = enqueue { done.signal() }
+        signal()
         done.wait()
     }
 
