@@ -196,7 +196,7 @@ final class RoomHost: WebSocketDelegate {
     /// The host is kept alive by the closure until then, even if the room empties meanwhile (the
     /// machine then finds no socket to admit).
     private func load(_ query: AdmissionQuery, _ join: JoinCheck?) {
-        let host = LoopBound(self)
+        let host = UncheckedTransfer(self)
         let loop = self.loop, key = machine.key
         table.store(key) { store in
             let read = store.admission(query, of: key)
@@ -255,11 +255,4 @@ final class RoomHost: WebSocketDelegate {
             self.armDeadline()
         }
     }
-}
-
-/// A loop-confined object carried through a store lane and back to its loop: the lane never
-/// touches it, and `EventLoop.execute` orders the hand-back after everything the loop did before.
-struct LoopBound<Value: AnyObject>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

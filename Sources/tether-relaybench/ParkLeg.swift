@@ -24,7 +24,7 @@ final class ParkLeg: WebSocketDelegate, @unchecked Sendable {
     /// Connects to `url` and joins `room` on `loop`; `done` runs on the loop.
     func join(url: String, room: RoomName, tls: TLSClientContext? = nil, on loop: EventLoop, done: @escaping (String?) -> Void) {
         onAdmission = done
-        let leg = LoopBound(self)
+        let leg = UncheckedTransfer(self)
         WebSocketClient.connect(url, headers: HTTPHeaders([("x-relay-room", room.hex)]), tls: tls, delegate: self, on: loop) { result in
             let leg = leg.value
             switch result {
@@ -77,10 +77,4 @@ final class ParkLeg: WebSocketDelegate, @unchecked Sendable {
         self.socket = nil
         if wasAdmitted { onClose(code, reason) } else { finish("closed \(code) \(reason)") }
     }
-}
-
-/// A loop-confined object carried through a `@Sendable` completion that runs on its loop.
-struct LoopBound<Value: AnyObject>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

@@ -356,8 +356,10 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     }
 }
 
-/// Carries a loop-confined object across a handoff, where only one thread touches it at a time.
-struct UncheckedTransfer<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+/// Carries a loop-confined object through `@Sendable` code that never touches it — a handoff, a
+/// storage lane, a completion — back to its loop, where `EventLoop.execute` orders it after
+/// everything the loop did before: only one thread touches it at a time.
+public struct UncheckedTransfer<Value>: @unchecked Sendable {
+    public let value: Value
+    public init(_ value: Value) { self.value = value }
 }
