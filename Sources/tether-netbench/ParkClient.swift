@@ -2,22 +2,25 @@ import Foundation
 import Glibc
 import TetherNet
 
-/// `tether-netbench park URL -n N --pid PID [--ca ca.pem]`: opens N WebSockets (ws:// or
+/// `tether-netbench park URL -n N --pid PID [--ca ca.pem] [--hold S]`: opens N WebSockets (ws:// or
 /// wss://), admits each as a mac in its own room, and reports the server's RSS growth per
 /// connection. wsload speaks no TLS, so this is how the TLS idle cost is measured, and with a
-/// ws:// URL the same harness gives the plain figure for comparison.
+/// ws:// URL the same harness gives the plain figure for comparison. `--hold S` keeps them open
+/// S seconds more before the reading (the server's periodic work, a heap trim say, has run).
 enum ParkClient {
     static func run(_ arguments: [String]) throws {
         var url = "ws://127.0.0.1:9202/"
         var count = 1000
         var pid: Int32 = 0
         var ca: String?
+        var hold = 2.0
         var it = arguments.makeIterator()
         while let argument = it.next() {
             switch argument {
             case "-n": count = Int(it.next() ?? "") ?? count
             case "--pid": pid = Int32(it.next() ?? "") ?? 0
             case "--ca": ca = it.next()
+            case "--hold": hold = Double(it.next() ?? "") ?? hold
             default: url = argument
             }
         }
@@ -48,11 +51,11 @@ enum ParkClient {
             }
         }
         for _ in 0..<200 { inFlight.wait() }
-        Thread.sleep(forTimeInterval: 2)   // let the server settle
+        Thread.sleep(forTimeInterval: hold)   // let the server settle
         let after = rss(pid)
         let alive = admitted.admitted
         let perConnection = alive > 0 ? Double(after - before) / Double(alive) : 0
-        print(#"{"url":"\#(url)","admitted":\#(alive),"failed":\#(admitted.failed),"rss_before_kb":\#(before / 1024),"rss_after_kb":\#(after / 1024),"rss_per_connection_bytes":\#(Int(perConnection))}"#)
+        print(#"{"url":"\#(url)","held_s":\#(hold),"admitted":\#(alive),"failed":\#(admitted.failed),"rss_before_kb":\#(before / 1024),"rss_after_kb":\#(after / 1024),"rss_per_connection_bytes":\#(Int(perConnection))}"#)
         exit(0)
     }
 
