@@ -278,9 +278,6 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         if verbose { log(line()) }
     }
 
-    /// Waits until every line logged so far is written (shutdown, tests).
-    public func flushLog() { sink?.flush() }
-
     var droppedLogLines: Int { sink?.droppedLines ?? 0 }
 }
 

@@ -81,8 +81,6 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
         lanesToWake |= 1 << UInt64(lane)
     }
 
-    /// Windows kept for evicted rooms (tests and metrics).
-    var evictedWindowCount: Int { evictedWindows.count }
 
     func closeAll(code: UInt16, reason: String) {
         assertOnLoop()
