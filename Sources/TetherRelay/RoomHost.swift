@@ -38,12 +38,10 @@ final class RoomHost: WebSocketDelegate {
     var machine: RoomMachine
     unowned let table: RoomTable
     private var members = SmallMap<SocketID, Member>()
-    /// The admission deadline's timer: out of line, since only a room with a pending socket has one.
-    private var deadlineTimerStorage = OutOfLine<EventLoop.TimerID>()
-    private var deadlineTimer: EventLoop.TimerID? {
-        get { deadlineTimerStorage.value }
-        set { deadlineTimerStorage.value = newValue }
-    }
+    /// The admission deadline's timer and when it fires: out of line, since only a room with a
+    /// pending socket has one.
+    private var deadlineTimerStorage = OutOfLine<(timer: EventLoop.TimerID, at: UInt64)>()
+    private var deadlineTimer: EventLoop.TimerID? { deadlineTimerStorage.value?.timer }
 
     var loop: EventLoop { table.loop }
 
@@ -158,7 +156,7 @@ final class RoomHost: WebSocketDelegate {
         perform(machine.disconnected(id))
         if members.isEmpty, machine.isEmpty {
             if let deadlineTimer { loop.cancel(deadlineTimer) }
-            deadlineTimer = nil
+            deadlineTimerStorage.value = nil
             table.remove(self)
         }
     }
@@ -243,16 +241,21 @@ final class RoomHost: WebSocketDelegate {
     }
 
     private func armDeadline() {
+        let deadline = machine.nextDeadline
+        // Most events leave the earliest deadline where it was (a hello, a second pending
+        // socket): the armed timer stands.
+        if deadline == deadlineTimerStorage.value?.at { return }
         if let deadlineTimer { loop.cancel(deadlineTimer) }
-        deadlineTimer = nil
-        guard let deadline = machine.nextDeadline else { return }
+        deadlineTimerStorage.value = nil
+        guard let deadline else { return }
         let now = table.clock.monotonicMs()
         // A strong capture (no weak side table per room): the timer is cancelled when the room
         // empties, which releases it.
-        deadlineTimer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [self] in
-            self.deadlineTimer = nil
+        let timer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [self] in
+            self.deadlineTimerStorage.value = nil
             self.perform(self.machine.tick(now: self.table.clock.monotonicMs()))
             self.armDeadline()
         }
+        deadlineTimerStorage.value = (timer, deadline)
     }
 }

@@ -43,7 +43,13 @@ public struct RoomKey: Hashable, Sendable, CustomStringConvertible {
     public var hex: String { Hex.encode(bytes) }
 
     /// Equal to `RoomName.logTag` of the room: the first 4 digest bytes in hex.
-    public var logTag: String { Hex.encode((0..<4).map { UInt8(truncatingIfNeeded: a >> (56 - 8 * $0)) }) }
+    public var logTag: String {
+        let tag = a >> 32
+        return String(unsafeUninitializedCapacity: 8) { out in
+            for i in 0..<8 { out[i] = Hex.digit(UInt8(truncatingIfNeeded: tag >> (28 - 4 * UInt64(i))) & 0x0f) }
+            return 8
+        }
+    }
 
     public var description: String { "room \(logTag)" }
 }

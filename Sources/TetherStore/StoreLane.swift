@@ -19,6 +19,7 @@ final class StoreLane: Sendable {
     init(name: String) {
         let thread = Thread { [self] in
             _ = tether_set_thread_nice(Self.niceness)
+            _ = tether_set_thread_name(name)
             run()
         }
         thread.name = name

@@ -5,16 +5,28 @@ public enum Hex {
         case invalidCharacter
     }
 
-    private static let digits = Array("0123456789abcdef".utf8)
-
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        bytes.withContiguousStorageIfAvailable { encode(contiguous: $0) } ?? encode(contiguous: Array(bytes))
+    }
+
+    /// The lowercase digit for `nibble` (0...15).
+    @inline(__always)
+    public static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
+
+    private static func encode(contiguous bytes: [UInt8]) -> String {
+        bytes.withUnsafeBufferPointer { encode(contiguous: $0) }
+    }
+
+    // Written straight into the string's storage: the room key's hex is built for every store
+    // call and log line, so no intermediate array.
+    private static func encode(contiguous bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (i, byte) in bytes.enumerated() {
+                out[2 * i] = digit(byte >> 4)
+                out[2 * i + 1] = digit(byte & 0x0f)
+            }
+            return bytes.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     public static func decode(_ text: String) throws(Failure) -> [UInt8] {

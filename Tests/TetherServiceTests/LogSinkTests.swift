@@ -1,6 +1,6 @@
 import Glibc
 import Synchronization
-import TetherService
+@testable import TetherService
 import XCTest
 
 /// An output that records every call, and can be stalled like a stuck standard error.
@@ -15,9 +15,16 @@ private final class RecordingOutput: Sendable {
                 stalled.store(1, ordering: .relaxed)
                 usleep(1_000)
             }
-            lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+            calls.add(1, ordering: .relaxed)
+            // One call carries one or more whole lines.
+            XCTAssertEqual(bytes.last, 0x0A)
+            let text = String(decoding: bytes, as: UTF8.self)
+            lines.withLock { $0 += text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map { $0 + "\n" } }
         }
     }
+
+    private let calls = Atomic<Int>(0)
+    var callCount: Int { calls.load(ordering: .relaxed) }
 
     func stall() { gate.withLock { $0 = false } }
     func resume() { gate.withLock { $0 = true } }
@@ -26,13 +33,25 @@ private final class RecordingOutput: Sendable {
 }
 
 final class LogSinkTests: XCTestCase {
-    func testEachLineIsOneOutputCallEndingInANewlineInOrder() {
+    func testLinesAreWrittenWholeInOrderAndABurstGoesOutInFewWrites() {
         let output = RecordingOutput()
-        let sink = LogSink(name: "relay", output: output.write)
+        let sink = LogSink(name: "relay", linger: .milliseconds(50), output: output.write)
         for i in 0..<100 { sink.log("relay abcd1234 connect \(i)") }
         sink.flush()
         XCTAssertEqual(output.all, (0..<100).map { "relay abcd1234 connect \($0)\n" })
+        // 100 lines of ~26 bytes fit one pipe-atomic write; the first may have gone alone.
+        XCTAssertLessThanOrEqual(output.callCount, 2)
         sink.close()
+    }
+
+    func testABatchIsCutAtLineBoundariesIntoPipeAtomicWrites() {
+        let lines = (0..<400).map { Array("relay abcd1234 admit role=mac via=open peer=false \($0)\n".utf8) }
+        let chunks = LogSink.writes(of: lines)
+        XCTAssertGreaterThan(chunks.count, 1)
+        XCTAssertTrue(chunks.allSatisfy { $0.count <= LogSink.atomicWriteLimit && $0.last == 0x0A })
+        XCTAssertEqual(chunks.flatMap { $0 }, lines.flatMap { $0 })
+        let long = [UInt8](repeating: 0x41, count: 10_000) + [0x0A]
+        XCTAssertEqual(LogSink.writes(of: [lines[0], long, lines[1]]), [lines[0], long, lines[1]], "a long line is a write of its own")
     }
 
     func testTextCannotForgeALineOfItsOwn() {
@@ -95,7 +114,7 @@ final class LogSinkTests: XCTestCase {
         sink.close()
     }
 
-    func testTheDefaultOutputWritesEachLineWithOneWrite() throws {
+    func testTheDefaultOutputWritesWholeLinesToTheDescriptor() throws {
         var fds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&fds), 0)
         defer { close(fds[0]) }

@@ -70,4 +70,8 @@ int tether_usable_cpus(void);
 /// Sets the calling thread's nice value (Linux schedules threads one by one, so this touches no
 /// other thread). Returns 0 or -1.
 int tether_set_thread_nice(int nice);
+
+/// Names the calling thread (what `top -H` and /proc/PID/task/*/comm show); Linux keeps the
+/// first 15 bytes. Returns 0 or an error number.
+int tether_set_thread_name(const char *name);
 #endif

@@ -30,8 +30,28 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence {
     /// True if any value of `name`, read as a comma-separated list, contains `token`
     /// (case-insensitive), as `Connection: keep-alive, Upgrade` does.
     public func containsToken(_ token: String, in name: String) -> Bool {
-        values(name).contains { value in
-            value.split(separator: ",").contains { Self.same($0.trimmingASCIIWhitespace(), token) }
+        fields.contains { Self.same($0.name, name) && Self.list($0.value, contains: token) }
+    }
+
+    /// Whether the comma-separated `list` has an element equal to `token` (case-insensitive,
+    /// spaces and tabs around elements ignored). Scans the bytes in place: every upgrade asks
+    /// this three times.
+    static func list(_ list: String, contains token: String) -> Bool {
+        var list = list, token = token
+        return list.withUTF8 { bytes in
+            token.withUTF8 { token in
+                var start = 0
+                while start <= bytes.count {
+                    var end = start
+                    while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                    var first = start, last = end
+                    while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
+                    while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
+                    if sameBytes(UnsafeBufferPointer(rebasing: bytes[first..<last]), token) { return true }
+                    start = end + 1
+                }
+                return false
+            }
         }
     }
 
@@ -41,6 +61,19 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence {
 
     static func same(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
         a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { asciiLower($0) == asciiLower($1) }
+    }
+
+    /// `same` for two strings, on their contiguous UTF-8 (what every header lookup compares).
+    static func same(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a, b = b
+        return a.withUTF8 { a in b.withUTF8 { b in sameBytes(a, b) } }
+    }
+
+    static func sameBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        for i in 0..<a.count where asciiLower(a[i]) != asciiLower(b[i]) { return false }
+        return true
     }
 
     public static func == (a: HTTPHeaders, b: HTTPHeaders) -> Bool {

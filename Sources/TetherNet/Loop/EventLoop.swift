@@ -100,6 +100,8 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
         var handle = pthread_t()
         pthread_create(&handle, nil, { context in
             let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+            // Named for `top -H` and /proc/PID/task/*/comm: an operator sees each loop's share.
+            _ = tether_set_thread_name("tether-loop-\(loop.index)")
             loop.run()
             return nil
         }, unmanaged.toOpaque())
@@ -310,6 +312,14 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     func deregister(fd: Int32, token: UInt64) {
         assertInEventLoop()
         _ = tether_epoll_remove(epoll, fd)
+        release(token: token)
+    }
+
+    /// Frees `token`'s slot without touching the epoll set: for a descriptor about to be closed,
+    /// which close(2) removes from the set by itself (Tether never duplicates a socket). An event
+    /// already fetched for it finds the slot's generation moved on and is dropped.
+    func release(token: UInt64) {
+        assertInEventLoop()
         let slot = Int(token & 0xFFFF_FFFF) - 1
         guard slot >= 0, slot < slots.count, slots[slot].generation == UInt32(token >> 32), slots[slot].handler != nil else { return }
         slots[slot].handler = nil

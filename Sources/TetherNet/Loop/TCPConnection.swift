@@ -49,23 +49,36 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
         loop.assertInEventLoop()
         _ = tether_set_nodelay(fd)
         token = try loop.register(fd: fd, events: interest, handler: self)
+        registeredInterest = interest
     }
 
+    /// The events this connection wants. While reading is paused it asks for neither input nor
+    /// the peer's half-close: both are level-triggered, and a FIN that waits unread behind a
+    /// paused socket would otherwise wake the loop on every turn. A hang-up or error (always
+    /// reported) still reaches it.
     private var interest: UInt32 {
-        var events = UInt32(TETHER_EPOLLRDHUP)
-        if !isReadingPaused { events |= UInt32(TETHER_EPOLLIN) }
+        var events: UInt32 = 0
+        if !isReadingPaused { events |= UInt32(TETHER_EPOLLIN | TETHER_EPOLLRDHUP) }
         if wantsWrite { events |= UInt32(TETHER_EPOLLOUT) }
         return events
     }
 
+    /// What the kernel was last told (`interest` may run ahead of it while a pause is lazy).
+    private var registeredInterest: UInt32 = 0
+
     private func updateInterest() {
-        guard !isClosed else { return }
-        loop.modify(fd: fd, token: token, events: interest)
+        guard !isClosed, !isHandingOff else { return }
+        let wanted = interest
+        guard wanted != registeredInterest else { return }
+        loop.modify(fd: fd, token: token, events: wanted)
+        registeredInterest = wanted
     }
 
     // MARK: Reading
 
     public func readable() {
+        // Input arrived while a lazy pause left the kernel watching for it: stop watching now.
+        if isReadingPaused { return updateInterest() }
         // A few reads per wake-up keep one busy peer from starving the others on this loop.
         for _ in 0..<4 {
             guard !isClosed, !isReadingPaused, !isHandingOff else { return }
@@ -85,11 +98,13 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
         }
     }
 
+    /// Stops reading. The pause is lazy: the kernel is told only if input arrives while it
+    /// lasts, so the short pause of an admission (hello sent, storage not yet answered), in which
+    /// a well-behaved client sends nothing, costs no system call either way.
     public func pauseReading() {
         loop.assertInEventLoop()
         guard !isReadingPaused else { return }
         isReadingPaused = true
-        updateInterest()
     }
 
     public func resumeReading() {
@@ -292,7 +307,9 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     private func close(error: NetError?) {
         guard !isClosed else { return }
         isClosed = true
-        loop.deregister(fd: fd, token: token)
+        // close(2) takes the socket out of the epoll set (it is never duplicated): only the
+        // loop's slot is released, saving an epoll_ctl per connection.
+        loop.release(token: token)
         Glibc.close(fd)
         queue = []
         queuedBytes = 0
@@ -335,6 +352,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
         isHandingOff = false
         do {
             token = try target.register(fd: fd, events: interest, handler: self)
+            registeredInterest = interest
         } catch {
             isClosed = true
             Glibc.close(fd)

@@ -4,8 +4,8 @@ import Synchronization
 
 /// The line logger every service writes through. A loop thread never waits on a slow standard
 /// error (a stalled journald, a paused terminal): `log` only appends to a bounded queue, and one
-/// writer thread drains it with one write(2) per line, so lines from several loops never
-/// interleave. When the queue is full the line is dropped and counted; the count is exposed for
+/// writer thread drains it in batches, one write(2) per chunk of whole lines (at most PIPE_BUF
+/// bytes, so atomic on a pipe), so lines from several loops never interleave. When the queue is full the line is dropped and counted; the count is exposed for
 /// a metric (`droppedLines`) and reported in a line of its own once the writer catches up.
 ///
 /// Zero-PII is the caller's rule — rooms appear as tags, never names, IPs or content (relay.md
@@ -17,11 +17,16 @@ public final class LogSink: Sendable {
     public static let defaultCapacity = 8_192
     /// The writer thread's nice value (the loops run at the process's own, normally 0).
     static let writerNiceness: Int32 = 10
+    /// How long the writer waits after a batch before it sleeps again (`linger`), so the lines
+    /// of the next few milliseconds go out together: 5 ms caps the writer at 200 wake-ups a
+    /// second however fast lines come, and is too short for anyone reading a log to notice.
+    public static let defaultLinger: Duration = .milliseconds(5)
 
     /// What the drop report and the toggle lines start with (`relay`).
     public let name: String
     public let capacity: Int
     let output: @Sendable ([UInt8]) -> Void
+    let lingerMicroseconds: UInt32
     let state: Mutex<State>
     let wakeup = ThreadSemaphore()
     private let verboseFlag: Atomic<Bool>
@@ -40,18 +45,24 @@ public final class LogSink: Sendable {
     }
 
     /// - Parameters:
-    ///   - output: writes one encoded line; the default writes it to standard error with one
-    ///     write(2). Called only on the writer thread (or, after `close`, on the caller's).
+    ///   - linger: how long the writer gathers lines after a batch (`defaultLinger`; zero writes
+    ///     each batch as soon as it is woken). A `flush` waits at most one linger.
+    ///   - output: writes one chunk of whole encoded lines (each ending in a newline, at most
+    ///     PIPE_BUF bytes unless a single line is longer); the default writes it to standard error
+    ///     with one write(2). Called only on the writer thread (or, after `close`, on the caller's).
     public init(name: String, verbose: Bool = false, capacity: Int = LogSink.defaultCapacity,
+                linger: Duration = LogSink.defaultLinger,
                 output: @escaping @Sendable ([UInt8]) -> Void = LogSink.standardError) {
         precondition(capacity > 0)
         self.name = name
         self.capacity = capacity
         self.output = output
+        let (seconds, attoseconds) = linger.components
+        lingerMicroseconds = UInt32(clamping: max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
         verboseFlag = Atomic(verbose)
         state = Mutex(State())
         writer = Mutex(nil)
-        let thread = DedicatedThread.start { [self] in
+        let thread = DedicatedThread.start(name: "tether-log") { [self] in
             // Below the loops' priority: a log line never preempts a loop that is splicing; the
             // writer runs when a loop waits, or on its share under load, taking lines in batches.
             _ = tether_set_thread_nice(Self.writerNiceness)

@@ -58,7 +58,7 @@ public final class SignalWatcher: Sendable {
         Self.blockHandledSignals()
         self.handlers = handlers
         thread = Mutex(nil)
-        let started = DedicatedThread.start { [self] in watch() }
+        let started = DedicatedThread.start(name: "tether-signals") { [self] in watch() }
         thread.withLock { $0 = started }
     }
 

@@ -1,10 +1,12 @@
+import CTetherSystem
 import Glibc
 
 /// A thread of the chassis's own (the log writer, the signal watcher), outside every event loop.
 enum DedicatedThread {
     /// Starts `body` on a new joinable thread with every signal blocked, so a process-directed signal is never delivered to it — signals
     /// are taken only by `SignalWatcher`, synchronously.
-    static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    /// `name` (Linux keeps 15 bytes) is what `top -H` and /proc show for the thread.
+    static func start(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         final class Box: Sendable {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -17,7 +19,10 @@ enum DedicatedThread {
         pthread_sigmask(SIG_BLOCK, &all, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         var handle = pthread_t()
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let context = Unmanaged.passRetained(Box {
+            _ = tether_set_thread_name(name)
+            body()
+        }).toOpaque()
         let status = pthread_create(&handle, nil, { context in
             Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
             return nil
