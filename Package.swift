@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "TetherStore", targets: ["TetherStore"]),
         .library(name: "TetherService", targets: ["TetherService"]),
         .library(name: "TetherRelay", targets: ["TetherRelay"]),
+        .library(name: "TetherPush", targets: ["TetherPush"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
@@ -32,6 +33,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         // QR codes for the pairing link in the terminal (Debian: libqrencode-dev).
         .systemLibrary(name: "CQRencode", path: "Sources/CQRencode"),
+        // libcurl with nghttp2 (Debian: libcurl4-openssl-dev): the push relay's HTTP/2 client to APNs.
+        // A C target, not a bare system library: curl's setters are variadic and its callbacks C.
+        .target(name: "CTetherCurl", dependencies: ["COpenSSL"], path: "Sources/CTetherCurl",
+                linkerSettings: [.linkedLibrary("curl")]),
         // Linux calls Glibc does not expose cleanly to Swift (epoll, eventfd, timerfd, accept4, sockopts).
         .target(name: "CTetherSystem", path: "Sources/CTetherSystem"),
         // The OpenSSL-in-C reference loop tether-bench measures wrapper overhead against.
@@ -65,8 +70,13 @@ let package = Package(
         .target(name: "TetherRelay", dependencies: ["TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
+        // The push relay (push.md): Profile M and Profile I over one APNs client. A process of its
+        // own, so the splice path can never load the APNs key.
+        .target(name: "TetherPush", dependencies: ["TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "CTetherCurl"],
+                swiftSettings: strict),
+
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
                           swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
@@ -89,6 +99,8 @@ let package = Package(
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherServiceTests", dependencies: ["TetherService", "TetherNet", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherPushTests", dependencies: ["TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+                    swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],

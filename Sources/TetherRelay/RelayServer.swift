@@ -17,7 +17,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     public let configuration: RelayConfiguration
     public let group: EventLoopGroup
     /// Storage runs here, never on a loop (ARCHITECTURE: storage is an action).
-    public let storage: StoreExecutor
+    public let storage: RoomStoreExecutor
     var store: any RoomStore { storage.store }
     /// Monotonic time for deadlines, windows and timeouts; wall time only for what is persisted.
     public let clock: RelayClock
@@ -62,7 +62,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     ///   - storeLanes: storage threads (a room's work always runs on one of them, in order).
     ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
     public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,
-                clock: RelayClock = .system, storeLanes: Int = StoreExecutor.defaultLanes,
+                clock: RelayClock = .system, storeLanes: Int = RoomStoreExecutor.defaultLanes,
                 log: (@Sendable (String) -> Void)? = nil) {
         self.configuration = configuration
         self.group = group
@@ -76,7 +76,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
             self.log = { sink.log($0) }
             self.sink = sink
         }
-        gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: MonotonicMilliseconds(clock))
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: clock.monotonicNetClock)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
                                   verifier: Self.appAttestVerifier(configuration))
         rooms = group.loops.map { RoomTable(loop: $0, clock: clock) }
@@ -279,11 +279,4 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     }
 
     var droppedLogLines: Int { sink?.droppedLines ?? 0 }
-}
-
-/// The relay's monotonic clock as the gate reads it (nanoseconds).
-struct MonotonicMilliseconds: NetClock {
-    let clock: RelayClock
-    init(_ clock: RelayClock) { self.clock = clock }
-    func now() -> UInt64 { clock.monotonicMs() &* 1_000_000 }
 }

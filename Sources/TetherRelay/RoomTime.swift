@@ -1,3 +1,4 @@
+public import TetherService
 /// "Now", as a room needs it: two clocks for two jobs. Deadlines, windows and timeouts read the
 /// monotonic clock, which a wall-clock step (NTP, an operator, a VM resume) cannot move, so a
 /// backwards step never closes a pending socket and a forwards one never reopens a rate window.
@@ -18,18 +19,9 @@ public struct RoomTime: Sendable, Equatable, ExpressibleByIntegerLiteral {
     public init(integerLiteral value: UInt64) { self.init(monotonic: value, wall: value) }
 }
 
-/// Where a relay reads the time: the system's clocks, or a test's.
-public struct RelayClock: Sendable {
-    public let monotonicMs: @Sendable () -> UInt64
-    public let wallMs: @Sendable () -> UInt64
+/// Where a relay reads the time: the chassis's clock pair (the system's, or a test's).
+public typealias RelayClock = ServiceClock
 
-    public init(monotonicMs: @escaping @Sendable () -> UInt64, wallMs: @escaping @Sendable () -> UInt64) {
-        self.monotonicMs = monotonicMs
-        self.wallMs = wallMs
-    }
-
+extension ServiceClock {
     public func now() -> RoomTime { RoomTime(monotonic: monotonicMs(), wall: wallMs()) }
-
-    /// CLOCK_MONOTONIC and CLOCK_REALTIME.
-    public static let system = RelayClock(monotonicMs: { SystemTime.monotonicMs() }, wallMs: { SystemTime.wallMs() })
 }

@@ -2,25 +2,26 @@
 import Synchronization
 
 /// Runs storage off the event loops. A store call blocks (SQLite fsyncs a verifier; a networked
-/// database answers in a millisecond or more), so the relay never makes one on a loop thread: it
-/// submits the work here, and the work posts its answer back to the room's loop.
+/// database answers in a millisecond or more), so a service never makes one on a loop thread: it
+/// submits the work here, and the work posts its answer back to the loop that asked. Generic over
+/// the store a service uses (`any RoomStore` for the relay, `any PushStore` for the push relay).
 ///
 /// Work runs on `lanes` serial lanes (threads of their own, below the loops' priority). A room's
 /// work always goes to the same lane (by its key's
 /// bucket), so one room's reads and writes run one at a time in the order the room submitted them
 /// — which, with the room's own one-query-at-a-time rule, is relay.md §6.9's per-room
 /// serialisation — while different rooms' work runs in parallel up to the lane count.
-public final class StoreExecutor: Sendable {
-    public let store: any RoomStore
+public final class StoreExecutor<Store: Sendable>: Sendable {
+    public let store: Store
     private let lanes: [StoreLane]
     private let queued = Atomic<Int>(0)
 
     /// Lanes a relay uses by default: storage work is mostly waiting (on fsync, or on the
     /// network), so a few more lanes than cores keep a slow store from queueing every room behind
     /// one call, and few enough that SQLite's single connection is not fought over.
-    public static let defaultLanes = 4
+    public static var defaultLanes: Int { 4 }
 
-    public init(store: any RoomStore, lanes: Int = StoreExecutor.defaultLanes) {
+    public init(store: Store, lanes: Int = StoreExecutor.defaultLanes) {
         self.store = store
         self.lanes = (0..<max(1, lanes)).map { StoreLane(name: "tether-store-\($0)") }
     }
@@ -33,12 +34,12 @@ public final class StoreExecutor: Sendable {
     public var laneCount: Int { lanes.count }
 
     /// Runs `work` on the room's lane, after everything submitted for that lane before it.
-    public func submit(_ room: RoomKey, _ work: @escaping @Sendable (any RoomStore) -> Void) {
+    public func submit(_ room: RoomKey, _ work: @escaping @Sendable (Store) -> Void) {
         submit(lane: room.bucket % lanes.count, work)
     }
 
     /// Runs `work` on lane `lane` (housekeeping and the shard map use lane 0).
-    public func submit(lane: Int, _ work: @escaping @Sendable (any RoomStore) -> Void) {
+    public func submit(lane: Int, _ work: @escaping @Sendable (Store) -> Void) {
         queued.add(1, ordering: .relaxed)
         lanes[lane % lanes.count].async { [self] in
             work(store)
@@ -49,7 +50,7 @@ public final class StoreExecutor: Sendable {
     /// Queues `work` on the room's lane like `submit`, but leaves the wake to the caller: returns
     /// the lane to `wake(lane:)` if it needs one. A loop queues an iteration's storage this way and
     /// wakes each lane once at its flush point — one thread wake-up for a burst, not one per room.
-    public func enqueue(_ room: RoomKey, _ work: @escaping @Sendable (any RoomStore) -> Void) -> Int? {
+    public func enqueue(_ room: RoomKey, _ work: @escaping @Sendable (Store) -> Void) -> Int? {
         queued.add(1, ordering: .relaxed)
         let lane = room.bucket % lanes.count
         let first = lanes[lane].enqueue { [self] in
@@ -72,3 +73,6 @@ public final class StoreExecutor: Sendable {
         for lane in lanes { lane.sync() }
     }
 }
+
+/// The relay's executor: a room's work runs on the lane of its key's bucket.
+public typealias RoomStoreExecutor = StoreExecutor<any RoomStore>

@@ -108,6 +108,9 @@ public enum JSONValue: Sendable, Equatable {
         return value
     }
 
+    /// `text` as a JSON string literal, quotes included (RFC 8259 §7).
+    public static func quoted(_ text: String) -> String { "\"" + AdmissionReply.jsonEscaped(text) + "\"" }
+
     /// Parses one JSON text (RFC 8259, surrounding whitespace allowed); nil if malformed or too deep.
     public static func parse(_ bytes: [UInt8], maxDepth: Int = 32) -> JSONValue? {
         // A JSON text is UTF-8 (RFC 8259 §8.1); checked once, up front.

@@ -10,7 +10,7 @@ final class BacklogWatch: Sendable {
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
 
-    init(_ storage: StoreExecutor) {
+    init(_ storage: RoomStoreExecutor) {
         let thread = Thread { [self] in
             while running.load(ordering: .relaxed) {
                 let now = storage.backlog

@@ -15,7 +15,7 @@ enum ServeCommand {
       --db              SQLite file; rooms already established in it are kept (default relaybench.db)
       --rooms           established rooms to store before listening (default 5000)
       --loops           relay event loops (default: one per usable CPU, as `tether relay`)
-      --lanes           store lanes (default \(StoreExecutor.defaultLanes), as `tether relay`)
+      --lanes           store lanes (default \(RoomStoreExecutor.defaultLanes), as `tether relay`)
 
     """
 
@@ -26,7 +26,7 @@ enum ServeCommand {
         let delayMs = flags.double("store-delay-ms", default: 0)
         let path = flags.string("db", default: "relaybench.db")
         let rooms = flags.int("rooms", default: 5000)
-        let lanes = flags.int("lanes", default: StoreExecutor.defaultLanes)
+        let lanes = flags.int("lanes", default: RoomStoreExecutor.defaultLanes)
         ProcessStats.raiseDescriptorLimit()
 
         let sqlite: SQLiteRoomStore

@@ -18,6 +18,7 @@ usage: tether <command> [options]
 
 commands:
   relay     run the companion relay (tether relay --help)
+  push      run the push relay for APNs, or send a test notification through one (tether push --help)
   shardmap  show or publish the resolver v2 shard map in a relay database (tether shardmap --help)
   mac       the Mac side: show a pairing link and QR code, then chat (tether mac --help)
   phone     the phone side: pair from a link, show the code, then chat (tether phone --help)
@@ -36,7 +37,7 @@ arguments.removeFirst()
 
 /// The environment with an env-file (`--config`, the reference's /etc/iterm2-companion-relay.env)
 /// beneath it; removes `--config FILE` from `arguments`.
-func relayEnvironment(_ arguments: inout [String], command: String) -> [String: String] {
+func serviceEnvironment(_ arguments: inout [String], command: String) -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
     if let index = arguments.firstIndex(of: "--config") {
         guard index + 1 < arguments.count, let text = try? String(contentsOfFile: arguments[index + 1], encoding: .utf8) else {
@@ -54,6 +55,7 @@ case "phone": await runPhoneCommand(arguments)
 case "unpair": await runUnpairCommand(arguments)
 case "demo": await runDemoCommand(arguments)
 case "attester": runAttesterCommand(arguments)
+case "push": await runPushCommand(arguments)
 case "shardmap":
     let help = """
     usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]
@@ -68,7 +70,7 @@ case "shardmap":
         print(help, terminator: "")
         exit(arguments.isEmpty ? 2 : 0)
     }
-    var environment = relayEnvironment(&arguments, command: "shardmap")
+    var environment = serviceEnvironment(&arguments, command: "shardmap")
     if let index = arguments.firstIndex(of: "--relay-db") {
         guard index + 1 < arguments.count else { fail("shardmap: --relay-db needs a path") }
         environment["RELAY_DB"] = arguments[index + 1]
@@ -103,7 +105,7 @@ case "relay":
         print(RelayConfiguration.markdownReference, terminator: "")
         exit(0)
     }
-    let environment = relayEnvironment(&arguments, command: "relay")
+    let environment = serviceEnvironment(&arguments, command: "relay")
     let configuration: RelayConfiguration
     let notes: [String]
     do {

@@ -23,6 +23,10 @@ public protocol HTTPServerDelegate: AnyObject, Sendable {
     func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse?
     /// The body cap for this request's route (413 beyond); called once the head is known.
     func bodyLimit(for head: HTTPRequestHead) -> Int
+    /// The answer to a request the parser refused (a body over the cap, a malformed head…),
+    /// in the service's own words; nil answers with the parser's status and reason. `head` is
+    /// the request's head when it was read before the fault. The connection closes after it.
+    func refusal(for error: HTTPParseError, head: HTTPRequestHead?) -> HTTPResponse?
     /// The response to a complete request.
     func respond(to request: HTTPServerRequest) -> HTTPResponse
     /// The response to a complete request, given later and from any thread (for work that must
@@ -38,6 +42,7 @@ public protocol HTTPServerDelegate: AnyObject, Sendable {
 public extension HTTPServerDelegate {
     func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? { nil }
     func bodyLimit(for head: HTTPRequestHead) -> Int { 64 * 1024 }
+    func refusal(for error: HTTPParseError, head: HTTPRequestHead?) -> HTTPResponse? { nil }
     func respond(to request: HTTPServerRequest) -> HTTPResponse { .text(501, "not implemented") }
     func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) { reply(respond(to: request)) }
     func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
@@ -248,7 +253,7 @@ final class HTTPServerConnection: TransportDelegate {
                 }
             }
         } catch {
-            reply(.text(error.status, error.reason), closing: true)
+            reply(server.delegate.refusal(for: error, head: pendingHead) ?? .text(error.status, error.reason), closing: true)
         }
     }
 

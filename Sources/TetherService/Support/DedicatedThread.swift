@@ -1,12 +1,12 @@
-import CTetherSystem
-import Glibc
+public import CTetherSystem
+public import Glibc
 
-/// A thread of the chassis's own (the log writer, the signal watcher), outside every event loop.
-enum DedicatedThread {
+/// A thread of a service's own (the log writer, the signal watcher, the APNs client), outside every event loop.
+public enum DedicatedThread {
     /// Starts `body` on a new joinable thread with every signal blocked, so a process-directed signal is never delivered to it — signals
     /// are taken only by `SignalWatcher`, synchronously.
     /// `name` (Linux keeps 15 bytes) is what `top -H` and /proc show for the thread.
-    static func start(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+    public static func start(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         final class Box: Sendable {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }

@@ -1,0 +1,108 @@
+import Foundation
+public import TetherCrypto
+public import TetherService
+
+/// Everything `tether push` is configured with (push.md §1.1, §5), read from an env-file, the
+/// environment and flags (flags win). A missing or malformed key, team id or key id refuses to
+/// start with one line naming the setting; the key's text never appears in any message.
+public struct PushConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port: UInt16 = 8788
+    public var databasePath = "push.db"
+    public var profiles: PushProfiles = [.mytty]
+    public var teamID = ""
+    public var keyID = ""
+    /// The provider key (never logged, never echoed).
+    public var key: P256.PrivateKey?
+    public var topic = "com.m-tkg.mytty.remote"
+    public var topicITerm2 = "com.googlecode.iterm2.companion"
+    public var endpoints = APNsClient.Endpoints()
+    /// Extra trust roots for the APNs connection (`APNS_CA_FILE`).
+    public var caFile: String?
+    /// Profile I `/register` requests per client IP per 60 s (0 = off).
+    public var registerLimit = 10
+    public var clientIP = ClientIPResolver()
+    public var verboseLog = false
+    public var adminHost = "127.0.0.1"
+    public var adminPort: UInt16?
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+
+    public init() {}
+}
+
+extension PushConfiguration {
+    /// Reads `environment` (already merged with any env-file) and `arguments`; returns the
+    /// configuration and start-up notes.
+    public static func load(environment: [String: String], arguments: [String]) throws(SettingError) -> (PushConfiguration, [String]) {
+        typealias S = PushSetting
+        let values = try S.table.values(environment: environment, arguments: arguments)
+        var c = PushConfiguration()
+        var notes: [String] = []
+        c.host = try values.value(of: S.host)
+        c.port = try values.value(of: S.port)
+        c.databasePath = try values.value(of: S.database)
+        c.profiles = try values.value(of: S.profiles)
+        guard let team = try values.value(of: S.teamID) else {
+            throw SettingError(variable: "APNS_TEAM_ID", message: "required: the 10-character team id that signed the app")
+        }
+        guard let key = try values.value(of: S.keyID) else {
+            throw SettingError(variable: "APNS_KEY_ID", message: "required: the 10-character id of the .p8 key")
+        }
+        c.teamID = team
+        c.keyID = key
+        c.key = try loadKey(values)
+        c.topic = try values.value(of: S.topic)
+        c.topicITerm2 = try values.value(of: S.topicITerm2)
+        c.endpoints = APNsClient.Endpoints(production: try values.value(of: S.productionURL), sandbox: try values.value(of: S.sandboxURL))
+        c.caFile = try values.value(of: S.caFile)
+        if let path = c.caFile, !FileManager.default.isReadableFile(atPath: path) {
+            throw SettingError(variable: "APNS_CA_FILE", message: "cannot read \(path)")
+        }
+        c.registerLimit = Int(try values.value(of: S.registerLimit))
+        c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare), trustProxy: try values.value(of: S.trustProxy),
+                                      trustedHops: Int(try values.value(of: S.trustedHops)))
+        c.verboseLog = try values.value(of: S.log)
+        c.adminHost = try values.value(of: S.adminHost)
+        c.adminPort = try values.value(of: S.adminPort)
+        c.tlsCertificatePath = try values.value(of: S.tlsCertificate)
+        c.tlsKeyPath = try values.value(of: S.tlsKey)
+        if (c.tlsCertificatePath == nil) != (c.tlsKeyPath == nil) {
+            throw SettingError(variable: c.tlsCertificatePath == nil ? "PUSH_TLS_CERT" : "PUSH_TLS_KEY", message: "TLS needs both a certificate chain and a key")
+        }
+        if c.clientIP.shouldWarnBehindProxy(boundToLoopback: isLoopback(c.host)) {
+            notes.append("warning: bound to loopback without PUSH_TRUST_PROXY or PUSH_TRUST_CLOUDFLARE: behind a proxy every client shares one rate-limit bucket")
+        }
+        return (c, notes)
+    }
+
+    /// The key from `APNS_PRIVATE_KEY` (or `APNS_P8`), else the file of `APNS_PRIVATE_KEY_FILE`
+    /// (or `APNS_P8_FILE`). An env file holds one line, so `\n` in the text reads as a newline.
+    private static func loadKey(_ values: SettingValues) throws(SettingError) -> P256.PrivateKey {
+        typealias S = PushSetting
+        let text: String
+        let variable: String
+        if let inline = try values.value(of: S.privateKey) {
+            text = inline.replacingOccurrences(of: "\\n", with: "\n")
+            variable = values.source(of: S.privateKey.entry)?.name ?? "APNS_PRIVATE_KEY"
+        } else if let path = try values.value(of: S.privateKeyFile) {
+            variable = values.source(of: S.privateKeyFile.entry)?.name ?? "APNS_PRIVATE_KEY_FILE"
+            guard let data = FileManager.default.contents(atPath: path), let contents = String(data: data, encoding: .utf8) else {
+                throw SettingError(variable: variable, message: "cannot read \(path)")
+            }
+            text = contents
+        } else {
+            throw SettingError(variable: "APNS_PRIVATE_KEY", message: "required: the .p8 key text (or APNS_PRIVATE_KEY_FILE with its path)")
+        }
+        do {
+            return try APNsKey.load(p8: text)
+        } catch {
+            throw SettingError(variable: variable, message: error.description)
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool { host == "127.0.0.1" || host == "::1" || host == "localhost" || host.hasPrefix("127.") }
+
+    public static var helpText: String { PushSetting.table.helpText }
+    public static var markdownReference: String { PushSetting.table.markdownReference }
+}

@@ -1,0 +1,83 @@
+public import TetherService
+
+/// The push relay's metrics (admin listener only, never the public port): the `pushrelay_*`
+/// names of push.md §1.1 (iTerm2's self-hosted relay's), then Tether's APNs latency and outcomes.
+public final class PushMetrics: Sendable {
+    public let registry = MetricsRegistry()
+    /// Every request answered, and those answered with a 5xx.
+    public let httpRequests: Counter
+    public let httpErrors: Counter
+    /// Registrations asked for (both profiles), written, skipped as unchanged (Profile I), refused.
+    public let registers: Counter
+    public let registersWritten: Counter
+    public let registersSkipped: Counter
+    public let registersRejected: Counter
+    /// Pushes asked for, delivered, refused for a bad secret or signature, for an unknown token or
+    /// push id, and failed at APNs.
+    public let pushes: Counter
+    public let pushesDelivered: Counter
+    public let badSecrets: Counter
+    public let unknownTokens: Counter
+    public let apnsErrors: Counter
+    /// Requests refused by a rate limit.
+    public let rateLimited: Counter
+    /// Internal faults survived (storage errors).
+    public let processExceptions: Counter
+    /// Live registrations of both profiles (refreshed by housekeeping).
+    public let devices: Gauge
+    /// APNs round trips, from the first send to the final answer (retries included).
+    public let apnsLatency: Histogram
+    /// APNs outcomes by reason: `delivered`, an APNs reason, `no-reason` or `unreachable`.
+    public let apnsOutcomes: MetricFamily<Counter>
+
+    public init() {
+        httpRequests = registry.counter("pushrelay_http_requests_total", help: "HTTP requests answered")
+        httpErrors = registry.counter("pushrelay_http_errors_total", help: "HTTP requests answered with a 5xx status")
+        registers = registry.counter("pushrelay_register_total", help: "registration requests")
+        registersWritten = registry.counter("pushrelay_register_written_total", help: "registrations written")
+        registersSkipped = registry.counter("pushrelay_register_skipped_total", help: "re-registrations skipped as unchanged")
+        registersRejected = registry.counter("pushrelay_register_rejected_total", help: "registration requests refused (invalid, rate limited)")
+        pushes = registry.counter("pushrelay_push_total", help: "push requests")
+        pushesDelivered = registry.counter("pushrelay_push_delivered_total", help: "pushes APNs accepted")
+        badSecrets = registry.counter("pushrelay_push_bad_secret_total", help: "pushes refused for a bad secret or signature")
+        unknownTokens = registry.counter("pushrelay_push_unknown_token_total", help: "pushes for no live registration")
+        apnsErrors = registry.counter("pushrelay_push_apns_error_total", help: "pushes APNs refused or could not be reached for")
+        rateLimited = registry.counter("pushrelay_rate_limited_total", help: "requests refused by a rate limit")
+        processExceptions = registry.counter("pushrelay_process_exceptions_total", help: "internal faults survived")
+        devices = registry.gauge("pushrelay_devices", help: "live registrations, both profiles")
+        apnsLatency = registry.histogram("pushrelay_apns_latency_seconds", help: "APNs round trip per push, retries included",
+                                         buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])
+        apnsOutcomes = registry.counter("pushrelay_apns_outcomes_total", help: "APNs outcomes by reason", labels: ["reason"])
+    }
+
+    /// Gauges read at scrape time from their owners.
+    func register(storageBacklog: @escaping @Sendable () -> Int, apnsConnections: @escaping @Sendable () -> Int,
+                  tokensMinted: @escaping @Sendable () -> Int, droppedLogLines: @escaping @Sendable () -> Int) {
+        registry.gauge("pushrelay_store_backlog", help: "storage calls queued and not yet finished") { Int64(storageBacklog()) }
+        registry.counter("pushrelay_apns_connections_opened_total", help: "HTTP/2 connections opened to APNs") { UInt64(apnsConnections()) }
+        registry.counter("pushrelay_apns_provider_tokens_minted_total", help: "provider tokens signed") { UInt64(tokensMinted()) }
+        registry.counter("pushrelay_log_lines_dropped_total", help: "log lines dropped because standard error was too slow") {
+            UInt64(droppedLogLines())
+        }
+    }
+
+    /// Every finished APNs delivery. Reason labels are APNs' documented reasons or one of three
+    /// words, so a misbehaving upstream cannot grow the label set without bound.
+    func apnsFinished(_ outcome: APNsOutcome, latencyNanoseconds: UInt64) {
+        apnsLatency.observe(Double(latencyNanoseconds) / 1e9)
+        let label: String
+        switch outcome {
+        case .delivered: label = "delivered"
+        case let .rejected(_, reason?, _, _) where APNsReason.classes[reason] != nil: label = reason
+        case .rejected: label = "no-reason"
+        case .unreachable: label = "unreachable"
+        }
+        apnsOutcomes.labels(label).increment()
+    }
+
+    /// Counts an answer.
+    func answered(_ status: Int) {
+        httpRequests.increment()
+        if status >= 500 { httpErrors.increment() }
+    }
+}

@@ -1,0 +1,117 @@
+import TetherNet
+import TetherStore
+
+extension PushServer {
+    /// `POST /v1/register` (push.md §2.2): size, then the fields, then a new registration
+    /// written on a store lane before the answer (a registration that was not stored is never
+    /// handed out).
+    func myttyRegister(_ request: HTTPServerRequest, reply: @escaping @Sendable (PushAnswer) -> Void) {
+        metrics.registers.increment()
+        guard !BodySize.isTooLarge(request.body) else {
+            metrics.registersRejected.increment()
+            return reply(MyttyProfile.payloadTooLarge)
+        }
+        let fields: (deviceToken: String, environment: PushEnvironment)
+        switch MyttyProfile.registration(from: request.body) {
+        case let .failure(refusal):
+            metrics.registersRejected.increment()
+            diagnostic("push: mytty /v1/register -> \(refusal.answer.status)")
+            return reply(refusal.answer)
+        case let .success(valid): fields = valid
+        }
+        let (pushID, relaySecret) = MyttyProfile.newRegistration(random: random)
+        let registration = MyttyRegistration(deviceToken: fields.deviceToken, environment: fields.environment, relaySecret: relaySecret)
+        let expiresAt = clock.wallMs() + MyttyProfile.registrationLifetimeMs
+        storage.submit(lane: lane(pushID)) { [self] store in
+            do {
+                try store.putMytty(registration, pushID: pushID, expiresAt: expiresAt)
+                metrics.registersWritten.increment()
+                metrics.devices.increment()
+                reply(MyttyProfile.registered(pushID: pushID, relaySecret: relaySecret))
+            } catch {
+                fault("storage error", "\(error)")
+                reply(.storageUnavailable)
+            }
+        }
+    }
+
+    /// `POST /v1/push` (push.md §2.5): step 1 (credentials) again here (a pipelined request
+    /// skipped nothing: `screen` ran too), step 2 (size), then on the registration's lane steps
+    /// 3–5 (lookup, signature, payload), the APNs call (step 7), and the registration renewed
+    /// or, on a token-permanent failure, deleted before the answer.
+    func myttyPush(_ request: HTTPServerRequest, reply: @escaping @Sendable (PushAnswer) -> Void) {
+        let now = clock.wallMs()
+        guard let credentials = MyttyProfile.credentials(request.head, nowSeconds: now / 1000) else {
+            metrics.pushes.increment()
+            metrics.badSecrets.increment()
+            return reply(MyttyProfile.unauthorized)
+        }
+        metrics.pushes.increment()
+        guard !BodySize.isTooLarge(request.body) else { return reply(MyttyProfile.payloadTooLarge) }
+        let body = request.body
+        let topic = configuration.topic
+        let lane = lane(credentials.pushID)
+        storage.submit(lane: lane) { [self] store in
+            let registration: MyttyRegistration?
+            do {
+                registration = try store.mytty(pushID: credentials.pushID, now: now)
+            } catch {
+                fault("storage error", "\(error)")
+                return reply(.storageUnavailable)
+            }
+            guard MyttyProfile.isAuthentic(credentials, body: body, registration: registration), let registration else {
+                if registration == nil { metrics.unknownTokens.increment() } else { metrics.badSecrets.increment() }
+                diagnostic("push: mytty /v1/push -> 401")
+                return reply(MyttyProfile.unauthorized)
+            }
+            let notification: APNsNotification
+            switch MyttyProfile.notification(body: body, registration: registration, topic: topic) {
+            case let .failure(refusal): return reply(refusal.answer)
+            case let .success(built): notification = built
+            }
+            apns.send(notification) { [self] outcome in
+                noteOutcome(outcome, profile: "mytty")
+                let answer = MyttyProfile.answer(outcome)
+                if case .delivered = outcome {
+                    let renewedUntil = clock.wallMs() + MyttyProfile.registrationLifetimeMs
+                    storage.submit(lane: lane) { [self] store in
+                        do { try store.renewMytty(pushID: credentials.pushID, expiresAt: renewedUntil, now: clock.wallMs()) } catch {
+                            fault("storage error", "\(error)")
+                        }
+                        reply(answer)
+                    }
+                } else if outcome.isTokenPermanent {
+                    storage.submit(lane: lane) { [self] store in
+                        do {
+                            try store.deleteMytty(pushID: credentials.pushID)
+                            metrics.devices.decrement()
+                        } catch {
+                            fault("storage error", "\(error)")
+                        }
+                        reply(answer)
+                    }
+                } else {
+                    reply(answer)
+                }
+            }
+        }
+    }
+
+    /// Counts an APNs outcome and tells the operator when APNs refuses the relay's own setup.
+    func noteOutcome(_ outcome: APNsOutcome, profile: String) {
+        switch outcome {
+        case .delivered:
+            metrics.pushesDelivered.increment()
+        case let .rejected(status, reason, failureClass, _):
+            metrics.apnsErrors.increment()
+            diagnostic("push: \(profile) APNs \(status) \(reason ?? "(no reason)") [\(failureClass.rawValue)]")
+            if failureClass == .configuration {
+                warn(reason ?? "\(status)", "push: APNs refuses the relay's configuration: \(reason ?? "status \(status)") (\(status)); "
+                    + "every push fails until APNS_KEY_ID, APNS_TEAM_ID, the key or the topic is fixed")
+            }
+        case let .unreachable(reason):
+            metrics.apnsErrors.increment()
+            warn("unreachable", "push: APNs unreachable: \(reason)")
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Synchronization
+public import TetherCrypto
+public import TetherNet
+public import TetherService
+public import TetherStore
+
+/// The push relay (push.md), built on the service chassis: the public HTTP listener (routing and
+/// both profiles in `PushServer+HTTP`, `+Mytty`, `+ITerm`), registrations on `StoreExecutor`
+/// lanes, APNs through `APNsClient` on its own thread, the gate's client-IP derivation and
+/// limits, housekeeping on `Chores`, and the optional admin listener. No store call and no APNs
+/// call ever runs on an event loop. A library: `tether push` only parses settings and runs one.
+public final class PushServer: HTTPServerDelegate, Sendable {
+    public let configuration: PushConfiguration
+    public let group: EventLoopGroup
+    public let storage: StoreExecutor<any PushStore>
+    public let apns: APNsClient
+    public let clock: ServiceClock
+    /// Client-IP derivation (relay.md §2.4 under `PUSH_` names) and Profile I's `/register` limit.
+    public let gate: ConnectionGate
+    public let metrics: PushMetrics
+    public let readiness = ReadinessChecks()
+    let routes = Mutex(Router())
+    /// Profile I: authenticated pushes per token per 60 s (§1.1).
+    let pushWindows: Mutex<FixedWindowLimiter<String>>
+    let chores: Chores<String>
+    let random: @Sendable (Int) -> [UInt8]
+    private let log: @Sendable (String) -> Void
+    private let sink: LogSink?
+    private let verboseFlag: Atomic<Bool>
+    private let draining = Atomic<Bool>(false)
+    /// Operator warnings already given, by reason, with when (monotonic ms): one a minute each.
+    private let warned = Mutex<[String: UInt64]>([:])
+    let listeners = Mutex<(http: HTTPServer?, admin: AdminListener?, tls: TLSServerContext?)>((nil, nil, nil))
+
+    /// Storage work queued past this many calls means the store has fallen behind.
+    static let storageBacklogLimit = 10_000
+    /// Expired registrations are pruned (and the device gauge refreshed) this often.
+    static let housekeepingIntervalMs: UInt64 = 60_000
+    static let registerLimiter = "register"
+
+    /// - Parameters:
+    ///   - transport: the HTTP/2 client to APNs (libcurl's in the service, a double in tests).
+    ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
+    public init(configuration: PushConfiguration, group: EventLoopGroup, store: any PushStore, transport: any HTTP2Transport,
+                clock: ServiceClock = .system, storeLanes: Int = StoreExecutor<any PushStore>.defaultLanes,
+                random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) },
+                log: (@Sendable (String) -> Void)? = nil) throws(SettingError) {
+        guard let key = configuration.key else { throw SettingError(variable: "APNS_PRIVATE_KEY", message: "required") }
+        self.configuration = configuration
+        self.group = group
+        self.clock = clock
+        self.random = random
+        storage = StoreExecutor(store: store, lanes: storeLanes)
+        if let log {
+            self.log = log
+            sink = nil
+        } else {
+            let sink = LogSink(name: "push")
+            self.log = { sink.log($0) }
+            self.sink = sink
+        }
+        let metrics = PushMetrics()
+        self.metrics = metrics
+        apns = APNsClient(transport: transport, tokens: ProviderTokenIssuer(key: key, keyID: configuration.keyID, teamID: configuration.teamID),
+                          endpoints: configuration.endpoints, wallSeconds: { clock.wallMs() / 1000 },
+                          monotonicNanoseconds: { ServiceClock.monotonicNanoseconds() },
+                          observe: { outcome, latency in metrics.apnsFinished(outcome, latencyNanoseconds: latency) })
+        var limits = ConnectionGate.Limits()
+        limits.requestLimits[Self.registerLimiter] = .init(.init(limit: configuration.registerLimit, windowMs: ITermProfile.windowMs),
+                                                           refusal: ITermProfile.rateLimited.response)
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
+        pushWindows = Mutex(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.windowMs))
+        chores = Chores(loop: group.loops[0])
+        verboseFlag = Atomic(configuration.verboseLog)
+        let router = Self.router(for: self)
+        routes.withLock { $0 = router }
+        metrics.register(storageBacklog: { [storage] in storage.backlog }, apnsConnections: { [transport] in transport.connectionsOpened },
+                         tokensMinted: { [apns] in apns.tokens.mintCount }, droppedLogLines: { [sink] in sink?.droppedLines ?? 0 })
+        readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
+        readiness.register("storage") { [storage] in storage.backlog < Self.storageBacklogLimit }
+    }
+
+    /// Binds and starts serving; returns the bound port.
+    @discardableResult
+    public func start() throws -> UInt16 {
+        var http = HTTPServer.Configuration()
+        http.host = configuration.host
+        http.port = configuration.port
+        var tls: TLSServerContext?
+        if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
+            tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
+            http.tls = tls
+        }
+        let server = HTTPServer(group: group, configuration: http, delegate: self)
+        let port = try server.start()
+        var admin: AdminListener?
+        if let adminPort = configuration.adminPort {
+            var settings = AdminListener.Configuration()
+            settings.host = configuration.adminHost
+            settings.port = adminPort
+            let listener = AdminListener(group: group, configuration: settings, metrics: .registry(metrics.registry), readiness: readiness)
+            do { try listener.start() } catch {
+                server.shutdown(grace: 0)
+                throw error
+            }
+            admin = listener
+        }
+        listeners.withLock { $0 = (server, admin, tls) }
+        chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
+        return port
+    }
+
+    public var adminPort: UInt16? { listeners.withLock { $0.admin?.port } }
+
+    /// SIGHUP: the TLS certificate and key are read again; open connections keep theirs.
+    public func reloadCertificates() -> String {
+        guard let tls = listeners.withLock({ $0.tls }) else { return "push: SIGHUP: no TLS certificate to reload" }
+        do {
+            try tls.reload()
+            return "push: TLS certificate reloaded (SIGHUP)"
+        } catch {
+            return "push: TLS certificate not reloaded, the current one stays: \(error)"
+        }
+    }
+
+    /// Graceful stop: not ready, no new connections, requests in progress answered (their APNs
+    /// calls finish or time out), the store's last writes done, the log flushed.
+    public func shutdown() {
+        draining.store(true, ordering: .relaxed)
+        let (http, admin, _) = listeners.withLock { $0 }
+        chores.stopAll()
+        http?.shutdown(grace: .seconds(12))
+        admin?.shutdown()
+        apns.transport.shutdown()
+        storage.drain()
+        sink?.flush()
+    }
+
+    /// Prunes expired registrations (push.md §6) and refreshes the device gauge, on a lane.
+    func housekeeping() {
+        let now = clock.wallMs()
+        storage.submit(lane: 0) { [self] store in
+            do {
+                let pruned = try store.pruneExpired(now: now)
+                metrics.devices.set(Int64(try store.deviceCount(now: now)))
+                if pruned > 0 { diagnostic("push: housekeeping pruned \(pruned) expired registration\(pruned == 1 ? "" : "s")") }
+            } catch {
+                fault("storage error", "\(error)")
+            }
+        }
+    }
+
+    // MARK: Log
+
+    /// A line for the log from the host program (start-up, signals): zero-PII text only.
+    public func note(_ line: String) { log(line) }
+
+    /// `PUSH_LOG`: verbose diagnostics, flipped at runtime by SIGUSR2.
+    public var verbose: Bool {
+        get { verboseFlag.load(ordering: .relaxed) }
+        set { verboseFlag.store(newValue, ordering: .relaxed) }
+    }
+
+    func diagnostic(_ line: @autoclosure () -> String) {
+        if verbose { log(line()) }
+    }
+
+    /// An internal fault the relay survived (a storage error): counted and logged, zero-PII.
+    func fault(_ kind: String, _ message: String) {
+        metrics.processExceptions.increment()
+        log("push: \(kind) (continuing): \(message)")
+    }
+
+    /// An operator-facing warning (APNs refuses the relay's configuration), at most once a minute
+    /// per `key` so a failing key does not flood the log.
+    func warn(_ key: String, _ line: String) {
+        let now = clock.monotonicMs()
+        let due = warned.withLock { warned -> Bool in
+            if let last = warned[key], now < last &+ 60_000 { return false }
+            warned[key] = now
+            return true
+        }
+        if due { log(line) }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Glibc
+import TetherNet
+import TetherPush
+import TetherService
+import TetherStore
+
+/// `tether push`: runs the push relay (push.md). `tether push send …` is the operator's end-to-end
+/// check of a running one (PushSendCommand.swift).
+func runPushCommand(_ arguments: [String]) async {
+    var arguments = arguments
+    if arguments.first == "send" {
+        await runPushSendCommand(Array(arguments.dropFirst()))
+        return
+    }
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(PushConfiguration.helpText)
+        print("""
+
+        tether push send --help: send a test notification through a running push relay.
+        """)
+        exit(0)
+    }
+    if arguments.contains("--help-markdown") {
+        print(PushConfiguration.markdownReference, terminator: "")
+        exit(0)
+    }
+    let environment = serviceEnvironment(&arguments, command: "push")
+    let configuration: PushConfiguration
+    let notes: [String]
+    do {
+        (configuration, notes) = try PushConfiguration.load(environment: environment, arguments: arguments)
+    } catch {
+        fail("push: \(error)")
+    }
+    for note in notes { FileHandle.standardError.write(Data("push: \(note)\n".utf8)) }
+    let store: any PushStore
+    do {
+        store = configuration.databasePath == ":memory:" ? InMemoryPushStore() : try SQLitePushStore(path: configuration.databasePath)
+    } catch {
+        fail("push: PUSH_DB: \(error)", code: 1)
+    }
+    SignalWatcher.blockHandledSignals()
+    let group: EventLoopGroup
+    let push: PushServer
+    let port: UInt16
+    do {
+        var client = CurlHTTP2Client.Configuration()
+        client.extraRootsPath = configuration.caFile
+        let transport = try CurlHTTP2Client(configuration: client)
+        group = try EventLoopGroup()
+        push = try PushServer(configuration: configuration, group: group, store: store, transport: transport)
+        port = try push.start()
+    } catch {
+        fail("push: cannot start: \(error)", code: 1)
+    }
+    FileHandle.standardOutput.write(Data("push: listening on \(configuration.host):\(port) (profiles=\(configuration.profiles), db=\(configuration.databasePath))\n".utf8))
+    if let admin = push.adminPort {
+        push.note("push: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
+    }
+    let signals = SignalWatcher(handlers: .init(
+        reload: { push.note(push.reloadCertificates()) },
+        toggleVerbose: {
+            push.verbose.toggle()
+            push.note("push: verbose logging \(push.verbose ? "on" : "off") (SIGUSR2)")
+        }))
+    signals.waitForShutdown()
+    push.note("push: shutting down")
+    push.shutdown()
+    group.shutdown()
+    exit(0)
+}

@@ -1,0 +1,68 @@
+import Foundation
+import TetherCrypto
+import TetherPush
+import TetherService
+import TetherTestSupport
+import XCTest
+
+final class PushConfigurationTests: XCTestCase {
+    static let begin = "<!-- BEGIN generated: tether push --help-markdown (PushConfigurationTests fails when stale) -->\n"
+
+    private var environment: [String: String] {
+        ["APNS_TEAM_ID": "ABCDE12345", "APNS_KEY_ID": "FGHIJ67890", "APNS_PRIVATE_KEY": P256.PrivateKey().pemRepresentation]
+    }
+
+    func testTheDefaultsAreTheSettledOnes() throws {
+        let (configuration, _) = try PushConfiguration.load(environment: environment, arguments: [])
+        XCTAssertEqual(configuration.host, "127.0.0.1")
+        XCTAssertEqual(configuration.port, 8788)
+        XCTAssertEqual(configuration.databasePath, "push.db")
+        XCTAssertEqual(configuration.profiles, [.mytty])
+        XCTAssertEqual(configuration.topic, "com.m-tkg.mytty.remote")
+        XCTAssertEqual(configuration.topicITerm2, "com.googlecode.iterm2.companion")
+        XCTAssertEqual(configuration.endpoints, .init(production: "https://api.push.apple.com", sandbox: "https://api.sandbox.push.apple.com"))
+        XCTAssertNil(configuration.caFile)
+        XCTAssertEqual(configuration.registerLimit, 10)
+    }
+
+    func testFlagsWinAndTheITermNamesOfTheKeyAreAccepted() throws {
+        var environment = self.environment
+        environment["APNS_P8"] = environment.removeValue(forKey: "APNS_PRIVATE_KEY")
+        environment["PUSH_PROFILES"] = "iterm2"
+        let (configuration, _) = try PushConfiguration.load(environment: environment, arguments: ["--push-profiles", "mytty,iterm2", "--push-port", "9000"])
+        XCTAssertEqual(configuration.profiles, [.mytty, .iterm2])
+        XCTAssertEqual(configuration.port, 9000)
+        XCTAssertNotNil(configuration.key)
+    }
+
+    func testEachBadSettingIsRefusedByName() {
+        func refusal(_ change: [String: String?]) -> String? {
+            var environment = self.environment
+            for (name, value) in change { environment[name] = value }
+            do {
+                _ = try PushConfiguration.load(environment: environment, arguments: [])
+                return nil
+            } catch {
+                return error.variable
+            }
+        }
+        XCTAssertEqual(refusal(["APNS_TEAM_ID": nil]), "APNS_TEAM_ID")
+        XCTAssertEqual(refusal(["APNS_TEAM_ID": "abcde12345"]), "APNS_TEAM_ID")
+        XCTAssertEqual(refusal(["APNS_KEY_ID": "FGHIJ6789"]), "APNS_KEY_ID")
+        XCTAssertEqual(refusal(["APNS_PRIVATE_KEY": nil]), "APNS_PRIVATE_KEY")
+        XCTAssertEqual(refusal(["APNS_PRIVATE_KEY": nil, "APNS_PRIVATE_KEY_FILE": "/nonexistent.p8"]), "APNS_PRIVATE_KEY_FILE")
+        XCTAssertEqual(refusal(["PUSH_PROFILES": "mytty,apple"]), "PUSH_PROFILES")
+        XCTAssertEqual(refusal(["APNS_PRODUCTION_URL": "http://api.push.apple.com"]), "APNS_PRODUCTION_URL")
+        XCTAssertEqual(refusal(["APNS_CA_FILE": "/nonexistent.pem"]), "APNS_CA_FILE")
+        XCTAssertEqual(refusal(["PUSH_TLS_CERT": "/x.pem"]), "PUSH_TLS_KEY")
+    }
+
+    func testTheReadmeReferenceIsTheOneTheSettingsTableGenerates() throws {
+        let readme = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try XCTUnwrap(readme.range(of: Self.begin), "README.md lacks the push configuration reference")
+        let stop = try XCTUnwrap(readme.range(of: "<!-- END generated -->", range: start.upperBound..<readme.endIndex))
+        XCTAssertEqual(String(readme[start.upperBound..<stop.lowerBound]), PushConfiguration.markdownReference,
+                       "README.md is stale: run scripts/update-readme-reference")
+        for setting in PushSetting.all { XCTAssertTrue(PushConfiguration.markdownReference.contains("`\(setting.name)`"), setting.name) }
+    }
+}
