@@ -521,7 +521,11 @@ static void on_conn_event(conn *c, uint32_t ev) {
       int n = SSL_read(c->ssl, buf, sizeof buf);
       if (n > 0) {
         ssize_t k = nghttp2_session_mem_recv(c->h2s, buf, (size_t)n);
-        if (k < 0) { mark_dirty(c); break; }  // nghttp2 queued GOAWAY; flush then close
+        if (k < 0) {  // nghttp2 queued GOAWAY; flush then close
+          fprintf(stderr, "apns-sink: connection ended by nghttp2: %s\n", nghttp2_strerror((int)k));
+          mark_dirty(c);
+          break;
+        }
         continue;
       }
       int e = SSL_get_error(c->ssl, n);

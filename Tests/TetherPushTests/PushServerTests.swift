@@ -93,7 +93,9 @@ final class PushServerTests: XCTestCase {
         XCTAssertEqual(sent.headers[1].value, "com.m-tkg.mytty.remote")
         XCTAssertEqual(String(decoding: sent.body, as: UTF8.self),
                        #"{"aps":{"alert":{"title":"Mytty","body":"Approval requested"},"sound":"default","mutable-content":1,"interruption-level":"time-sensitive","thread-id":"mytty-attention"},"m":"MAC-1","c":"c2VhbGVk"}"#)
-        // Renewed: alive 180 days after the delivery, not after the registration.
+        // Renewed (after the answer, on the registration's lane): alive 180 days after the
+        // delivery, not after the registration.
+        relay.server.storage.drain()
         let renewedUntil = relay.time.ms.load(ordering: .relaxed) + MyttyProfile.registrationLifetimeMs
         XCTAssertNotNil(try relay.store.mytty(pushID: pushID, now: renewedUntil - 1))
         XCTAssertNil(try relay.store.mytty(pushID: pushID, now: renewedUntil))
@@ -228,4 +230,22 @@ final class TestTime: Sendable {
 
 final class TestLog: Sendable {
     let lines = Mutex<[String]>([])
+}
+
+final class RenewalThrottleTests: XCTestCase {
+    func testARegistrationIsRenewedAtMostHourlyAndForgottenWhenDeleted() {
+        var throttle = RenewalThrottle(capacity: 3)
+        XCTAssertTrue(throttle.shouldRenew("a", now: 1_000))
+        XCTAssertFalse(throttle.shouldRenew("a", now: 1_000 + RenewalThrottle.interval - 1))
+        XCTAssertTrue(throttle.shouldRenew("a", now: 1_000 + RenewalThrottle.interval))
+        throttle.forget("a")
+        XCTAssertTrue(throttle.shouldRenew("a", now: 1_000 + RenewalThrottle.interval + 1))
+    }
+
+    func testPastItsCapacityTheOldestEntriesGoAndAreRenewedAgain() {
+        var throttle = RenewalThrottle(capacity: 3)
+        for id in ["a", "b", "c", "d"] { XCTAssertTrue(throttle.shouldRenew(id, now: 10)) }
+        XCTAssertTrue(throttle.shouldRenew("a", now: 11), "evicted: renewed again (a write, never a missed renewal)")
+        XCTAssertFalse(throttle.shouldRenew("d", now: 11))
+    }
 }

@@ -38,7 +38,8 @@ extension PushServer {
     /// `POST /v1/push` (push.md §2.5): step 1 (credentials) again here (a pipelined request
     /// skipped nothing: `screen` ran too), step 2 (size), then on the registration's lane steps
     /// 3–5 (lookup, signature, payload), the APNs call (step 7), and the registration renewed
-    /// or, on a token-permanent failure, deleted before the answer.
+    /// after the answer (at most hourly, `RenewalThrottle`) or, on a token-permanent failure,
+    /// deleted before it.
     func myttyPush(_ request: HTTPServerRequest, reply: @escaping @Sendable (PushAnswer) -> Void) {
         let now = clock.wallMs()
         guard let credentials = MyttyProfile.credentials(request.head, nowSeconds: now / 1000) else {
@@ -73,14 +74,16 @@ extension PushServer {
                 noteOutcome(outcome, profile: "mytty")
                 let answer = MyttyProfile.answer(outcome)
                 if case .delivered = outcome {
+                    reply(answer)
+                    guard renewals.withLock({ $0.shouldRenew(credentials.pushID, now: clock.monotonicMs()) }) else { return }
                     let renewedUntil = clock.wallMs() + MyttyProfile.registrationLifetimeMs
                     storage.submit(lane: lane) { [self] store in
                         do { try store.renewMytty(pushID: credentials.pushID, expiresAt: renewedUntil, now: clock.wallMs()) } catch {
                             fault("storage error", "\(error)")
                         }
-                        reply(answer)
                     }
                 } else if outcome.isTokenPermanent {
+                    renewals.withLock { $0.forget(credentials.pushID) }
                     storage.submit(lane: lane) { [self] store in
                         do {
                             try store.deleteMytty(pushID: credentials.pushID)

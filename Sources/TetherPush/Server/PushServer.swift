@@ -22,6 +22,8 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     let routes = Mutex(Router())
     /// Profile I: authenticated pushes per token per 60 s (§1.1).
     let pushWindows: Mutex<FixedWindowLimiter<String>>
+    /// Profile M registrations renewed within the hour (renewal writes, throttled).
+    let renewals = Mutex(RenewalThrottle())
     let chores: Chores<String>
     let random: @Sendable (Int) -> [UInt8]
     private let log: @Sendable (String) -> Void
@@ -32,6 +34,9 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     private let warned = Mutex<[String: UInt64]>([:])
     let listeners = Mutex<(http: HTTPServer?, admin: AdminListener?, tls: TLSServerContext?)>((nil, nil, nil))
 
+    /// Store lanes by default. SQLite serialises its one connection, so more lanes would only
+    /// contend for its lock (and wake more threads per push); a networked store passes more.
+    public static let defaultStoreLanes = 1
     /// Storage work queued past this many calls means the store has fallen behind.
     static let storageBacklogLimit = 10_000
     /// Expired registrations are pruned (and the device gauge refreshed) this often.
@@ -42,7 +47,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     ///   - transport: the HTTP/2 client to APNs (libcurl's in the service, a double in tests).
     ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
     public init(configuration: PushConfiguration, group: EventLoopGroup, store: any PushStore, transport: any HTTP2Transport,
-                clock: ServiceClock = .system, storeLanes: Int = StoreExecutor<any PushStore>.defaultLanes,
+                clock: ServiceClock = .system, storeLanes: Int = PushServer.defaultStoreLanes,
                 random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) },
                 log: (@Sendable (String) -> Void)? = nil) throws(SettingError) {
         guard let key = configuration.key else { throw SettingError(variable: "APNS_PRIVATE_KEY", message: "required") }
