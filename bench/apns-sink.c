@@ -193,6 +193,7 @@ struct conn {
   int fd;
   uint32_t gen;
   uint8_t h2, in_dirty, want_out, closing;
+  uint64_t nreq, nrst_in;  // this connection's requests, RST_STREAMs received (diagnostics)
   SSL *ssl;
   nghttp2_session *h2s;
   worker *w;
@@ -363,16 +364,47 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *fr, const uint8_t 
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *fr, void *ud) {
   conn *c = ud;
+  if (fr->hd.type == NGHTTP2_RST_STREAM) {
+    c->nrst_in++;
+    return 0;
+  }
+  if (fr->hd.type == NGHTTP2_GOAWAY) {
+    if (fr->goaway.error_code != NGHTTP2_NO_ERROR)
+      fprintf(stderr, "apns-sink: peer sent GOAWAY %s (last_stream_id %d) after %llu requests\n",
+              nghttp2_http2_strerror(fr->goaway.error_code), fr->goaway.last_stream_id,
+              (unsigned long long)c->nreq);
+    return 0;
+  }
   if ((fr->hd.type != NGHTTP2_HEADERS && fr->hd.type != NGHTTP2_DATA) || !(fr->hd.flags & NGHTTP2_FLAG_END_STREAM))
     return 0;
   uintptr_t f = (uintptr_t)nghttp2_session_get_stream_user_data(s, fr->hd.stream_id);
   if (!(f & SF_SEEN)) return 0;
   worker *w = c->w;
   w->st.requests++;
+  c->nreq++;
   if (!(f & SF_AUTH)) w->st.bad_auth++;
   uint64_t t = now_ns();
   if (O.delay_ns) dq_push(w, c, fr->hd.stream_id, t + O.delay_ns);
   else answer(c, fr->hd.stream_id, t);
+  return 0;
+}
+
+// Every GOAWAY the sink sends, with its cause where nghttp2 gives one (see on_error). nghttp2 queues
+// some GOAWAYs without nghttp2_session_mem_recv failing (flood and rate limits), so this is the
+// place that sees a connection being ended by our side.
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *fr, void *ud) {
+  (void)s;
+  conn *c = ud;
+  if (fr->hd.type == NGHTTP2_GOAWAY)
+    fprintf(stderr, "apns-sink: sent GOAWAY %s (last_stream_id %d) after %llu requests, %llu RST_STREAM received\n",
+            nghttp2_http2_strerror(fr->goaway.error_code), fr->goaway.last_stream_id, (unsigned long long)c->nreq,
+            (unsigned long long)c->nrst_in);
+  return 0;
+}
+
+static int on_error(nghttp2_session *s, int lib_error_code, const char *msg, size_t len, void *ud) {
+  (void)s; (void)ud;
+  fprintf(stderr, "apns-sink: nghttp2: %.*s (%s)\n", (int)len, msg, nghttp2_strerror(lib_error_code));
   return 0;
 }
 
@@ -561,6 +593,7 @@ static void accept_all(worker *w) {
     c->closing = 0;
     c->olen = 0;
     c->npend = 0;
+    c->nreq = c->nrst_in = 0;
     c->ssl = SSL_new(w->ctx);
     if (!c->ssl) die("SSL_new");
     SSL_set_fd(c->ssl, fd);
@@ -759,8 +792,19 @@ int main(int argc, char **argv) {
   nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+  nghttp2_session_callbacks_set_error_callback2(cbs, on_error);
   nghttp2_option *opt;
   nghttp2_option_new(&opt);
+  // No limit on incoming RST_STREAM. Debian's libnghttp2 1.52.0-1+deb12u1 and later ("rapid reset",
+  // CVE-2023-44487) allow 1000 RST_STREAMs per connection, refilled at 33/s, then send
+  // GOAWAY(INTERNAL_ERROR) while nghttp2_session_mem_recv still returns success. It counts every
+  // RST_STREAM, including ones for streams that are already closed. libcurl 7.88.x sends
+  // RST_STREAM(STREAM_CLOSED) after *every* completed stream (the response had END_STREAM), so at
+  // benchmark rates each connection from the relay died after about 1000 requests
+  // (last_stream_id ~2001). This sink only listens on loopback for our own load tools, so it
+  // does not need the protection.
+  nghttp2_option_set_stream_reset_rate_limit(opt, UINT64_MAX, UINT64_MAX);
 
   struct rlimit rl;
   getrlimit(RLIMIT_NOFILE, &rl);

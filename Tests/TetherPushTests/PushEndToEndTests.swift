@@ -138,6 +138,15 @@ final class PushEndToEndTests: XCTestCase {
         XCTAssertEqual(pushMytty(busy).status, 200, "kept")
         XCTAssertAnswer(pushMytty(dead), 502, #"{"error":"Unregistered","status":410}"#)
         XCTAssertEqual(pushMytty(dead).status, 401)
+        try standIn.script([
+            ["token": Self.token(0xC4), "status": 503, "reason": "Shutdown", "action": "goaway_after", "times": 1],
+            ["token": Self.token(0xC4), "status": 500, "reason": "InternalServerError", "times": 1],
+            ["token": Self.token(0xC4), "status": 403, "reason": "InvalidProviderToken", "times": 1],
+        ])
+        XCTAssertAnswer(pushMytty(busy), 502, #"{"error":"Shutdown","status":503}"#)
+        XCTAssertAnswer(pushMytty(busy), 502, #"{"error":"InternalServerError","status":500}"#)
+        XCTAssertAnswer(pushMytty(busy), 502, #"{"error":"InvalidProviderToken","status":403}"#)
+        XCTAssertAnswer(pushMytty(busy), 200, #"{"ok":true}"#, "kept through every transient and configuration failure")
     }
 
     func testAStaleTokenIsRemintedAndAGoawayOrResetIsResentOnce() throws {

@@ -219,9 +219,10 @@ final class PushServerTests: XCTestCase {
     }
 }
 
-func XCTAssertAnswer(_ answer: (status: Int, body: String), _ status: Int, _ body: String, file: StaticString = #filePath, line: UInt = #line) {
-    XCTAssertEqual(answer.status, status, answer.body, file: file, line: line)
-    XCTAssertEqual(answer.body, body, file: file, line: line)
+func XCTAssertAnswer(_ answer: (status: Int, body: String), _ status: Int, _ body: String, _ message: String = "",
+                     file: StaticString = #filePath, line: UInt = #line) {
+    XCTAssertEqual(answer.status, status, "\(message) \(answer.body)", file: file, line: line)
+    XCTAssertEqual(answer.body, body, message, file: file, line: line)
 }
 
 final class TestTime: Sendable {

@@ -36,10 +36,9 @@ extension PushServer {
     }
 
     /// `POST /v1/push` (push.md §2.5): step 1 (credentials) again here (a pipelined request
-    /// skipped nothing: `screen` ran too), step 2 (size), then on the registration's lane steps
-    /// 3–5 (lookup, signature, payload), the APNs call (step 7), and the registration renewed
-    /// after the answer (at most hourly, `RenewalThrottle`) or, on a token-permanent failure,
-    /// deleted before it.
+    /// skipped nothing: `screen` ran too), step 2 (size), then steps 3–4 (lookup, signature) on
+    /// the registration's lane — or here, when a registration read lately authenticates it
+    /// (`RegistrationCache`) — and `sendMytty`.
     func myttyPush(_ request: HTTPServerRequest, reply: @escaping @Sendable (PushAnswer) -> Void) {
         let now = clock.wallMs()
         guard let credentials = MyttyProfile.credentials(request.head, nowSeconds: now / 1000) else {
@@ -51,8 +50,12 @@ extension PushServer {
         guard !BodySize.isTooLarge(request.body) else { return reply(MyttyProfile.payloadTooLarge) }
         let body = request.body
         let topic = configuration.topic
-        let lane = lane(credentials.pushID)
-        storage.submit(lane: lane) { [self] store in
+        // A registration read lately: an authentic push is sent from here, no store round trip.
+        if let cached = myttyCache.value(for: credentials.pushID, now: clock.monotonicMs()),
+           MyttyProfile.isAuthentic(credentials, body: body, registration: cached) {
+            return sendMytty(credentials, body: body, registration: cached, topic: topic, reply: reply)
+        }
+        storage.submit(lane: lane(credentials.pushID)) { [self] store in
             let registration: MyttyRegistration?
             do {
                 registration = try store.mytty(pushID: credentials.pushID, now: now)
@@ -65,37 +68,47 @@ extension PushServer {
                 diagnostic("push: mytty /v1/push -> 401")
                 return reply(MyttyProfile.unauthorized)
             }
-            let notification: APNsNotification
-            switch MyttyProfile.notification(body: body, registration: registration, topic: topic) {
-            case let .failure(refusal): return reply(refusal.answer)
-            case let .success(built): notification = built
-            }
-            apns.send(notification) { [self] outcome in
-                noteOutcome(outcome, profile: "mytty")
-                let answer = MyttyProfile.answer(outcome)
-                if case .delivered = outcome {
-                    reply(answer)
-                    guard renewals.withLock({ $0.shouldRenew(credentials.pushID, now: clock.monotonicMs()) }) else { return }
-                    let renewedUntil = clock.wallMs() + MyttyProfile.registrationLifetimeMs
-                    storage.submit(lane: lane) { [self] store in
-                        do { try store.renewMytty(pushID: credentials.pushID, expiresAt: renewedUntil, now: clock.wallMs()) } catch {
-                            fault("storage error", "\(error)")
-                        }
+            myttyCache.store(registration, for: credentials.pushID, now: clock.monotonicMs())
+            sendMytty(credentials, body: body, registration: registration, topic: topic, reply: reply)
+        }
+    }
+
+    /// Steps 5 and 7 for an authenticated push: the payload, APNs, then the registration renewed
+    /// after the answer (at most hourly) or, on a token-permanent failure, deleted before it.
+    private func sendMytty(_ credentials: MyttyProfile.Credentials, body: [UInt8], registration: MyttyRegistration, topic: String,
+                           reply: @escaping @Sendable (PushAnswer) -> Void) {
+        let notification: APNsNotification
+        switch MyttyProfile.notification(body: body, registration: registration, topic: topic) {
+        case let .failure(refusal): return reply(refusal.answer)
+        case let .success(built): notification = built
+        }
+        let lane = lane(credentials.pushID)
+        apns.send(notification) { [self] outcome in
+            noteOutcome(outcome, profile: "mytty")
+            let answer = MyttyProfile.answer(outcome)
+            if case .delivered = outcome {
+                reply(answer)
+                guard renewals.withLock({ $0.shouldRenew(credentials.pushID, now: clock.monotonicMs()) }) else { return }
+                let renewedUntil = clock.wallMs() + MyttyProfile.registrationLifetimeMs
+                storage.submit(lane: lane) { [self] store in
+                    do { try store.renewMytty(pushID: credentials.pushID, expiresAt: renewedUntil, now: clock.wallMs()) } catch {
+                        fault("storage error", "\(error)")
                     }
-                } else if outcome.isTokenPermanent {
-                    renewals.withLock { $0.forget(credentials.pushID) }
-                    storage.submit(lane: lane) { [self] store in
-                        do {
-                            try store.deleteMytty(pushID: credentials.pushID)
-                            metrics.devices.decrement()
-                        } catch {
-                            fault("storage error", "\(error)")
-                        }
-                        reply(answer)
+                }
+            } else if outcome.isTokenPermanent {
+                myttyCache.remove(credentials.pushID)
+                renewals.withLock { $0.forget(credentials.pushID) }
+                storage.submit(lane: lane) { [self] store in
+                    do {
+                        try store.deleteMytty(pushID: credentials.pushID)
+                        metrics.devices.decrement()
+                    } catch {
+                        fault("storage error", "\(error)")
                     }
-                } else {
                     reply(answer)
                 }
+            } else {
+                reply(answer)
             }
         }
     }

@@ -24,6 +24,8 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     let pushWindows: Mutex<FixedWindowLimiter<String>>
     /// Profile M registrations renewed within the hour (renewal writes, throttled).
     let renewals = Mutex(RenewalThrottle())
+    /// Profile M registrations read lately (authentic pushes skip the store round trip).
+    let myttyCache = RegistrationCache<MyttyRegistration>()
     let chores: Chores<String>
     let random: @Sendable (Int) -> [UInt8]
     private let log: @Sendable (String) -> Void
