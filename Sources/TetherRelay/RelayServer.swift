@@ -51,7 +51,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     private let draining = Atomic<Bool>(false)
     private let faults = Mutex<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
     private let faultBudgetHandler = Mutex<@Sendable () -> Void>({})
-    let listeners = Mutex<(http: HTTPServer?, admin: AdminListener?, tls: TLSServerContext?)>((nil, nil, nil))
+    let listeners = Mutex<ServiceListeners?>(nil)
 
     /// Storage work queued past this many calls means the store has fallen behind the relay's
     /// demand (a reconnect storm on a slow database): `/readyz` says so, so a load balancer sends
@@ -146,62 +146,33 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     /// shard map): nothing is being served yet, and this is not a loop thread.
     @discardableResult
     public func start() throws -> UInt16 {
-        var http = HTTPServer.Configuration()
-        http.host = configuration.host
-        http.port = configuration.port
-        var tls: TLSServerContext?
-        if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
-            tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
-            http.tls = tls
-        }
         if let map = configuration.shardMap, !store.publishShardMap(map) {
             write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(store.shardMap()?.version ?? 0), and versions only grow")
         }
         if let map = store.shardMap() { sharding.adopt(map) }
-        let server = HTTPServer(group: group, configuration: http, delegate: self)
-        let port = try server.start()
-        var admin: AdminListener?
-        if let adminPort = configuration.adminPort {
-            var settings = AdminListener.Configuration()
-            settings.host = configuration.adminHost
-            settings.port = adminPort
-            let listener = AdminListener(group: group, configuration: settings, metrics: MetricsSource { [weak self] done in
-                self?.renderMetrics(done)
-            }, readiness: readiness)
-            do { try listener.start() } catch {
-                server.shutdown(grace: 0)
-                throw error
-            }
-            admin = listener
-        }
-        listeners.withLock { $0 = (server, admin, tls) }
+        let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
+                                                 metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness)
+        listeners.withLock { $0 = started }
         startHousekeeping()
         startMetricsPush()
         startShardMapWatch()
-        return port
+        return started.http.port
     }
 
     /// The admin listener's port, once started with one.
-    public var adminPort: UInt16? { listeners.withLock { $0.admin?.port } }
+    public var adminPort: UInt16? { listeners.withLock { $0?.admin?.port } }
 
-    /// SIGHUP: the TLS certificate chain and key are read again; new connections get them, open
-    /// sessions keep theirs. A pair that does not load (or match) leaves the current one serving.
-    /// Returns a zero-PII line for the log.
+    /// SIGHUP: the certificate and key are read again (`ServiceListeners.reloadCertificates`).
     public func reloadCertificates() -> String {
-        guard let tls = listeners.withLock({ $0.tls }) else { return "relay: SIGHUP: no TLS certificate to reload" }
-        do {
-            try tls.reload()
-            return "relay: TLS certificate reloaded (SIGHUP)"
-        } catch {
-            return "relay: TLS certificate not reloaded, the current one stays: \(error)"
-        }
+        listeners.withLock { $0 }?.reloadCertificates(service: "relay") ?? "relay: SIGHUP: not serving yet"
     }
 
     /// Graceful stop: not ready, no new connections, every room's sockets closed 1001 `server
     /// shutting down`, the rooms' last writes flushed to the store, the log flushed.
     public func shutdown() {
         draining.store(true, ordering: .relaxed)
-        let (http, admin, _) = listeners.withLock { $0 }
+        let started = listeners.withLock { $0 }
+        let (http, admin) = (started?.http, started?.admin)
         http?.stopAccepting()
         chores.stopAll()
         for (index, loop) in group.loops.enumerated() {

@@ -13,18 +13,8 @@ func runPushCommand(_ arguments: [String]) async {
         await runPushSendCommand(Array(arguments.dropFirst()))
         return
     }
-    if arguments.contains("--help") || arguments.contains("-h") {
-        print(PushConfiguration.helpText)
-        print("""
-
-        tether push send --help: send a test notification through a running push relay.
-        """)
-        exit(0)
-    }
-    if arguments.contains("--help-markdown") {
-        print(PushConfiguration.markdownReference, terminator: "")
-        exit(0)
-    }
+    answerHelpFlags(arguments, help: PushConfiguration.helpText + "\n\ntether push send --help: send a test notification through a running push relay.",
+                    markdown: PushConfiguration.markdownReference)
     let environment = serviceEnvironment(&arguments, command: "push")
     let configuration: PushConfiguration
     let notes: [String]
@@ -58,15 +48,5 @@ func runPushCommand(_ arguments: [String]) async {
     if let admin = push.adminPort {
         push.note("push: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }
-    let signals = SignalWatcher(handlers: .init(
-        reload: { push.note(push.reloadCertificates()) },
-        toggleVerbose: {
-            push.verbose.toggle()
-            push.note("push: verbose logging \(push.verbose ? "on" : "off") (SIGUSR2)")
-        }))
-    signals.waitForShutdown()
-    push.note("push: shutting down")
-    push.shutdown()
-    group.shutdown()
-    exit(0)
+    serveUntilSignalled(push, name: "push", group: group)
 }

@@ -3,6 +3,7 @@
 import Foundation
 import Glibc
 import TetherNet
+import TetherPush
 import TetherRelay
 import TetherService
 import TetherStore
@@ -47,6 +48,44 @@ func serviceEnvironment(_ arguments: inout [String], command: String) -> [String
         arguments.removeSubrange(index...(index + 1))
     }
     return environment
+}
+
+/// What `tether relay` and `tether push` do alike once their server runs: SIGHUP reloads the
+/// certificate, SIGUSR2 flips verbose logging, SIGTERM/SIGINT drain and exit 0.
+protocol SignalledService: AnyObject, Sendable {
+    func note(_ line: String)
+    var verbose: Bool { get set }
+    func reloadCertificates() -> String
+    func shutdown()
+}
+
+extension RelayServer: SignalledService {}
+extension PushServer: SignalledService {}
+
+func serveUntilSignalled(_ service: some SignalledService, name: String, group: EventLoopGroup) -> Never {
+    let signals = SignalWatcher(handlers: .init(
+        reload: { service.note(service.reloadCertificates()) },
+        toggleVerbose: {
+            service.verbose.toggle()
+            service.note("\(name): verbose logging \(service.verbose ? "on" : "off") (SIGUSR2)")
+        }))
+    signals.waitForShutdown()
+    service.note("\(name): shutting down")
+    service.shutdown()
+    group.shutdown()
+    exit(0)
+}
+
+/// `--help` and `--help-markdown`, answered from a service's settings table; returns otherwise.
+func answerHelpFlags(_ arguments: [String], help: String, markdown: String) {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(help)
+        exit(0)
+    }
+    if arguments.contains("--help-markdown") {
+        print(markdown, terminator: "")
+        exit(0)
+    }
 }
 
 switch command {
@@ -97,14 +136,7 @@ case "shardmap":
     exit(0)
 case "relay":
     // Both generated from the relay's settings table (TetherService).
-    if arguments.contains("--help") || arguments.contains("-h") {
-        print(RelayConfiguration.helpText)
-        exit(0)
-    }
-    if arguments.contains("--help-markdown") {
-        print(RelayConfiguration.markdownReference, terminator: "")
-        exit(0)
-    }
+    answerHelpFlags(arguments, help: RelayConfiguration.helpText, markdown: RelayConfiguration.markdownReference)
     let environment = serviceEnvironment(&arguments, command: "relay")
     let configuration: RelayConfiguration
     let notes: [String]
@@ -141,19 +173,8 @@ case "relay":
     if let admin = relay.adminPort {
         relay.note("relay: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }
-    let signals = SignalWatcher(handlers: .init(
-        // SIGHUP: the certificate and key are read again (open sessions keep theirs).
-        reload: { relay.note(relay.reloadCertificates()) },
-        // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
-        toggleVerbose: {
-            relay.verbose.toggle()
-            relay.note("relay: verbose logging \(relay.verbose ? "on" : "off") (SIGUSR2)")
-        }))
-    signals.waitForShutdown()
-    relay.note("relay: shutting down")
-    relay.shutdown()
-    group.shutdown()
-    exit(0)
+    // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
+    serveUntilSignalled(relay, name: "relay", group: group)
 default:
     FileHandle.standardError.write(Data(usage.utf8))
     fail("unknown command \(command)")

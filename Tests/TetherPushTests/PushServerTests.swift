@@ -47,18 +47,7 @@ final class PushServerHarness {
 
     /// One request on a connection of its own; returns status and body text.
     func request(_ path: String, method: String = "POST", body: String? = nil, headers: [(String, String)] = []) -> (status: Int, body: String) {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<(Int, String)>((0, ""))
-        HTTPClient.request(method, "http://127.0.0.1:\(port)\(path)", headers: HTTPHeaders(headers), body: body.map { Array($0.utf8) },
-                           on: group.loops[0]) { outcome in
-            switch outcome {
-            case let .success(response): result.withLock { $0 = (response.status, String(decoding: response.body, as: UTF8.self)) }
-            case let .failure(error): result.withLock { $0 = (-1, "\(error)") }
-            }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0 }
+        HTTP.call(group.loops[0], method, "http://127.0.0.1:\(port)\(path)", body: body, headers: headers)
     }
 
     /// Registers a Profile M device; returns its push id and secret bytes.

@@ -34,7 +34,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     private let draining = Atomic<Bool>(false)
     /// Operator warnings already given, by reason, with when (monotonic ms): one a minute each.
     private let warned = Mutex<[String: UInt64]>([:])
-    let listeners = Mutex<(http: HTTPServer?, admin: AdminListener?, tls: TLSServerContext?)>((nil, nil, nil))
+    let listeners = Mutex<ServiceListeners?>(nil)
 
     /// Store lanes by default. SQLite serialises its one connection, so more lanes would only
     /// contend for its lock (and wake more threads per push); a networked store passes more.
@@ -90,51 +90,26 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     /// Binds and starts serving; returns the bound port.
     @discardableResult
     public func start() throws -> UInt16 {
-        var http = HTTPServer.Configuration()
-        http.host = configuration.host
-        http.port = configuration.port
-        var tls: TLSServerContext?
-        if let cert = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
-            tls = try TLSServerContext(certificateChainPath: cert, privateKeyPath: key)
-            http.tls = tls
-        }
-        let server = HTTPServer(group: group, configuration: http, delegate: self)
-        let port = try server.start()
-        var admin: AdminListener?
-        if let adminPort = configuration.adminPort {
-            var settings = AdminListener.Configuration()
-            settings.host = configuration.adminHost
-            settings.port = adminPort
-            let listener = AdminListener(group: group, configuration: settings, metrics: .registry(metrics.registry), readiness: readiness)
-            do { try listener.start() } catch {
-                server.shutdown(grace: 0)
-                throw error
-            }
-            admin = listener
-        }
-        listeners.withLock { $0 = (server, admin, tls) }
+        let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self, metrics: .registry(metrics.registry),
+                                                 readiness: readiness)
+        listeners.withLock { $0 = started }
         chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
-        return port
+        return started.http.port
     }
 
-    public var adminPort: UInt16? { listeners.withLock { $0.admin?.port } }
+    public var adminPort: UInt16? { listeners.withLock { $0?.admin?.port } }
 
-    /// SIGHUP: the TLS certificate and key are read again; open connections keep theirs.
+    /// SIGHUP: the certificate and key are read again (`ServiceListeners.reloadCertificates`).
     public func reloadCertificates() -> String {
-        guard let tls = listeners.withLock({ $0.tls }) else { return "push: SIGHUP: no TLS certificate to reload" }
-        do {
-            try tls.reload()
-            return "push: TLS certificate reloaded (SIGHUP)"
-        } catch {
-            return "push: TLS certificate not reloaded, the current one stays: \(error)"
-        }
+        listeners.withLock { $0 }?.reloadCertificates(service: "push") ?? "push: SIGHUP: not serving yet"
     }
 
     /// Graceful stop: not ready, no new connections, requests in progress answered (their APNs
     /// calls finish or time out), the store's last writes done, the log flushed.
     public func shutdown() {
         draining.store(true, ordering: .relaxed)
-        let (http, admin, _) = listeners.withLock { $0 }
+        let started = listeners.withLock { $0 }
+        let (http, admin) = (started?.http, started?.admin)
         chores.stopAll()
         http?.shutdown(grace: .seconds(12))
         admin?.shutdown()

@@ -1,0 +1,66 @@
+public import TetherNet
+
+/// A service's listeners, started and stopped together: the public HTTP(S) server (TLS when a
+/// certificate and key are configured, on every loop) and, when a port is set, the admin
+/// listener. Every service starts them the same way and SIGHUP reloads the same certificate, so
+/// this is one piece of the chassis rather than a copy per service.
+public struct ServiceListeners: Sendable {
+    public let http: HTTPServer
+    public let admin: AdminListener?
+    /// The certificate SIGHUP reloads (nil when serving plain HTTP).
+    public let tls: TLSServerContext?
+
+    /// Binds both listeners; if the admin one cannot bind, the public one is closed again and
+    /// the error thrown (a service never runs half-started).
+    public static func start(group: EventLoopGroup, configuration: some ServiceListenerSettings, delegate: any HTTPServerDelegate,
+                             metrics: MetricsSource, readiness: ReadinessChecks) throws -> ServiceListeners {
+        var settings = HTTPServer.Configuration()
+        settings.host = configuration.host
+        settings.port = configuration.port
+        var tls: TLSServerContext?
+        if let certificate = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
+            tls = try TLSServerContext(certificateChainPath: certificate, privateKeyPath: key)
+            settings.tls = tls
+        }
+        let http = HTTPServer(group: group, configuration: settings, delegate: delegate)
+        try http.start()
+        var admin: AdminListener?
+        if let adminPort = configuration.adminPort {
+            var adminSettings = AdminListener.Configuration()
+            adminSettings.host = configuration.adminHost
+            adminSettings.port = adminPort
+            let listener = AdminListener(group: group, configuration: adminSettings, metrics: metrics, readiness: readiness)
+            do { try listener.start() } catch {
+                http.shutdown(grace: 0)
+                throw error
+            }
+            admin = listener
+        }
+        return ServiceListeners(http: http, admin: admin, tls: tls)
+    }
+
+    /// SIGHUP: the TLS certificate chain and key are read again; new connections get them, open
+    /// ones keep theirs, and a pair that does not load (or match) leaves the current one serving.
+    /// Returns a zero-PII line for the log, prefixed `<service>: `.
+    public func reloadCertificates(service: String) -> String {
+        guard let tls else { return "\(service): SIGHUP: no TLS certificate to reload" }
+        do {
+            try tls.reload()
+            return "\(service): TLS certificate reloaded (SIGHUP)"
+        } catch {
+            return "\(service): TLS certificate not reloaded, the current one stays: \(error)"
+        }
+    }
+}
+
+/// The listener half of a service's configuration, under the names every service uses.
+public protocol ServiceListenerSettings {
+    var host: String { get }
+    var port: UInt16 { get }
+    /// TLS when both are set.
+    var tlsCertificatePath: String? { get }
+    var tlsKeyPath: String? { get }
+    var adminHost: String { get }
+    /// No admin listener when nil.
+    var adminPort: UInt16? { get }
+}
