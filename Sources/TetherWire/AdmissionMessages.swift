@@ -70,6 +70,8 @@ public enum AdmissionReply {
     /// The inside of a JSON string literal for `text` (RFC 8259 §7); shared by every message
     /// this module writes.
     static func jsonEscaped(_ text: String) -> String {
+        // Most text (ids, base64, placeholders) needs no escape: one byte scan, no rebuild.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { return text }
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -130,8 +130,12 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable {
             pending.subtract(1, ordering: .relaxed)
             return completion(.failed(reason: "too many requests waiting for APNs", refused: true))
         }
-        submissions.withLock { $0.append(Submission(request: request, completion: completion)) }
-        curl_multi_wakeup(multi)
+        let first = submissions.withLock { queue -> Bool in
+            queue.append(Submission(request: request, completion: completion))
+            return queue.count == 1
+        }
+        // Only the first of a batch wakes the thread: it takes the whole queue before it polls again.
+        if first { curl_multi_wakeup(multi) }
     }
 
     public func shutdown() {
@@ -167,9 +171,32 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable {
         inflight = [:]
     }
 
+    /// A handle with every option that is the same for all requests set once (a reused handle
+    /// keeps them: only the request's own options change per push, no `curl_easy_reset`).
+    private func makeHandle() -> UnsafeMutableRawPointer? {
+        guard let handle = curl_easy_init() else { return nil }
+        var ok = true
+        func set(_ option: CURLoption, _ value: Int) { ok = ok && tether_curl_easy_setopt_long(handle, option, value) == CURLE_OK }
+        "https".withCString { protocols in ok = ok && tether_curl_easy_setopt_pointer(handle, CURLOPT_PROTOCOLS_STR, protocols) == CURLE_OK }
+        set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        set(CURLOPT_PIPEWAIT, 1)
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_FOLLOWLOCATION, 0)
+        set(CURLOPT_SSL_VERIFYPEER, 1)
+        set(CURLOPT_SSL_VERIFYHOST, 2)
+        set(CURLOPT_TIMEOUT_MS, configuration.timeoutMs)
+        set(CURLOPT_POST, 1)
+        if let roots { ok = ok && tether_curl_use_roots(handle, roots) == CURLE_OK }
+        guard ok else {
+            curl_easy_cleanup(handle)
+            return nil
+        }
+        return handle
+    }
+
     private func start(_ submission: Submission) {
-        guard let handle = idle.popLast() ?? curl_easy_init() else {
-            return finish(submission.completion, .failed(reason: "curl_easy_init failed", refused: true))
+        guard let handle = idle.popLast() ?? makeHandle() else {
+            return finish(submission.completion, .failed(reason: "libcurl could not make a request handle", refused: true))
         }
         let transfer = Transfer(handle: handle, completion: submission.completion, limit: configuration.maxResponseBody)
         let request = submission.request
@@ -180,27 +207,23 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable {
         func set(_ option: CURLoption, _ value: Int) { ok = ok && tether_curl_easy_setopt_long(handle, option, value) == CURLE_OK }
         func set(_ option: CURLoption, _ value: UnsafeRawPointer?) { ok = ok && tether_curl_easy_setopt_pointer(handle, option, value) == CURLE_OK }
         request.url.withCString { set(CURLOPT_URL, $0) }
-        "https".withCString { set(CURLOPT_PROTOCOLS_STR, $0) }
-        set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        set(CURLOPT_PIPEWAIT, 1)
-        set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_FOLLOWLOCATION, 0)
-        set(CURLOPT_SSL_VERIFYPEER, 1)
-        set(CURLOPT_SSL_VERIFYHOST, 2)
-        set(CURLOPT_TIMEOUT_MS, configuration.timeoutMs)
         set(CURLOPT_FRESH_CONNECT, request.freshConnection ? 1 : 0)
-        set(CURLOPT_POST, 1)
         ok = ok && tether_curl_easy_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)) == CURLE_OK
         request.body.withUnsafeBytes { set(CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
         set(CURLOPT_HTTPHEADER, UnsafeRawPointer(transfer.headers))
         ok = ok && tether_curl_use_buffer(handle, transfer.buffer) == CURLE_OK
-        if let roots { ok = ok && tether_curl_use_roots(handle, roots) == CURLE_OK }
         guard ok, curl_multi_add_handle(multi, handle) == CURLM_OK else {
-            curl_easy_reset(handle)
-            idle.append(handle)
+            retire(handle)
             return finish(submission.completion, .failed(reason: "libcurl refused the request options", refused: true))
         }
         inflight[handle] = transfer
+    }
+
+    /// Back to the idle pool, pointing at nothing its finished transfer owned.
+    private func retire(_ handle: UnsafeMutableRawPointer) {
+        _ = tether_curl_easy_setopt_pointer(handle, CURLOPT_HTTPHEADER, nil)
+        _ = tether_curl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, nil)
+        idle.append(handle)
     }
 
     private func collectFinished() {
@@ -214,8 +237,7 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable {
             _ = tether_curl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
             opened.add(connects, ordering: .relaxed)
             curl_multi_remove_handle(multi, handle)
-            curl_easy_reset(handle)
-            idle.append(handle)
+            retire(handle)
             finish(transfer.completion, outcome)
         }
     }
