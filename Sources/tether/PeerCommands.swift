@@ -102,7 +102,7 @@ nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
 let shuttingDown = Mutex(false)
 
 /// Narrates endpoint events for a person (interactive) or a script (scripted).
-func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role) {
+func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role, linkLifetime: Double = MacEndpoint.pairingLinkLifetime) {
     if shuttingDown.withLock({ $0 }) { return }
     switch event {
     case let .pairingLink(link):
@@ -113,7 +113,7 @@ func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role)
             for line in lines { console.note(line) }
         }
         console.output(link.url)
-        console.say("Waiting for the phone. The link expires after 2 minutes without use.")
+        console.say("Waiting for the phone. The link expires after \(describeLifetime(linkLifetime)) without use.")
     case .waitingForPeer:
         if role == .mac { console.say("Parked on the relay; waiting for the phone.") }
     case let .relay(origin, disclosed):
@@ -197,15 +197,17 @@ func runMacCommand(_ arguments: [String]) async -> Never {
     let group: EventLoopGroup
     do { group = try EventLoopGroup(count: 1) } catch { fail("mac: \(error)", code: 1) }
     let chat = ChatPump(lines: lines)
-    let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { event in
-        narrate(event, console: console, role: .mac)
+    var linkLifetime = MacEndpoint.pairingLinkLifetime
+    if let lifetime = options.values["link-lifetime"] {
+        guard let seconds = Double(lifetime), seconds > 0 else { fail("mac: --link-lifetime needs a positive number of seconds") }
+        linkLifetime = seconds
+    }
+    let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { [linkLifetime] event in
+        narrate(event, console: console, role: .mac, linkLifetime: linkLifetime)
         if event == .paired || event == .connected { chat.start() }
     }
     let mac = MacEndpoint(context: context, transport: transport) { _ in await lines.next() }
-    if let lifetime = options.values["link-lifetime"] {
-        guard let seconds = Double(lifetime), seconds > 0 else { fail("mac: --link-lifetime needs a positive number of seconds") }
-        mac.pairingLinkLifetime = seconds
-    }
+    mac.pairingLinkLifetime = linkLifetime
     chat.send = { mac.send($0) }
     lines.startReadingStandardInput(atEnd: endOfInput(console) { mac.closeSession() })
     await runPeer(console: console, close: { mac.closeSession() }) { () throws(CompanionError) in try await mac.run() }
@@ -381,4 +383,16 @@ func runUnpairCommand(_ arguments: [String]) async -> Never {
         print("Unpaired: the room is deleted on the relay and the pairing is forgotten (\(state.url.path)).")
     }
     exit(0)
+}
+
+/// "2 minutes", "3 seconds", "1 minute 30 seconds": how long a pairing link lives, in words.
+func describeLifetime(_ seconds: Double) -> String {
+    let whole = Int(seconds.rounded())
+    func unit(_ count: Int, _ name: String) -> String { "\(count) \(name)\(count == 1 ? "" : "s")" }
+    let (minutes, rest) = (whole / 60, whole % 60)
+    switch (minutes, rest) {
+    case (0, _): return unit(max(rest, 1), "second")
+    case (_, 0): return unit(minutes, "minute")
+    default: return unit(minutes, "minute") + " " + unit(rest, "second")
+    }
 }

@@ -44,7 +44,7 @@ func runPushCommand(_ arguments: [String]) async {
     } catch {
         fail("push: cannot start: \(error)", code: 1)
     }
-    FileHandle.standardOutput.write(Data("push: listening on \(configuration.host):\(port) (profiles=\(configuration.profiles), db=\(configuration.databasePath))\n".utf8))
+    FileHandle.standardOutput.write(Data("push: listening on \(configuration.host):\(port) (profiles=\(configuration.profiles), db=\(configuration.databasePath)) tether \(TetherVersion.current)\n".utf8))
     if let admin = push.adminPort {
         push.note("push: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }

@@ -27,6 +27,8 @@ commands:
   demo      watch a whole pairing on a local relay, narrated (tether demo --help)
   attester  make a software App Attest root for tests (tether attester --help)
 
+tether --version prints the release; tether <command> --help explains a command.
+
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -35,6 +37,14 @@ guard let command = arguments.first else {
     exit(2)
 }
 arguments.removeFirst()
+if ["--help", "-h", "help"].contains(command) {
+    print(usage, terminator: "")
+    exit(0)
+}
+if command == "--version" || ((command == "relay" || command == "push") && arguments.contains("--version")) {
+    print("tether \(TetherVersion.current)")
+    exit(0)
+}
 
 /// The environment with an env-file (`--config`, the reference's /etc/iterm2-companion-relay.env)
 /// beneath it; removes `--config FILE` from `arguments`.
@@ -117,6 +127,10 @@ case "shardmap":
     }
     let path = environment["RELAY_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "relay.db"
     guard path != ":memory:" else { fail("shardmap: RELAY_DB is :memory:, which no node shares") }
+    // An operator command never creates a database: a mistyped path must not read as "published".
+    guard FileManager.default.fileExists(atPath: path) else {
+        fail("shardmap: no relay database at \(path) (RELAY_DB / --relay-db; a relay creates it on its first start)", code: 1)
+    }
     let store: SQLiteRoomStore
     do { store = try SQLiteRoomStore(path: path) } catch { fail("shardmap: RELAY_DB: \(error)", code: 1) }
     switch (arguments.first, arguments.count) {
@@ -167,9 +181,10 @@ case "relay":
     } catch {
         fail("relay: cannot start: \(error)", code: 1)
     }
-    let attest = environment["ATTEST_REQUIRED"] ?? "required"
+    // What the relay does, not what was typed: only the exact value false turns attestation off.
+    let attest = configuration.attestationRequired ? "required" : "false"
     // Written straight to the descriptor so a supervisor (or a test) sees it at once.
-    FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(configuration.databasePath), attest=\(configuration.local ? "false" : attest))\n".utf8))
+    FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(configuration.databasePath), attest=\(attest)) tether \(TetherVersion.current)\n".utf8))
     if let admin = relay.adminPort {
         relay.note("relay: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }

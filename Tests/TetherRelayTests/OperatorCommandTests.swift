@@ -1,0 +1,94 @@
+import Foundation
+import TetherService
+import TetherTestSupport
+import XCTest
+
+/// What an operator meets first, on the real binary (issue "Ready to deploy", found from outside).
+final class OperatorCommandTests: XCTestCase {
+    private static var binary: URL { Vectors.packageRoot().appendingPathComponent(".build/debug/tether") }
+
+    /// Runs `tether` to completion; standard output and error together.
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    func testHelpInEveryUsualSpellingAndTheVersion() throws {
+        for spelling in ["--help", "-h", "help"] {
+            let answer = try run([spelling])
+            XCTAssertEqual(answer.status, 0, spelling)
+            XCTAssertTrue(answer.output.hasPrefix("usage: tether <command>"), answer.output)
+        }
+        XCTAssertEqual(try run(["--version"]).output, "tether \(TetherVersion.current)\n")
+        XCTAssertEqual(try run(["relay", "--version"]).output, "tether \(TetherVersion.current)\n")
+        XCTAssertEqual(try run(["push", "--version"]).output, "tether \(TetherVersion.current)\n")
+        XCTAssertEqual(try run(["nonsense"]).status, 2)
+    }
+
+    func testTheStartUpLineSaysWhatTheRelayDoesAndWhichRelease() throws {
+        func startUpLine(_ arguments: [String], _ environment: [String: String]) throws -> String {
+            let process = Process()
+            process.executableURL = Self.binary
+            process.arguments = ["relay", "--relay-port", String(RelayProcess.freePort()), "--relay-db", ":memory:"] + arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            defer {
+                process.interrupt()
+                process.waitUntilExit()
+            }
+            return output.fileHandleForReading.readFirstLine()
+        }
+        let origin = ["RELAY_ORIGIN": "https://relay.example.com"]
+        let open = try startUpLine(["--attest-required", "false"], origin)
+        XCTAssertTrue(open.contains("attest=false) tether \(TetherVersion.current)"), open)
+        // Only the exact value false turns attestation off: FALSE leaves it on, and the line says so.
+        let attested = try startUpLine([], origin.merging(["ATTEST_REQUIRED": "FALSE", "APP_ID": "ABCDE12345.com.example.app"]) { $1 })
+        XCTAssertTrue(attested.contains("attest=required)"), attested)
+    }
+
+    func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
+        let answer = try run(["shardmap", "show", "--relay-db", path])
+        XCTAssertEqual(answer.status, 1)
+        XCTAssertTrue(answer.output.hasPrefix("tether: shardmap: no relay database at \(path)"), answer.output)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+    }
+
+    func testTheMacSaysHowLongItsLinkReallyLives() throws {
+        let relay = try RelayProcess()
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("tether-mac-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["mac", "--relay", relay.origin, "--state", state.path, "--link-lifetime", "3"]
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        process.standardInput = Pipe()
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        var narration = ""
+        let deadline = Date().addingTimeInterval(15)
+        while !narration.contains("expires after"), Date() < deadline {
+            let line = errors.fileHandleForReading.readFirstLine()
+            if line.isEmpty { break }
+            narration += line
+        }
+        XCTAssertTrue(narration.contains("The link expires after 3 seconds without use."), narration)
+    }
+}
