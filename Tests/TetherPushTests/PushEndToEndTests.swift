@@ -302,21 +302,10 @@ final class PushProcess {
         process.waitUntilExit()
     }
 
-    static var binary: URL { Vectors.packageRoot().appendingPathComponent(".build/debug/tether") }
+    static var binary: URL { TetherBinary.url }
 
-    /// Runs `tether` to completion; returns its exit status and standard output + error.
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try TetherBinary.run(arguments, environment: environment)
     }
 }
 

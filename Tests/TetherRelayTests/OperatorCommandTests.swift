@@ -5,21 +5,10 @@ import XCTest
 
 /// What an operator meets first, on the real binary (issue "Ready to deploy", found from outside).
 final class OperatorCommandTests: XCTestCase {
-    private static var binary: URL { Vectors.packageRoot().appendingPathComponent(".build/debug/tether") }
+    private static var binary: URL { TetherBinary.url }
 
-    /// Runs `tether` to completion; standard output and error together.
     private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try TetherBinary.run(arguments, environment: environment)
     }
 
     func testHelpInEveryUsualSpellingAndTheVersion() throws {

@@ -1,0 +1,22 @@
+public import Foundation
+
+/// The `tether` binary `swift build` made, for tests that drive it as an operator would.
+public enum TetherBinary {
+    public static var url: URL { Vectors.packageRoot().appendingPathComponent(".build/debug/tether") }
+
+    /// Runs `tether arguments` to completion; returns its exit status and standard output and
+    /// error together. `environment` is laid over the test's own.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
