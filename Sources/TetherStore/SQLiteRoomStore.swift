@@ -25,6 +25,7 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
 
     public init(path: String) throws {
         var handle: OpaquePointer?
+        DatabaseFile.createOwnerOnly(path)
         guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close(handle)

@@ -181,6 +181,7 @@ private final class Connection {
 
     init(path: String, busyTimeoutMilliseconds: Int32) throws(SQLitePushStore.Failure) {
         var handle: OpaquePointer?
+        DatabaseFile.createOwnerOnly(path)
         let status = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
