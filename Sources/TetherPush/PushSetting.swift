@@ -14,7 +14,7 @@ public enum PushSetting {
 
     public static var all: [SettingEntry] { table.entries }
 
-    static let host = Setting<String>("PUSH_HOST", default: "127.0.0.1", parser: .text, help: "bind address")
+    static let host = Setting<String>("PUSH_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")
     static let port = Setting<UInt16>("PUSH_PORT", default: 8788, parser: .port, help: "port")
     static let database = Setting<String>("PUSH_DB", default: "push.db", parser: .text,
                                           help: "SQLite database of registrations (:memory: for none)")
@@ -45,7 +45,7 @@ public enum PushSetting {
     static let trustedHops = Setting<Int64>("PUSH_TRUSTED_HOPS", default: 1, parser: .positiveInteger,
                                             help: "which X-Forwarded-For element, counted from the right")
     static let log = Setting<Bool>("PUSH_LOG", default: false, parser: .exactlyTrue, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
-    static let adminHost = Setting<String>("PUSH_ADMIN_HOST", default: "127.0.0.1", parser: .text,
+    static let adminHost = Setting<String>("PUSH_ADMIN_HOST", default: "127.0.0.1", parser: .ipAddress,
                                            help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")
     static let adminPort = Setting<UInt16?>("PUSH_ADMIN_PORT", default: nil, defaultText: "off", parser: .optionalPort,
                                             help: "admin listener port (unset: no admin listener)")

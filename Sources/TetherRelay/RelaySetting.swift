@@ -21,7 +21,7 @@ public enum RelaySetting {
 
     static let local = SettingSwitch("--local", help: "newcomer mode: loopback only, open admission, origin http://127.0.0.1:<port>")
 
-    static let host = Setting<String>("RELAY_HOST", default: "127.0.0.1", parser: .text, help: "bind address")
+    static let host = Setting<String>("RELAY_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")
     static let port = Setting<UInt16>("RELAY_PORT", default: 8787, fallbacks: ["PORT"], parser: .port,
                                       help: "port (PORT is read when RELAY_PORT is unset)")
     static let database = Setting<String>("RELAY_DB", default: "relay.db", parser: .text, help: "SQLite database path (:memory: for none)")
@@ -62,7 +62,7 @@ public enum RelaySetting {
                                                    help: "spliced frames per room per second (0 = off)")
     static let stallTimeout = Setting<Int64>("RELAY_STALL_TIMEOUT_MS", default: 60_000, parser: .positiveInteger,
                                              help: "an admitted socket that holds its peer back this long is closed 1008 write stalled")
-    static let adminHost = Setting<String>("RELAY_ADMIN_HOST", default: "127.0.0.1", parser: .text,
+    static let adminHost = Setting<String>("RELAY_ADMIN_HOST", default: "127.0.0.1", parser: .ipAddress,
                                            help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")
     static let adminPort = Setting<UInt16?>("RELAY_ADMIN_PORT", default: nil, defaultText: "off", parser: .optionalPort,
                                             help: "admin listener port (unset: no admin listener)")

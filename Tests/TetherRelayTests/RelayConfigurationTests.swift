@@ -36,6 +36,17 @@ final class RelayConfigurationTests: XCTestCase {
         XCTAssertEqual(c.clientIP, ClientIPResolver())
     }
 
+    func testBindAddressesAreNumericAndANameIsRefusedAtStartNotAtBind() throws {
+        for name in ["localhost", "relay.example.com", "127.0.0.1:8787", ""] where !name.isEmpty {
+            assertRefused(production.merging(["RELAY_HOST": name]) { $1 }, naming: "RELAY_HOST")
+            assertRefused(production.merging(["RELAY_ADMIN_HOST": name]) { $1 }, naming: "RELAY_ADMIN_HOST")
+        }
+        assertRefused(["RELAY_HOST": "localhost"], ["--local"], naming: "RELAY_HOST")
+        for address in ["127.0.0.1", "::1", "0.0.0.0", "::"] {
+            XCTAssertEqual(try load(production.merging(["RELAY_HOST": address]) { $1 }).0.host, address)
+        }
+    }
+
     func testAReferenceEnvironmentFileWorksUnchanged() throws {
         let file = """
         # /etc/iterm2-companion-relay.env

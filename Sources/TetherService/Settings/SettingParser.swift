@@ -1,3 +1,5 @@
+import Glibc
+
 /// Turns a setting's text into its value, or says precisely what is wrong with it. The message
 /// is completed by the table with the variable's name (`RELAY_PORT: not a port number: x`).
 public struct SettingParser<Value: Sendable>: Sendable {
@@ -9,6 +11,21 @@ public struct SettingParser<Value: Sendable>: Sendable {
 extension SettingParser where Value == String {
     /// The text verbatim.
     public static var text: SettingParser { SettingParser { $0 } }
+}
+
+extension SettingParser where Value == String {
+    /// A numeric IPv4 or IPv6 address to bind (`127.0.0.1`, `::1`, `0.0.0.0`). Names are refused
+    /// rather than half-accepted: `localhost` would pass a loopback check and then fail to bind.
+    public static var ipAddress: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            var v4 = in_addr()
+            var v6 = in6_addr()
+            guard inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1 else {
+                throw InvalidSettingValue("must be a numeric IP address such as 127.0.0.1, ::1 or 0.0.0.0 (names are not resolved): \(text)")
+            }
+            return text
+        }
+    }
 }
 
 extension SettingParser where Value == String? {
