@@ -46,6 +46,9 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
     public var tlsKeyPath: String?
     /// Newcomer mode: loopback only, open admission, a local http origin.
     public var local = false
+    /// `--local` without `RELAY_ORIGIN`: the origin is the bound address (`localOrigin`), so it
+    /// must follow the port once a port of 0 has been given one.
+    public var originFollowsBinding = false
     /// `RELAY_SHARD_MAP`: a map to publish to the shared store at start-up (§8).
     public var shardMap: ShardMap?
 
@@ -121,8 +124,9 @@ extension RelayConfiguration {
         if local {
             guard isLoopback(c.host) else { throw .init(variable: "RELAY_HOST", message: "--local binds loopback only, not \(c.host)") }
             c.attestationRequired = false
-            c.origin = origin ?? "http://127.0.0.1:\(c.port)"
-            notes.append("local mode: listening on \(c.host):\(c.port) only, open admission (no App Attest), origin \(c.origin), database \(c.databasePath) in the working directory")
+            c.origin = origin ?? localOrigin(host: c.host, port: c.port)
+            c.originFollowsBinding = origin == nil
+            if c.port != 0 { notes.append("local mode: listening on \(c.host):\(c.port) only, open admission (no App Attest), origin \(c.origin), database \(c.databasePath) in the working directory") }
         } else {
             guard let origin else {
                 throw .init(variable: "RELAY_ORIGIN", message: "required: the public https origin clients connect to (or run with --local)")
@@ -160,6 +164,20 @@ extension RelayConfiguration {
     }
 
     static func isLoopback(_ host: String) -> Bool { RelayOrigin.isLoopback(host: host) }
+
+    /// The origin clients reach a `--local` relay at: its bound address, an IPv6 one bracketed.
+    public static func localOrigin(host: String, port: UInt16) -> String {
+        "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+    }
+
+    /// The configuration once the relay's port is known (a `--relay-port 0` given one by the
+    /// kernel): a derived origin follows it, since every signature binds the origin.
+    public func bound(to port: UInt16) -> RelayConfiguration {
+        var bound = self
+        bound.port = port
+        if originFollowsBinding { bound.origin = Self.localOrigin(host: host, port: port) }
+        return bound
+    }
 
     /// Parses an env-file (systemd `EnvironmentFile` syntax: `NAME=value`, `#` comments,
     /// optional surrounding quotes).

@@ -47,6 +47,27 @@ final class OperatorCommandTests: XCTestCase {
         XCTAssertTrue(attested.contains("attest=required)"), attested)
     }
 
+    func testALocalRelayOnPortZeroOrIPv6AdvertisesTheAddressItReallyBound() throws {
+        for (host, expected) in [("127.0.0.1", "http://127.0.0.1:"), ("::1", "http://[::1]:")] {
+            let process = Process()
+            process.executableURL = Self.binary
+            process.arguments = ["relay", "--local", "--relay-port", "0", "--relay-host", host, "--relay-db", ":memory:"]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            defer {
+                process.interrupt()
+                process.waitUntilExit()
+            }
+            let line = output.fileHandleForReading.readFirstLine()
+            let port = try XCTUnwrap(line.split(separator: " ")[3].split(separator: ":").last.flatMap { UInt16($0) }, line)
+            XCTAssertNotEqual(port, 0, line)
+            let note = errors.fileHandleForReading.readFirstLine()
+            XCTAssertTrue(note.contains("origin \(expected)\(port),"), note)
+        }
+    }
+
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
         let answer = try run(["shardmap", "show", "--relay-db", path])
