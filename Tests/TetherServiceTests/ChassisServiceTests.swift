@@ -108,6 +108,12 @@ final class ChassisServiceTests: XCTestCase {
 
 private final class LogCollector: Sendable {
     private let lines = Mutex<[String]>([])
-    var write: @Sendable ([UInt8]) -> Void { { [self] bytes in lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } } }
+    /// One output call may carry several whole lines (the sink batches them): kept a line each.
+    var write: @Sendable ([UInt8]) -> Void {
+        { [self] bytes in
+            let text = String(decoding: bytes, as: UTF8.self)
+            lines.withLock { $0 += text.split(separator: "\n").map { $0 + "\n" } }
+        }
+    }
     var all: [String] { lines.withLock { $0 } }
 }
