@@ -55,6 +55,17 @@ struct PeerOptions {
         }
     }
 
+    /// The state directory only if it already exists: a command that cannot go on without a
+    /// pairing never creates one (a mistyped command must leave nothing behind).
+    func existingStateDirectory(role: PairingRecord.Role) -> StateDirectory? {
+        FileManager.default.fileExists(atPath: state ?? Self.defaultStatePath(role: role)) ? stateDirectory(role: role) : nil
+    }
+
+    /// `--help`, `-h` or the word `help` anywhere a command takes its arguments.
+    static func asksForHelp(_ arguments: [String]) -> Bool {
+        arguments.contains("--help") || arguments.contains("-h") || arguments.first == "help"
+    }
+
     static func defaultStatePath(role: PairingRecord.Role) -> String {
         let environment = ProcessInfo.processInfo.environment
         let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
@@ -166,14 +177,12 @@ func runMacCommand(_ arguments: [String]) async -> Never {
 
     """
     let options = PeerOptions(arguments, command: "mac", valued: ["relay", "resolver", "link-lifetime"])
-    if arguments.contains("--help") || arguments.contains("-h") {
+    if PeerOptions.asksForHelp(arguments) {
         print(help, terminator: "")
         exit(0)
     }
     guard options.rest.isEmpty else { fail("mac: unexpected argument \(options.rest[0])") }
     let console = Console()
-    let state = options.stateDirectory(role: .mac)
-    if state.pairedRole == .phone { fail("mac: \(state.url.path) holds a phone's pairing; use another --state", code: 1) }
 
     var transport: PairingLink.Transport?
     switch (options.values["relay"], options.values["resolver"]) {
@@ -190,7 +199,10 @@ func runMacCommand(_ arguments: [String]) async -> Never {
         transport = .resolved(resolverURL: url)
     default: fail("mac: give --relay or --resolver, not both")
     }
-    if transport == nil, state.pairedRole == nil { fail("mac: not paired yet; give --relay https://HOST[:PORT] (or --resolver URL)") }
+    let notPaired = "mac: not paired yet; give --relay https://HOST[:PORT] (or --resolver URL)"
+    guard let state = transport == nil ? options.existingStateDirectory(role: .mac) : options.stateDirectory(role: .mac) else { fail(notPaired) }
+    if state.pairedRole == .phone { fail("mac: \(state.url.path) holds a phone's pairing; use another --state", code: 1) }
+    if transport == nil, state.pairedRole == nil { fail(notPaired) }
     if transport != nil, state.pairedRole == .mac { console.note("tether: already paired; reconnecting (--relay/--resolver apply to a new pairing only)") }
 
     let lines = LineQueue()
@@ -233,14 +245,12 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
 
     """
     let options = PeerOptions(arguments, command: "phone", valued: ["attester", "app-id", "attest-env"])
-    if arguments.contains("--help") || arguments.contains("-h") {
+    if PeerOptions.asksForHelp(arguments) {
         print(help, terminator: "")
         exit(0)
     }
     guard options.rest.count <= 1 else { fail("phone: one pairing link at most") }
     let console = Console()
-    let state = options.stateDirectory(role: .phone)
-    if state.pairedRole == .mac { fail("phone: \(state.url.path) holds a Mac's pairing; use another --state", code: 1) }
     var link: PairingLink?
     if let text = options.rest.first {
         // A link pasted with its line end or surrounding spaces is still the link.
@@ -249,12 +259,15 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
             fail("phone: \(error.userMessage) (\(error)\(detail))", code: 1)
         }
     }
+    let notPaired = "phone: not paired yet; give the pairing link the Mac shows"
+    guard let state = link == nil ? options.existingStateDirectory(role: .phone) : options.stateDirectory(role: .phone) else { fail(notPaired, code: 1) }
+    if state.pairedRole == .mac { fail("phone: \(state.url.path) holds a Mac's pairing; use another --state", code: 1) }
     let stored: PairingLink?
     do { stored = try state.phonePairing() } catch { fail("\(error)", code: 1) }
     if let link, let stored, stored.roomName != link.roomName {
         fail("phone: already paired with another Mac; run `tether unpair` first", code: 1)
     }
-    if link == nil, stored == nil { fail("phone: not paired yet; give the pairing link the Mac shows", code: 1) }
+    if link == nil, stored == nil { fail(notPaired, code: 1) }
 
     let lines = LineQueue()
     let group: EventLoopGroup
@@ -360,13 +373,13 @@ func runUnpairCommand(_ arguments: [String]) async -> Never {
 
     """
     let options = PeerOptions(arguments, command: "unpair")
-    if arguments.contains("--help") || arguments.contains("-h") {
+    if PeerOptions.asksForHelp(arguments) {
         print(help, terminator: "")
         exit(0)
     }
     guard options.rest.isEmpty else { fail("unpair: unexpected argument \(options.rest[0])") }
     let directories: [StateDirectory] = options.state != nil
-        ? [options.stateDirectory(role: .mac)]
+        ? [options.existingStateDirectory(role: .mac)].compactMap { $0 }
         : [PairingRecord.Role.mac, .phone].filter { FileManager.default.fileExists(atPath: PeerOptions.defaultStatePath(role: $0)) }
             .map { options.stateDirectory(role: $0) }
     let paired = directories.filter { $0.pairedRole != nil }

@@ -68,6 +68,22 @@ final class OperatorCommandTests: XCTestCase {
         }
     }
 
+    func testFailedOrHelpPeerCommandsLeaveNoStateDirectoryBehind() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("tether-xdg-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ["XDG_STATE_HOME": home.path]
+        for command in ["phone", "mac", "unpair"] {
+            let help = try run([command, "help"], environment: environment)
+            XCTAssertEqual(help.status, 0, command)
+            XCTAssertTrue(help.output.hasPrefix("usage: tether \(command)"), help.output)
+        }
+        XCTAssertNotEqual(try run(["phone"], environment: environment).status, 0)
+        XCTAssertNotEqual(try run(["phone", "iterm2://pair?garbage"], environment: environment).status, 0)
+        XCTAssertNotEqual(try run(["mac"], environment: environment).status, 0)
+        XCTAssertNotEqual(try run(["unpair"], environment: environment).status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home.path), "nothing was created")
+    }
+
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
         let answer = try run(["shardmap", "show", "--relay-db", path])
