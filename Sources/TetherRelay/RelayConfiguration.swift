@@ -33,6 +33,9 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
     /// `RELAY_STALL_TIMEOUT_MS`: how long an admitted socket may hold its peer back (its queue
     /// above the high-water mark, so its peer is not read) before it is closed 1008 `write stalled`.
     public var stallTimeoutMs: Int64 = 60_000
+    /// `RELAY_PUBLIC_METRICS`: `/metrics` and `/healthz` on the public port (direct loopback
+    /// scrapes only, relay.md §2.10); false keeps them to the admin listener.
+    public var publicMetrics = true
     /// The admin listener (`/metrics`, `/healthz`, `/readyz`), off unless a port is set.
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
@@ -102,6 +105,7 @@ extension RelayConfiguration {
         c.metricsPushToken = try values.value(of: S.metricsPushToken)
         c.metricsPushMs = try values.value(of: S.metricsPushInterval)
         c.stallTimeoutMs = try values.value(of: S.stallTimeout)
+        c.publicMetrics = try values.value(of: S.publicMetrics)
         c.adminHost = try values.value(of: S.adminHost)
         c.adminPort = try values.value(of: S.adminPort)
         if (c.metricsPushURL == nil) != (c.metricsPushToken == nil) {

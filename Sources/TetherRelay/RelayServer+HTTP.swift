@@ -9,7 +9,7 @@ extension RelayServer {
     /// the request counter, the `/attest*` limiter and the room cap. The paths answered before
     /// the gate (step 1) pass through to `respond`.
     public func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? {
-        if Self.isAnsweredBeforeTheGate(head) { return nil }
+        if isAnsweredBeforeTheGate(head) { return nil }
         let room: RoomName
         switch admitRoom(head) {
         case let .failure(refusal): return refusal.response
@@ -23,9 +23,10 @@ extension RelayServer {
         return nil
     }
 
-    /// §2.2 step 1: `/metrics` (any method), `/healthz`, and `GET`/`HEAD /shardmap.json`.
-    static func isAnsweredBeforeTheGate(_ head: HTTPRequestHead) -> Bool {
-        head.path == "/metrics" || head.path == "/healthz"
+    /// §2.2 step 1: `/metrics` (any method), `/healthz` — unless `RELAY_PUBLIC_METRICS=false`
+    /// keeps them to the admin listener — and `GET`/`HEAD /shardmap.json`.
+    func isAnsweredBeforeTheGate(_ head: HTTPRequestHead) -> Bool {
+        (configuration.publicMetrics && (head.path == "/metrics" || head.path == "/healthz"))
             || (head.path == "/shardmap.json" && (head.method == "GET" || head.method == "HEAD"))
     }
 
@@ -41,8 +42,10 @@ extension RelayServer {
     static func router(for relay: RelayServer) -> Router {
         let notImplemented = HTTPResponse.text(501, "not implemented", contentType: "text/plain;charset=UTF-8")
         var router = Router(methodMismatch: .respond { _, _ in notImplemented }, fallback: { _ in notImplemented })
-        router.add(Router.anyMethod, "/metrics") { [unowned relay] request, reply in relay.scrape(request, reply: reply) }
-        router.add(Router.anyMethod, "/healthz") { [unowned relay] request, reply in relay.health(request, reply: reply) }
+        if relay.configuration.publicMetrics {
+            router.add(Router.anyMethod, "/metrics") { [unowned relay] request, reply in relay.scrape(request, reply: reply) }
+            router.add(Router.anyMethod, "/healthz") { [unowned relay] request, reply in relay.health(request, reply: reply) }
+        }
         router.add("GET", "/shardmap.json") { [unowned relay] _, reply in relay.serveShardMap(reply: reply) }
         for path in RoomEndpoints.routes.sorted() {
             router.add("POST", path) { [unowned relay] request, reply in relay.roomEndpoint(path, request, reply: reply) }

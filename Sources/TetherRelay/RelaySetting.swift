@@ -13,7 +13,7 @@ public enum RelaySetting {
         rows: [host, port, database, origin, attestationRequired, appID, appAttestEnvironment, appAttestRootPEM,
                dailyByteQuota, establishedIdleTTL, log, trustProxy, trustCloudflare, trustedHops, maxRooms,
                maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, attestRateLimit, maxFramesPerSecond,
-               stallTimeout, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap,
+               stallTimeout, publicMetrics, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap,
                tlsCertificate, tlsKey])
 
     /// Every setting's documented half (name, flag, default, help).
@@ -62,6 +62,8 @@ public enum RelaySetting {
                                                    help: "spliced frames per room per second (0 = off)")
     static let stallTimeout = Setting<Int64>("RELAY_STALL_TIMEOUT_MS", default: 60_000, parser: .positiveInteger,
                                              help: "an admitted socket that holds its peer back this long is closed 1008 write stalled")
+    static let publicMetrics = Setting<Bool>("RELAY_PUBLIC_METRICS", default: true, defaultText: "true", parser: .unlessExactlyFalse,
+                                             help: "false: /metrics and /healthz only on the admin listener, not on the public port (set it behind a proxy that adds no forwarding header)")
     static let adminHost = Setting<String>("RELAY_ADMIN_HOST", default: "127.0.0.1", parser: .ipAddress,
                                            help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")
     static let adminPort = Setting<UInt16?>("RELAY_ADMIN_PORT", default: nil, defaultText: "off", parser: .optionalPort,

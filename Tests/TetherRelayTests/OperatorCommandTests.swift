@@ -84,6 +84,25 @@ final class OperatorCommandTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: home.path), "nothing was created")
     }
 
+    func testPublicMetricsCanBeKeptToTheAdminListener() throws {
+        let (port, admin) = (RelayProcess.freePort(), RelayProcess.freePort())
+        let relay = try RelayProcess(port: port, ["--relay-public-metrics", "false", "--relay-admin-port", String(admin)])
+        defer { relay.stop() }
+        func curl(_ url: String) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            process.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", url]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            process.waitUntilExit()
+            return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        }
+        XCTAssertEqual(try curl("http://127.0.0.1:\(port)/metrics"), "400", "no longer answered before the room gate")
+        XCTAssertEqual(try curl("http://127.0.0.1:\(port)/healthz"), "400")
+        XCTAssertEqual(try curl("http://127.0.0.1:\(admin)/metrics"), "200")
+    }
+
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
         let answer = try run(["shardmap", "show", "--relay-db", path])
