@@ -86,38 +86,34 @@ func serveUntilSignalled(_ service: some SignalledService, name: String, group: 
     exit(0)
 }
 
-/// A socket bound (not listening) to an ephemeral port with SO_REUSEPORT, so a server can learn
-/// its port before it starts and then bind the same one.
+/// A port the kernel calls free on `host`, learned by binding a socket to port 0 and closing it,
+/// so a server can know its port (and its origin) before it starts.
 enum PortProbe {
-    static func bind(host: String) -> (fd: Int32, port: UInt16)? {
+    static func freePort(host: String) -> UInt16? {
         let v6 = host.contains(":")
         let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+        defer { Glibc.close(fd) }
         var storage = sockaddr_storage()
         var length: socklen_t
         if v6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
-            guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { Glibc.close(fd); return nil }
+            guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { return nil }
             length = socklen_t(MemoryLayout<sockaddr_in6>.size)
             withUnsafeBytes(of: address) { raw in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: raw) } }
         } else {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
-            guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { Glibc.close(fd); return nil }
+            guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return nil }
             length = socklen_t(MemoryLayout<sockaddr_in>.size)
             withUnsafeBytes(of: address) { raw in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: raw) } }
         }
         let bound = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) } }
-        guard bound == 0 else { Glibc.close(fd); return nil }
-        guard withUnsafeMutablePointer(to: &storage, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0 else {
-            Glibc.close(fd)
-            return nil
-        }
-        let port = withUnsafeBytes(of: storage) { raw in UInt16(bigEndian: raw.load(fromByteOffset: 2, as: UInt16.self)) }
-        return (fd, port)
+        guard bound == 0,
+              withUnsafeMutablePointer(to: &storage, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }) == 0
+        else { return nil }
+        return withUnsafeBytes(of: storage) { raw in UInt16(bigEndian: raw.load(fromByteOffset: 2, as: UInt16.self)) }
     }
 }
 
@@ -196,11 +192,9 @@ case "relay":
     }
     for note in notes { FileHandle.standardError.write(Data("relay: \(note)\n".utf8)) }
     // `--local --relay-port 0`: the origin (bound into every signature) needs the real port before
-    // the relay starts, so the kernel picks it for a probe the listeners then join (SO_REUSEPORT).
-    var portProbe: Int32 = -1
+    // the relay starts, so the kernel picks a free one first.
     if configuration.port == 0, configuration.originFollowsBinding {
-        guard let (probe, chosen) = PortProbe.bind(host: configuration.host) else { fail("relay: cannot find a free port on \(configuration.host)", code: 1) }
-        portProbe = probe
+        guard let chosen = PortProbe.freePort(host: configuration.host) else { fail("relay: cannot find a free port on \(configuration.host)", code: 1) }
         configuration = configuration.bound(to: chosen)
         FileHandle.standardError.write(Data("relay: local mode: listening on \(configuration.host):\(chosen) only, open admission (no App Attest), origin \(configuration.origin), database \(configuration.databasePath) in the working directory\n".utf8))
     }
@@ -222,7 +216,6 @@ case "relay":
         relay = RelayServer(configuration: configuration, group: group, store: store)
         relay.onFaultBudgetExceeded = { exit(1) }
         port = try relay.start()
-        if portProbe >= 0 { Glibc.close(portProbe) }
     } catch {
         fail("relay: cannot start: \(error)", code: 1)
     }

@@ -103,6 +103,17 @@ final class OperatorCommandTests: XCTestCase {
         XCTAssertEqual(try curl("http://127.0.0.1:\(admin)/metrics"), "200")
     }
 
+    func testASecondServerOnATakenPortFailsAtStartInsteadOfSharingIt() throws {
+        let port = RelayProcess.freePort()
+        let first = try RelayProcess(port: port)
+        defer { first.stop() }
+        let second = try run(["relay", "--local", "--relay-port", String(port), "--relay-db", ":memory:"])
+        XCTAssertEqual(second.status, 1)
+        XCTAssertTrue(second.output.hasSuffix("tether: relay: cannot start: 127.0.0.1:\(port) is already in use by another process (another server on this port?)\n"),
+                      second.output)
+        XCTAssertEqual(second.output.split(separator: "\n").filter { $0.hasPrefix("tether:") }.count, 1, "one line says why")
+    }
+
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
         let answer = try run(["shardmap", "show", "--relay-db", path])

@@ -357,6 +357,8 @@ protocol FlushPointWriter: AnyObject {
 public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     case system(String, Int32)
     case invalidAddress(String)
+    /// Another process listens on the address (a second server on a taken port).
+    case addressInUse(String)
     case closed
     case timedOut
     case tls(String)
@@ -365,6 +367,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .system(call, code): "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
         case let .invalidAddress(text): "invalid address \(text)"
+        case let .addressInUse(address): "\(address) is already in use by another process (another server on this port?)"
         case .closed: "connection closed"
         case .timedOut: "timed out"
         case let .tls(reason): "TLS: \(reason)"

@@ -20,6 +20,23 @@ public final class TCPListener: EventLoopHandler {
     var nextBackOff = TCPListener.initialBackOff
     var backOffTimer: EventLoop.TimerID?
 
+    /// Throws `addressInUse` when some socket already holds `address`. The loops of one server
+    /// share a port with `SO_REUSEPORT`, which would equally let a second server process of the
+    /// same user join it and silently take a share of the connections; a bind without
+    /// `SO_REUSEPORT` fails if anyone holds the port, so it is tried first. Port 0 is never taken.
+    public static func checkAvailable(_ address: SocketAddress) throws {
+        guard address.port != 0 else { return }
+        let fd = tether_socket(address.domain, Int32(SOCK_STREAM.rawValue))
+        guard fd >= 0 else { throw NetError.system("socket", errno) }
+        defer { Glibc.close(fd) }
+        _ = tether_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        if address.family == .ipv6 { _ = tether_set_ipv6_only(fd, 0) }
+        guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else {
+            let code = errno
+            throw code == EADDRINUSE ? NetError.addressInUse("\(address)") : NetError.system("bind \(address)", code)
+        }
+    }
+
     /// Binds and listens. `reusePort` lets one listener per loop share the port (the kernel
     /// spreads connections across them). An IPv6 `::` listener also accepts IPv4.
     public init(loop: EventLoop, address: SocketAddress, reusePort: Bool = false, backlog: Int32 = 4096,

@@ -88,6 +88,7 @@ public final class HTTPServer: @unchecked Sendable {
     @discardableResult
     public func start() throws -> UInt16 {
         var port = configuration.port
+        try TCPListener.checkAvailable(try SocketAddress(host: configuration.host, port: port))
         for loop in group.loops {
             let address = try SocketAddress(host: configuration.host, port: port)
             let listener = try loop.submitAndWait { [self] in
