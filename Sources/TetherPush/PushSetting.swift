@@ -39,12 +39,12 @@ public enum PushSetting {
                                          help: "extra PEM trust root for APNs, in addition to the system roots")
     static let registerLimit = Setting<Int64>("PUSH_REGISTER_LIMIT", default: 10, parser: .zeroOrPositive,
                                               help: "Profile I /register requests per client IP per 60 s (0 = off)")
-    static let trustProxy = Setting<Bool>("PUSH_TRUST_PROXY", default: false, parser: .exactlyTrue, help: "true: key clients by X-Forwarded-For")
-    static let trustCloudflare = Setting<Bool>("PUSH_TRUST_CLOUDFLARE", default: false, parser: .exactlyTrue,
+    static let trustProxy = Setting<Bool>("PUSH_TRUST_PROXY", default: false, parser: .trueOrFalse, help: "true: key clients by X-Forwarded-For")
+    static let trustCloudflare = Setting<Bool>("PUSH_TRUST_CLOUDFLARE", default: false, parser: .trueOrFalse,
                                                help: "true: key clients by CF-Connecting-IP, then X-Forwarded-For")
     static let trustedHops = Setting<Int64>("PUSH_TRUSTED_HOPS", default: 1, parser: .positiveInteger,
                                             help: "which X-Forwarded-For element, counted from the right")
-    static let log = Setting<Bool>("PUSH_LOG", default: false, parser: .exactlyTrue, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
+    static let log = Setting<Bool>("PUSH_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
     static let adminHost = Setting<String>("PUSH_ADMIN_HOST", default: "127.0.0.1", parser: .ipAddress,
                                            help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")
     static let adminPort = Setting<UInt16?>("PUSH_ADMIN_PORT", default: nil, defaultText: "off", parser: .optionalPort,

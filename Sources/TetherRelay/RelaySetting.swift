@@ -41,9 +41,9 @@ public enum RelaySetting {
                                                help: "bytes a room may relay per 24 h")
     static let establishedIdleTTL = Setting<Int64>("RELAY_ESTABLISHED_IDLE_TTL_MS", default: 2_592_000_000, parser: .positiveInteger,
                                                    help: "an established room unused this long is reaped")
-    static let log = Setting<Bool>("RELAY_LOG", default: false, parser: .exactlyTrue, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
-    static let trustProxy = Setting<Bool>("RELAY_TRUST_PROXY", default: false, parser: .exactlyTrue, help: "true: key clients by X-Forwarded-For")
-    static let trustCloudflare = Setting<Bool>("RELAY_TRUST_CLOUDFLARE", default: false, parser: .exactlyTrue,
+    static let log = Setting<Bool>("RELAY_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
+    static let trustProxy = Setting<Bool>("RELAY_TRUST_PROXY", default: false, parser: .trueOrFalse, help: "true: key clients by X-Forwarded-For")
+    static let trustCloudflare = Setting<Bool>("RELAY_TRUST_CLOUDFLARE", default: false, parser: .trueOrFalse,
                                                help: "true: key clients by CF-Connecting-IP, then X-Forwarded-For")
     static let trustedHops = Setting<Int64>("RELAY_TRUSTED_HOPS", default: 1, parser: .positiveInteger,
                                             help: "which X-Forwarded-For element, counted from the right")
@@ -52,8 +52,8 @@ public enum RelaySetting {
                                                 help: "concurrent sockets per client IP (0 = default)")
     static let maxTotalSockets = Setting<Int64>("RELAY_MAX_TOTAL_SOCKETS", default: 200_000, parser: .countOrDefault(200_000),
                                                 help: "concurrent sockets in all (0 = default)")
-    static let keepalive = Setting<Int64>("RELAY_KEEPALIVE_MS", default: 30_000, parser: .countOrDefault(30_000),
-                                          help: "WebSocket ping sweep interval (0 = default)")
+    static let keepalive = Setting<Int64>("RELAY_KEEPALIVE_MS", default: 30_000, parser: keepaliveInterval,
+                                          help: "WebSocket ping sweep interval, at least 100 (0 = default)")
     static let wsRateLimit = Setting<Int64>("RELAY_WS_RATE_LIMIT", default: 120, parser: .zeroOrPositive,
                                             help: "WebSocket upgrades per IP per minute (0 = off)")
     static let attestRateLimit = Setting<Int64>("RELAY_ATTEST_RATE_LIMIT", default: 30, parser: .zeroOrPositive,
@@ -77,6 +77,14 @@ public enum RelaySetting {
                                                  help: "serve TLS with this PEM chain")
     static let tlsKey = Setting<String?>("RELAY_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
                                          help: "PEM private key for RELAY_TLS_CERT")
+
+    /// The ping sweep: 0 is the default; under 100 ms a sweep would terminate sockets faster than
+    /// a client on an ordinary link can answer its ping (1 ms closed every socket at once).
+    static let keepaliveInterval = SettingParser<Int64> { text throws(InvalidSettingValue) in
+        let value = try SettingParser<Int64>.countOrDefault(30_000).parse(text)
+        guard value >= 100 else { throw InvalidSettingValue("must be at least 100 (milliseconds), or 0 for the default: \(text)") }
+        return value
+    }
 
     /// A PEM certificate. An env file holds one line, so the PEM's newlines may be written as
     /// `\n`; they are read back as newlines.

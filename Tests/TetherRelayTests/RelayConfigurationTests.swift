@@ -36,6 +36,19 @@ final class RelayConfigurationTests: XCTestCase {
         XCTAssertEqual(c.clientIP, ClientIPResolver())
     }
 
+    func testSwitchesAreTrueOrFalseAndAnythingElseIsRefusedNotReadAsOff() throws {
+        for spelling in ["yes", "1", "TRUE", "on", "True"] {
+            assertRefused(production.merging(["RELAY_LOG": spelling]) { $1 }, naming: "RELAY_LOG")
+            assertRefused(production.merging(["RELAY_TRUST_PROXY": spelling]) { $1 }, naming: "RELAY_TRUST_PROXY")
+            assertRefused(production.merging(["RELAY_TRUST_CLOUDFLARE": spelling]) { $1 }, naming: "RELAY_TRUST_CLOUDFLARE")
+        }
+        XCTAssertTrue(try load(production.merging(["RELAY_LOG": "true"]) { $1 }).0.verboseLog)
+        XCTAssertFalse(try load(production.merging(["RELAY_LOG": "false"]) { $1 }).0.verboseLog)
+        assertRefused(production.merging(["RELAY_KEEPALIVE_MS": "1"]) { $1 }, naming: "RELAY_KEEPALIVE_MS")
+        XCTAssertEqual(try load(production.merging(["RELAY_KEEPALIVE_MS": "0"]) { $1 }).0.keepaliveMs, 30_000)
+        XCTAssertEqual(try load(production.merging(["RELAY_KEEPALIVE_MS": "100"]) { $1 }).0.keepaliveMs, 100)
+    }
+
     func testBindAddressesAreNumericAndANameIsRefusedAtStartNotAtBind() throws {
         for name in ["localhost", "relay.example.com", "127.0.0.1:8787", ""] where !name.isEmpty {
             assertRefused(production.merging(["RELAY_HOST": name]) { $1 }, naming: "RELAY_HOST")

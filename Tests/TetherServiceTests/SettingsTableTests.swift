@@ -8,7 +8,7 @@ private enum Sample {
     static let maxDevices = Setting<Int64>("PUSH_MAX_DEVICES", default: 1000, parser: .countOrDefault(1000), help: "devices (0 = default)")
     static let rate = Setting<Int64>("PUSH_RATE_LIMIT", default: 60, parser: .zeroOrPositive, help: "pushes per minute (0 = off)")
     static let ttl = Setting<Int64>("PUSH_TTL_MS", default: 30_000, parser: .positiveInteger, help: "how long | a push waits")
-    static let verbose = Setting<Bool>("PUSH_LOG", default: false, parser: .exactlyTrue, help: "verbose diagnostics iff true")
+    static let verbose = Setting<Bool>("PUSH_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true")
     static let mode = Setting<Bool>("PUSH_APNS_ENV", default: false, defaultText: "production",
                                     parser: .oneOf([("production", false), ("development", true)]), help: "APNs environment")
     static let key = Setting<String?>("PUSH_KEY_FILE", extraFlags: [.init("--key", needs: "a file path")], help: "APNs key")
@@ -117,9 +117,12 @@ final class SettingsTableTests: XCTestCase {
         XCTAssertEqual(try v.value(of: Sample.rate), 0)
     }
 
-    func testSwitchesAreOnOnlyForTheExactWord() throws {
-        for text in ["TRUE", "1", "yes", "on"] { XCTAssertFalse(try values(["PUSH_LOG": text]).value(of: Sample.verbose), text) }
+    func testSwitchesAreExactlyTrueOrFalseAndOtherSpellingsAreRefusedByName() throws {
+        for text in ["TRUE", "1", "yes", "on"] {
+            XCTAssertThrowsError(try values(["PUSH_LOG": text]).value(of: Sample.verbose), text) { XCTAssertEqual(($0 as? SettingError)?.variable, "PUSH_LOG") }
+        }
         XCTAssertTrue(try values(["PUSH_LOG": "true"]).value(of: Sample.verbose))
+        XCTAssertFalse(try values(["PUSH_LOG": "false"]).value(of: Sample.verbose))
         XCTAssertTrue(try SettingParser<Bool>.unlessExactlyFalse.parse("FALSE"))
         XCTAssertFalse(try SettingParser<Bool>.unlessExactlyFalse.parse("false"))
     }

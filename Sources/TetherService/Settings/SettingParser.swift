@@ -34,9 +34,17 @@ extension SettingParser where Value == String? {
 }
 
 extension SettingParser where Value == Bool {
-    /// True iff the text is exactly `true`; anything else (`TRUE`, `1`, `yes`) is false, as the
-    /// reference reads its switches. Never an error: a switch cannot be invalid, only off.
-    public static var exactlyTrue: SettingParser { SettingParser { $0 == "true" } }
+    /// Exactly `true` or exactly `false` (the only spellings the reference acts on); any other
+    /// text (`yes`, `1`, `TRUE`) is refused rather than read silently as off.
+    public static var trueOrFalse: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            switch text {
+            case "true": return true
+            case "false": return false
+            default: throw InvalidSettingValue("must be true or false (other spellings are not read as on): \(text)")
+            }
+        }
+    }
 
     /// False iff the text is exactly `false`: for safety switches that stay on unless turned off
     /// deliberately (`ATTEST_REQUIRED`).
