@@ -153,6 +153,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness)
         listeners.withLock { $0 = started }
+        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "relay") { write(warning) }
         startHousekeeping()
         startMetricsPush()
         startShardMapWatch()

@@ -93,6 +93,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self, metrics: .registry(metrics.registry),
                                                  readiness: readiness)
         listeners.withLock { $0 = started }
+        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "push") { log(warning) }
         chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
         return started.http.port
     }

@@ -1,4 +1,6 @@
+public import Foundation
 public import TetherNet
+import TetherCrypto
 
 /// A service's listeners, started and stopped together: the public HTTP(S) server (TLS when a
 /// certificate and key are configured, on every loop) and, when a port is set, the admin
@@ -47,9 +49,25 @@ public struct ServiceListeners: Sendable {
         do {
             try tls.reload()
             return "\(service): TLS certificate reloaded (SIGHUP)"
+                + (Self.expiryWarning(certificatePath: tls.certificateChainPath, service: service).map { "; " + $0 } ?? "")
         } catch {
             return "\(service): TLS certificate not reloaded, the current one stays: \(error)"
         }
+    }
+}
+
+extension ServiceListeners {
+    /// A line for the log when the served certificate has expired or expires within a week
+    /// (nil otherwise, or when it cannot be read): clients refuse an expired one, and nothing
+    /// else would say why.
+    public static func expiryWarning(certificatePath: String?, service: String, now: Date = Date()) -> String? {
+        guard let certificatePath, let text = try? String(contentsOfFile: certificatePath, encoding: .utf8),
+              let leaf = (try? Certificate.chain(pemRepresentation: text))?.first else { return nil }
+        let expiry = Date(timeIntervalSince1970: TimeInterval(leaf.notAfter))
+        let stamp = ISO8601DateFormatter().string(from: expiry)
+        if expiry <= now { return "\(service): warning: the TLS certificate expired at \(stamp); clients will refuse it" }
+        if expiry.timeIntervalSince(now) < 7 * 86_400 { return "\(service): warning: the TLS certificate expires at \(stamp)" }
+        return nil
     }
 }
 
