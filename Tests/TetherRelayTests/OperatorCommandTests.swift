@@ -114,6 +114,25 @@ final class OperatorCommandTests: XCTestCase {
         XCTAssertEqual(second.output.split(separator: "\n").filter { $0.hasPrefix("tether:") }.count, 1, "one line says why")
     }
 
+    func testAnUntrustedRelayCertificateIsNamedAsACertificateProblem() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (cert, key) = (directory.appendingPathComponent("cert.pem").path, directory.appendingPathComponent("key.pem").path)
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "30",
+                             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        let relay = try RelayProcess(port: RelayProcess.freePort(), ["--tls-cert", cert, "--tls-key", key])
+        defer { relay.stop() }
+        let mac = try run(["mac", "--relay", "https://127.0.0.1:\(relay.port)", "--state", directory.appendingPathComponent("mac").path])
+        XCTAssertNotEqual(mac.status, 0)
+        XCTAssertTrue(mac.output.contains("TLS: handshake failed: certificate: self-signed certificate"), mac.output)
+    }
+
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
         let answer = try run(["shardmap", "show", "--relay-db", path])

@@ -23,6 +23,9 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
     var flushSlot = 0
     var handshakeDone = false
     var closed = false
+    /// Why the handshake failed, for whoever hears of the close (a certificate problem must not
+    /// read as "connection closed").
+    private var handshakeFailure: TLSError?
     var flushScheduled = false
     /// Between `handoff` and the arrival on the target loop.
     var isHandingOff = false
@@ -145,7 +148,7 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
         let delegate = self.delegate
         self.delegate = nil
         retainSelf = nil
-        delegate?.transportDidClose(self, error: error)
+        delegate?.transportDidClose(self, error: error ?? handshakeFailure.map(Self.netError))
     }
 
     public func transportWritabilityChanged(_ connection: any Transport) {
@@ -221,11 +224,22 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
     }
 
     func fail(_ error: TLSError) {
+        if !handshakeDone, handshakeFailure == nil { handshakeFailure = error }
         if let onHandshake {
             self.onHandshake = nil
             onHandshake(error)
         }
         close()
+    }
+}
+
+extension TLSConnection {
+    /// A handshake failure as the transport layer reports it: `TLS: handshake failed: certificate: …`.
+    static func netError(_ error: TLSError) -> NetError {
+        switch error {
+        case let .handshake(what): .tls("handshake failed: \(what)")
+        case let .configuration(what): .tls("configuration: \(what)")
+        }
     }
 }
 
