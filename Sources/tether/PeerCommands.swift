@@ -103,9 +103,18 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
         console.say(CompanionError.unpairedByPeer.description)
         exit(0)
     } catch {
-        FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
+        // One line, as scripts expect: the reason, then what to do when it does not say.
+        FileHandle.standardError.write(Data("tether: \(error)\(advice(for: error).map { " — " + $0 } ?? "")\n".utf8))
         exit(1)
     }
+}
+
+/// What to do about a failure whose own words do not say it.
+func advice(for error: CompanionError) -> String? {
+    if case .relay(.refused("mac offline")) = error {
+        return "The Mac is not waiting on the relay: its pairing link has probably expired, or `tether mac` was stopped. Show a new link on the Mac and use that."
+    }
+    return nil
 }
 
 nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
@@ -153,6 +162,9 @@ func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role,
         console.output(Console.printable(frame))
     case let .disconnected(reason, delay):
         console.say("Disconnected: \(reason). Retrying in \(String(format: "%.0f", delay.rounded(.up))) s.")
+        if role == .phone, reason.contains("mac offline") {
+            console.say("The Mac is not waiting on the relay yet: start `tether mac` (or wait for it to reconnect).")
+        }
     }
 }
 
@@ -256,7 +268,7 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
         // A link pasted with its line end or surrounding spaces is still the link.
         do { link = try PairingLink.parse(text.trimmingCharacters(in: .whitespacesAndNewlines), allowLoopbackHTTP: true) } catch {
             let detail = error == .invalidRelay || error == .invalidResolver ? ": relays must be https (http only on a loopback host)" : ""
-            fail("phone: \(error.userMessage) (\(error)\(detail))", code: 1)
+            fail("phone: \(error.userMessage)\(detail)", code: 1)
         }
     }
     let notPaired = "phone: not paired yet; give the pairing link the Mac shows"

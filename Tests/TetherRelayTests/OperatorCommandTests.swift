@@ -133,6 +133,57 @@ final class OperatorCommandTests: XCTestCase {
         XCTAssertTrue(mac.output.contains("TLS: handshake failed: certificate: self-signed certificate"), mac.output)
     }
 
+    func testPhoneErrorsSayWhatToDo() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("tether-phone-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let bad = try run(["phone", "iterm2://pair?garbage", "--state", home.appendingPathComponent("bad").path])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.output.hasPrefix("tether: phone: "), bad.output)
+        XCTAssertFalse(bad.output.contains("(found:") || bad.output.contains("malformedURL") || bad.output.contains("unsupportedVersion"),
+                       "no internal names: \(bad.output)")
+
+        // A link whose Mac has gone (stopped, or its link expired): the phone says what to do.
+        let relay = try RelayProcess()
+        defer { relay.stop() }
+        let mac = Process()
+        mac.executableURL = Self.binary
+        mac.arguments = ["mac", "--relay", relay.origin, "--state", home.appendingPathComponent("mac").path]
+        let macOutput = Pipe()
+        mac.standardOutput = macOutput
+        mac.standardError = FileHandle.nullDevice
+        mac.standardInput = Pipe()
+        try mac.run()
+        var link = ""
+        while !link.hasPrefix("iterm2://") {
+            link = macOutput.fileHandleForReading.readFirstLine().trimmingCharacters(in: .whitespacesAndNewlines)
+            if link.isEmpty, !mac.isRunning { break }
+        }
+        mac.terminate()
+        mac.waitUntilExit()
+        XCTAssertTrue(link.hasPrefix("iterm2://"), link)
+        let phone = Process()
+        phone.executableURL = Self.binary
+        phone.arguments = ["phone", link, "--state", home.appendingPathComponent("phone").path]
+        let narration = Pipe()
+        phone.standardOutput = FileHandle.nullDevice
+        phone.standardError = narration
+        phone.standardInput = Pipe()
+        try phone.run()
+        defer {
+            phone.terminate()
+            phone.waitUntilExit()
+        }
+        var said = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !said.contains("Show a new link on the Mac"), Date() < deadline {
+            let line = narration.fileHandleForReading.readFirstLine()
+            if line.isEmpty { break }
+            said += line
+        }
+        XCTAssertTrue(said.contains("mac offline"), said)
+        XCTAssertTrue(said.contains("its pairing link has probably expired, or `tether mac` was stopped. Show a new link on the Mac"), said)
+    }
+
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
         let answer = try run(["shardmap", "show", "--relay-db", path])
