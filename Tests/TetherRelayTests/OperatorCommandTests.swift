@@ -11,6 +11,31 @@ final class OperatorCommandTests: XCTestCase {
         try TetherBinary.run(arguments, environment: environment)
     }
 
+    /// Runs a peer command and collects what it narrates on standard error until `text` appears
+    /// (or 20 s pass, or it exits); then stops it.
+    private func narration(of arguments: [String], until text: String) throws -> String {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        process.standardInput = Pipe()
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        var said = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !said.contains(text), Date() < deadline {
+            let line = errors.fileHandleForReading.readFirstLine()
+            if line.isEmpty { break }
+            said += line
+        }
+        return said
+    }
+
     func testHelpInEveryUsualSpellingAndTheVersion() throws {
         for spelling in ["--help", "-h", "help"] {
             let answer = try run([spelling])
@@ -161,25 +186,7 @@ final class OperatorCommandTests: XCTestCase {
         mac.terminate()
         mac.waitUntilExit()
         XCTAssertTrue(link.hasPrefix("iterm2://"), link)
-        let phone = Process()
-        phone.executableURL = Self.binary
-        phone.arguments = ["phone", link, "--state", home.appendingPathComponent("phone").path]
-        let narration = Pipe()
-        phone.standardOutput = FileHandle.nullDevice
-        phone.standardError = narration
-        phone.standardInput = Pipe()
-        try phone.run()
-        defer {
-            phone.terminate()
-            phone.waitUntilExit()
-        }
-        var said = ""
-        let deadline = Date().addingTimeInterval(20)
-        while !said.contains("Show a new link on the Mac"), Date() < deadline {
-            let line = narration.fileHandleForReading.readFirstLine()
-            if line.isEmpty { break }
-            said += line
-        }
+        let said = try narration(of: ["phone", link, "--state", home.appendingPathComponent("phone").path], until: "Show a new link on the Mac")
         XCTAssertTrue(said.contains("mac offline"), said)
         XCTAssertTrue(said.contains("its pairing link has probably expired, or `tether mac` was stopped. Show a new link on the Mac"), said)
     }
@@ -196,25 +203,7 @@ final class OperatorCommandTests: XCTestCase {
         let relay = try RelayProcess()
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("tether-mac-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: state) }
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = ["mac", "--relay", relay.origin, "--state", state.path, "--link-lifetime", "3"]
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        process.standardInput = Pipe()
-        try process.run()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        var narration = ""
-        let deadline = Date().addingTimeInterval(15)
-        while !narration.contains("expires after"), Date() < deadline {
-            let line = errors.fileHandleForReading.readFirstLine()
-            if line.isEmpty { break }
-            narration += line
-        }
+        let narration = try narration(of: ["mac", "--relay", relay.origin, "--state", state.path, "--link-lifetime", "3"], until: "expires after")
         XCTAssertTrue(narration.contains("The link expires after 3 seconds without use."), narration)
     }
 }
