@@ -27,7 +27,7 @@ extension RelayServer {
     /// keeps them to the admin listener — and `GET`/`HEAD /shardmap.json`.
     func isAnsweredBeforeTheGate(_ head: HTTPRequestHead) -> Bool {
         (configuration.publicMetrics && (head.path == "/metrics" || head.path == "/healthz"))
-            || (head.path == "/shardmap.json" && (head.method == "GET" || head.method == "HEAD"))
+            || ((head.path == "/shardmap.json" || head.path == Self.identityPath) && (head.method == "GET" || head.method == "HEAD"))
     }
 
     /// §2.2 step 1, then step 8 for a request `screen` let through, through the router.
@@ -47,6 +47,7 @@ extension RelayServer {
             router.add(Router.anyMethod, "/healthz") { [unowned relay] request, reply in relay.health(request, reply: reply) }
         }
         router.add("GET", "/shardmap.json") { [unowned relay] _, reply in relay.serveShardMap(reply: reply) }
+        router.add("GET", identityPath) { [unowned relay] _, reply in reply(relay.identity) }
         for path in RoomEndpoints.routes.sorted() {
             router.add("POST", path) { [unowned relay] request, reply in relay.roomEndpoint(path, request, reply: reply) }
         }
@@ -72,6 +73,17 @@ extension RelayServer {
                 reply(.json(outcome.status, Array(outcome.json.utf8)))
             }
         }
+    }
+
+    /// Where a client learns, before pairing, the origin this relay binds into every signature
+    /// (Tether's addition beside relay.md §2.2 step 1): a link made for another spelling of the
+    /// same relay (`localhost` for `127.0.0.1`) would pair and then fail every signed join.
+    public static let identityPath = "/.well-known/tether-relay.json"
+
+    /// `{"origin":"<RELAY_ORIGIN>","version":"<release>"}`: public facts only.
+    var identity: HTTPResponse {
+        HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json"), ("Cache-Control", "no-store")]),
+                     body: Array(#"{"origin":\#(JSONValue.quoted(configuration.origin)),"version":"\#(TetherVersion.current)"}"#.utf8))
     }
 
     /// A request the room gate turned away.

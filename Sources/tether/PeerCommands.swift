@@ -230,6 +230,11 @@ func runMacCommand(_ arguments: [String]) async -> Never {
         narrate(event, console: console, role: .mac, linkLifetime: linkLifetime)
         if event == .paired || event == .connected { chat.start() }
     }
+    // A new pairing on a direct relay: its link must carry the origin the relay signs with.
+    if state.pairedRole == nil, case let .direct(origin?)? = transport,
+       let advertised = await RelayIdentity.origin(of: origin, loop: group.next(), tls: options.tls()), advertised != origin {
+        fail("mac: the relay at \(origin) signs with the origin \(advertised); pair with --relay \(advertised) (a link with another spelling would pair, then fail every reconnect)", code: 1)
+    }
     let mac = MacEndpoint(context: context, transport: transport) { _ in await lines.next() }
     mac.pairingLinkLifetime = linkLifetime
     chat.send = { mac.send($0) }
@@ -287,6 +292,11 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     let chat = ChatPump(lines: lines)
     let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { event in
         narrate(event, console: console, role: .phone)
+    }
+    // A new pairing: the link's relay must sign with the origin the link carries.
+    if stored == nil, case let .direct(origin?)? = link?.transport,
+       let advertised = await RelayIdentity.origin(of: origin, loop: group.next(), tls: options.tls()), advertised != origin {
+        fail("phone: this link names the relay \(origin), but that relay signs with the origin \(advertised): make a new link on the Mac with --relay \(advertised)", code: 1)
     }
     let phone = PhoneEndpoint(context: context, attester: softwareAttester(options))
     chat.send = { phone.send($0) }

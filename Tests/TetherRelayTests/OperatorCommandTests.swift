@@ -170,25 +170,52 @@ final class OperatorCommandTests: XCTestCase {
         // A link whose Mac has gone (stopped, or its link expired): the phone says what to do.
         let relay = try RelayProcess()
         defer { relay.stop() }
-        let mac = Process()
-        mac.executableURL = Self.binary
-        mac.arguments = ["mac", "--relay", relay.origin, "--state", home.appendingPathComponent("mac").path]
-        let macOutput = Pipe()
-        mac.standardOutput = macOutput
-        mac.standardError = FileHandle.nullDevice
-        mac.standardInput = Pipe()
-        try mac.run()
-        var link = ""
-        while !link.hasPrefix("iterm2://") {
-            link = macOutput.fileHandleForReading.readFirstLine().trimmingCharacters(in: .whitespacesAndNewlines)
-            if link.isEmpty, !mac.isRunning { break }
-        }
-        mac.terminate()
-        mac.waitUntilExit()
+        let link = try macLink(relay: relay.origin, state: home.appendingPathComponent("mac").path)
         XCTAssertTrue(link.hasPrefix("iterm2://"), link)
         let said = try narration(of: ["phone", link, "--state", home.appendingPathComponent("phone").path], until: "Show a new link on the Mac")
         XCTAssertTrue(said.contains("mac offline"), said)
         XCTAssertTrue(said.contains("its pairing link has probably expired, or `tether mac` was stopped. Show a new link on the Mac"), said)
+    }
+
+    func testAMacRefusesToPairThroughASpellingOfTheRelayOtherThanItsOrigin() throws {
+        let relay = try RelayProcess()
+        defer { relay.stop() }
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("tether-origin-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let mac = try run(["mac", "--relay", "http://localhost:\(relay.port)", "--state", state.path])
+        XCTAssertEqual(mac.status, 1)
+        XCTAssertTrue(mac.output.contains("mac: the relay at http://localhost:\(relay.port) signs with the origin \(relay.origin); pair with --relay \(relay.origin)"),
+                      mac.output)
+        let said = try narration(of: ["mac", "--relay", relay.origin, "--state", state.path], until: "expires after")
+        XCTAssertTrue(said.contains("expires after"), "the exact origin pairs: \(said)")
+
+        // A link made elsewhere with the other spelling: the phone refuses it before pairing.
+        let link = try macLink(relay: relay.origin, state: state.appendingPathComponent("mac2").path).replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let phone = try run(["phone", link, "--state", state.appendingPathComponent("phone").path])
+        XCTAssertEqual(phone.status, 1)
+        XCTAssertTrue(phone.output.contains("but that relay signs with the origin \(relay.origin)"), phone.output)
+    }
+
+    /// The pairing link a `tether mac` prints on standard output (the Mac is stopped after).
+    private func macLink(relay: String, state: String) throws -> String {
+        let mac = Process()
+        mac.executableURL = Self.binary
+        mac.arguments = ["mac", "--relay", relay, "--state", state]
+        let output = Pipe()
+        mac.standardOutput = output
+        mac.standardError = FileHandle.nullDevice
+        mac.standardInput = Pipe()
+        try mac.run()
+        defer {
+            mac.terminate()
+            mac.waitUntilExit()
+        }
+        var link = ""
+        while !link.hasPrefix("iterm2://") {
+            link = output.fileHandleForReading.readFirstLine().trimmingCharacters(in: .whitespacesAndNewlines)
+            if link.isEmpty, !mac.isRunning { break }
+        }
+        return link
     }
 
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
