@@ -4,12 +4,16 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: fuzz bench-relay bench-storage bench-push bench-push-soak deps build test bench relay demo clean
+.PHONY: build-deps fuzz bench-relay bench-storage bench-push bench-push-soak deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
 
-build: deps
+# What building and running needs, without the test tooling (tmux, zbar, PyPI packages).
+build-deps:
+	./scripts/install-deps --build
+
+build: build-deps
 	$(SWIFT) build
 
 test: deps
@@ -25,7 +29,7 @@ bench: deps
 # a fresh database in a temporary directory. SCENARIOS=abcde by default; OUT= keeps the results.
 SCENARIOS ?= abcde
 REPS ?= 3
-bench-relay: deps
+bench-relay: build-deps
 	$(SWIFT) build -c release --product tether
 	$(MAKE) -C ../shared/bench
 	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps $(REPS) --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
@@ -46,11 +50,11 @@ FUZZ_SECONDS ?= 600
 fuzz:
 	scripts/fuzz-cbor $(FUZZ_SECONDS)
 
-relay: deps
+relay: build-deps
 	$(SWIFT) build -c release --product tether
 	.build/release/tether relay --local
 
-demo: deps
+demo: build-deps
 	$(SWIFT) build --product tether
 	.build/debug/tether demo
 
