@@ -83,12 +83,24 @@ struct PeerOptions {
 /// unpairs (exit 0), or SIGINT/SIGTERM arrives (the session is closed, exit 0).
 func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () async throws(CompanionError) -> Void) async -> Never {
     signal(SIGPIPE, SIG_IGN)
+    // The session runs in a task of its own, so a stop signal can cancel it: the endpoint's loops
+    // check for cancellation before they park or join again, and a stopping Mac does not re-join
+    // the room in the moment before it exits.
+    let work = Task { () async -> CompanionError? in
+        do throws(CompanionError) {
+            try await body()
+            return nil
+        } catch {
+            return error
+        }
+    }
     for number in [SIGINT, SIGTERM] {
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler {
             shuttingDown.withLock { $0 = true }
             close()
+            work.cancel()
             // A moment for the close frames to leave.
             usleep(100_000)
             exit(0)
@@ -96,13 +108,18 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
         source.resume()
         signalSources.append(source)
     }
-    do {
-        try await body()
+    switch await work.value {
+    case nil:
         exit(0)
-    } catch .unpairedByPeer {
+    case .unpairedByPeer?:
         console.say(CompanionError.unpairedByPeer.description)
         exit(0)
-    } catch {
+    case let error?:
+        // A stop signal cancelled it: the handler exits 0 once the close frames are out.
+        if shuttingDown.withLock({ $0 }) {
+            usleep(200_000)
+            exit(0)
+        }
         // One line, as scripts expect: the reason, then what to do when it does not say.
         FileHandle.standardError.write(Data("tether: \(error)\(advice(for: error).map { " — " + $0 } ?? "")\n".utf8))
         exit(1)

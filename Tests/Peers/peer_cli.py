@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import socket
+import signal
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,7 @@ class Peer:
 class Relay:
     def __init__(self, port=None, db="relay.db", args=(), env=None, local=True):
         self.port = port or free_port()
+        self.log_path = os.path.join(WORK, f"relay-{self.port}.log")
         self.db = os.path.join(WORK, db)
         self.args = list(args)
         self.env = env or {}
@@ -123,7 +125,7 @@ class Relay:
 
     def start(self):
         argv = [TETHER, "relay"] + (["--local"] if self.local else []) + ["--relay-port", str(self.port), "--relay-db", self.db] + self.args
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=WORK,
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(self.log_path, "a"), text=True, cwd=WORK,
                                      env=dict(os.environ, **self.env))
         line = self.proc.stdout.readline()
         check(line.startswith("relay: listening on"), f"relay did not start: {line!r}")
@@ -132,6 +134,10 @@ class Relay:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+
+    def log_lines(self):
+        with open(self.log_path) as f:
+            return f.read().splitlines()
 
 
 PEERS = []
@@ -209,6 +215,22 @@ def scenario_pair():
     time.sleep(0.5)
     phone = peer("phone3", ["phone", "--state", state("phone")])
     chat(phone, mac, "phone is back")
+
+
+def scenario_interrupt():
+    """Ctrl-C on a connected Mac closes its socket with a close frame and never re-joins."""
+    relay = Relay()
+    mac, phone, link = pair(["--relay", relay.origin])
+    chat(phone, mac, "before the interrupt")
+    time.sleep(0.3)
+    admits_before = sum(" admit role=mac" in l for l in relay.log_lines())
+    mac.proc.send_signal(signal.SIGINT)
+    check(mac.proc.wait(timeout=10) == 0, "the Mac exits 0 on Ctrl-C")
+    time.sleep(1.0)   # a re-join, if any, would have happened by now (the Mac re-parks at once)
+    lines = relay.log_lines()
+    check(sum(" admit role=mac" in l for l in lines) == admits_before, f"no re-join after Ctrl-C: {lines[-6:]}")
+    check(any("disconnect initiator=remote role=mac state=admitted code=1000" in l for l in lines),
+          f"the Mac's socket ended with a close frame: {lines[-6:]}")
 
 
 def scenario_wrongcode():

@@ -28,6 +28,9 @@ final class PeerCommandEndToEndTests: XCTestCase {
     /// Three wrong codes: the phone hears "declined", the Mac makes a new pid; the old link is dead.
     func testThreeWrongCodesDeclineAndMakeANewPairingID() throws { try scenario("wrongcode") }
 
+    /// Ctrl-C on a connected Mac: a close frame, exit 0, no re-join (issue 16 item 6).
+    func testAnInterruptedMacClosesItsSocketAndDoesNotRejoin() throws { try scenario("interrupt") }
+
     /// An unused link expires and regenerates (lifetime shortened for the test).
     func testAnUnusedPairingLinkExpiresAndRegenerates() throws { try scenario("expiry") }
 
