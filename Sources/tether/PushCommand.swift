@@ -16,14 +16,7 @@ func runPushCommand(_ arguments: [String]) async {
     answerHelpFlags(arguments, help: PushConfiguration.helpText + "\n\ntether push send --help: send a test notification through a running push relay.",
                     markdown: PushConfiguration.markdownReference)
     let environment = serviceEnvironment(&arguments, command: "push")
-    let configuration: PushConfiguration
-    let notes: [String]
-    do {
-        (configuration, notes) = try PushConfiguration.load(environment: environment, arguments: arguments)
-    } catch {
-        fail("push: \(error)")
-    }
-    for note in notes { FileHandle.standardError.write(Data("push: \(note)\n".utf8)) }
+    let configuration = loadSettings("push") { () throws(SettingError) in try PushConfiguration.load(environment: environment, arguments: arguments) }
     let store: any PushStore
     do {
         store = configuration.databasePath == ":memory:" ? InMemoryPushStore() : try SQLitePushStore(path: configuration.databasePath)

@@ -117,6 +117,18 @@ enum PortProbe {
     }
 }
 
+/// A service's settings, or a one-line refusal naming the setting (exit 2); the start-up notes
+/// go to standard error.
+func loadSettings<Configuration>(_ name: String, _ load: () throws(SettingError) -> (Configuration, [String])) -> Configuration {
+    do {
+        let (configuration, notes) = try load()
+        for note in notes { FileHandle.standardError.write(Data("\(name): \(note)\n".utf8)) }
+        return configuration
+    } catch {
+        fail("\(name): \(error)")
+    }
+}
+
 /// `--help` and `--help-markdown`, answered from a service's settings table; returns otherwise.
 func answerHelpFlags(_ arguments: [String], help: String, markdown: String) {
     if arguments.contains("--help") || arguments.contains("-h") {
@@ -183,14 +195,7 @@ case "relay":
     // Both generated from the relay's settings table (TetherService).
     answerHelpFlags(arguments, help: RelayConfiguration.helpText, markdown: RelayConfiguration.markdownReference)
     let environment = serviceEnvironment(&arguments, command: "relay")
-    var configuration: RelayConfiguration
-    let notes: [String]
-    do {
-        (configuration, notes) = try RelayConfiguration.load(environment: environment, arguments: arguments)
-    } catch {
-        fail("relay: \(error)")
-    }
-    for note in notes { FileHandle.standardError.write(Data("relay: \(note)\n".utf8)) }
+    var configuration = loadSettings("relay") { () throws(SettingError) in try RelayConfiguration.load(environment: environment, arguments: arguments) }
     // `--local --relay-port 0`: the origin (bound into every signature) needs the real port before
     // the relay starts, so the kernel picks a free one first.
     if configuration.port == 0, configuration.originFollowsBinding {

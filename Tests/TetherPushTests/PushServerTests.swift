@@ -232,6 +232,15 @@ final class RenewalThrottleTests: XCTestCase {
         XCTAssertTrue(throttle.shouldRenew("a", now: 1_000 + RenewalThrottle.interval + 1))
     }
 
+    func testARegistrationRenewedForMonthsKeepsTheThrottleBounded() {
+        var throttle = RenewalThrottle(capacity: 100)
+        for hour in 0..<10_000 {
+            XCTAssertTrue(throttle.shouldRenew("a", now: UInt64(hour) * RenewalThrottle.interval))
+            throttle.forget("b")
+        }
+        XCTAssertLessThanOrEqual(throttle.orderCount, 2 + 1_024 + 1)
+    }
+
     func testPastItsCapacityTheOldestEntriesGoAndAreRenewedAgain() {
         var throttle = RenewalThrottle(capacity: 3)
         for id in ["a", "b", "c", "d"] { XCTAssertTrue(throttle.shouldRenew(id, now: 10)) }

@@ -20,7 +20,20 @@ struct RenewalThrottle {
         if renewedAt.count >= capacity { evictOldest() }
         renewedAt[pushID] = now
         order.append((pushID, now))
+        compactIfStale()
         return true
+    }
+
+    /// Entries kept for eviction order (live ones and superseded ones not yet dropped).
+    var orderCount: Int { order.count - head }
+
+    /// A registration renewed hourly for months leaves a superseded entry each time, and below
+    /// `capacity` nothing is evicted: once superseded entries outnumber live ones twice over, the
+    /// order keeps only the live ones (amortised constant work per renewal).
+    private mutating func compactIfStale() {
+        guard order.count - head > 2 * renewedAt.count + 1_024 else { return }
+        order = order[head...].filter { renewedAt[$0.pushID] == $0.at }
+        head = 0
     }
 
     /// A deleted registration is forgotten (a new one with the same id is renewed at once).
