@@ -84,6 +84,14 @@ public final class AdmittedSocket: @unchecked Sendable {
         }
     }
 
+    /// Whether the last keepalive ping is still unanswered (read on the socket's loop).
+    func keepalivePongOverdue() async -> Bool {
+        let socket = self
+        return await withCheckedContinuation { answer in
+            connection.connection.loop.execute { answer.resume(returning: socket.connection.pongOverdue) }
+        }
+    }
+
     /// Returns once the socket has ended, with the close it ended with (without consuming frames).
     public func ended() async -> (code: UInt16, reason: String) { await session.ended() }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import TetherClient
+@testable import TetherClient
 import TetherNet
 import TetherTestSupport
 import TetherWire
@@ -9,6 +9,10 @@ import XCTest
 /// Client keepalive (client.md §14): a ping every 15 s; no pong within 10 s ends the socket
 /// (1001 `keepalive timeout`) so the reconnect loop can start. A manual clock drives the loop;
 /// the relay answering is a real process, stopped (SIGSTOP) to play a dead path.
+///
+/// Every step waits for the loop to have run its timers before the clock moves again: on a
+/// loaded machine a fixed sleep let the clock run ahead of the loop, so the 30 s ping went out
+/// at 39 s and its timeout had not come due at 40 s.
 final class KeepaliveTests: XCTestCase {
     func testAnAnsweredPingKeepsTheSocketAndAnUnansweredOneEndsItAfterTenSeconds() async throws {
         let relay = try RelayProcess()
@@ -20,26 +24,56 @@ final class KeepaliveTests: XCTestCase {
         let group = try EventLoopGroup(count: 1, clock: clock)
         defer { group.shutdown() }
         let loop = group.loops[0]
-        func advance(_ seconds: UInt64) async throws {
-            clock.advance(by: .seconds(seconds))
-            loop.execute { loop.runTimers() }
-            try await Task.sleep(nanoseconds: 300_000_000)   // the ping or pong crosses loopback
-        }
         let room = RelayRoom(origin: relay.origin, name: RoomName(responderStaticKey: [UInt8](repeating: 9, count: 32), pairingID: "keepalive"))
         let socket = try await RelayAdmission.join(room, role: .mac, proof: .park, on: loop)
 
-        try await advance(15)   // ping; the relay answers
-        try await advance(10)
+        /// Moves the clock and returns once the loop has run every timer now due.
+        func advance(_ seconds: UInt64) async {
+            clock.advance(by: .seconds(seconds))
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                loop.execute { loop.runTimers(); done.resume() }
+            }
+        }
+
+        await advance(15)   // ping; the relay answers
+        // On loopback the pong may be back before the loop answers this question.
+        var overdue = await socket.keepalivePongOverdue()
+        let deadline = Date().addingTimeInterval(10)
+        while overdue, Date() < deadline {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            overdue = await socket.keepalivePongOverdue()
+        }
+        XCTAssertFalse(overdue, "the relay's pong arrived")
+        await advance(10)
         XCTAssertNil(socket.closeReceived, "an answered ping keeps the socket")
 
-        kill(relay.process.processIdentifier, SIGSTOP)
-        try await advance(5)    // 30 s: the next ping, unanswered
-        try await advance(9)
+        try stop(relay.process.processIdentifier)
+        await advance(5)    // 30 s: the next ping, unanswered
+        overdue = await socket.keepalivePongOverdue()
+        XCTAssertTrue(overdue, "the 30 s ping went out")
+        try await Task.sleep(nanoseconds: 200_000_000)   // a pong, had the relay sent one, would be back
+        await advance(9)
         XCTAssertNil(socket.closeReceived, "not before 10 s")
-        try await advance(1)
+        await advance(1)
+        // The timeout closes the socket inside the timer, so the close is recorded by now.
         let end = try XCTUnwrap(socket.closeReceived, "ended 10 s after the unanswered ping")
         XCTAssertEqual(end.code, 1001)
         XCTAssertEqual(end.reason, "keepalive timeout")
         XCTAssertEqual(RelaySignal.close(code: end.code, reason: end.reason), .transient, "retried on the same host")
+    }
+
+    /// SIGSTOP and wait until every thread of the process has stopped: the signal is delivered
+    /// asynchronously, and on a loaded machine a relay thread still running could answer a ping.
+    private func stop(_ pid: Int32) throws {
+        kill(pid, SIGSTOP)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            let states = tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/stat", encoding: .utf8) }
+                .compactMap { $0.split(separator: ")").last?.split(separator: " ").first }
+            if !states.isEmpty, states.allSatisfy({ $0 == "T" }) { return }
+            usleep(5_000)
+        }
+        XCTFail("the relay did not stop")
     }
 }
