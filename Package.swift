@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "TetherService", targets: ["TetherService"]),
         .library(name: "TetherRelay", targets: ["TetherRelay"]),
         .library(name: "TetherPush", targets: ["TetherPush"]),
+        .library(name: "TetherSignal", targets: ["TetherSignal"]),
+        .library(name: "TetherCall", targets: ["TetherCall"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
@@ -75,8 +77,16 @@ let package = Package(
         .target(name: "TetherPush", dependencies: ["TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "CTetherCurl"],
                 swiftSettings: strict),
 
+        // The signaling server (signaling.md): signed call setup, presence and TURN credentials,
+        // state in memory only.
+        .target(name: "TetherSignal", dependencies: ["TetherService", "TetherNet", "TetherWire", "TetherCrypto", "CTetherCurl"],
+                swiftSettings: strict),
+        // The SDK's calls (signaling.md §3, §7, §9-§11): identity, signaling client, the call state
+        // machine and the Noise KK secure channel, over any reliable ordered message transport.
+        .target(name: "TetherCall", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
+
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
                           swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
@@ -100,6 +110,10 @@ let package = Package(
         .testTarget(name: "TetherServiceTests", dependencies: ["TetherService", "TetherNet", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherPushTests", dependencies: ["TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSignal", "TetherCall", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "TetherCallTests", dependencies: ["TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),

@@ -73,6 +73,14 @@ public enum Base64 {
         return try decodeSymbols(symbols, table: standardTable)
     }
 
+    /// Strict standard base64 that is also canonical, `encode(decode(s)) == s`: leftover bits in
+    /// the last character must be zero (signaling.md §13.1 "b64std canonical").
+    public static func decodeCanonical(_ text: String) throws(Failure) -> [UInt8] {
+        let bytes = try decode(text)
+        guard encode(bytes) == text else { throw .invalidCharacter }
+        return bytes
+    }
+
     /// WHATWG forgiving-base64 decode (the relay's reading of client-supplied base64).
     public static func decodeForgiving(_ text: String) throws(Failure) -> [UInt8] {
         // ASCII whitespace per the Infra standard: TAB, LF, FF, CR, SPACE.

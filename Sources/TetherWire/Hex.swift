@@ -55,6 +55,9 @@ public enum Hex {
         return n == count
     }
 
+    /// The value of one hex digit of either case (nil for anything else).
+    public static func value(of c: UInt8) -> UInt8? { nibble(c) }
+
     private static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
