@@ -362,6 +362,10 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     case closed
     case timedOut
     case tls(String)
+    /// The caller cancelled the exchange.
+    case cancelled
+    /// The answer was larger than the caller's bound.
+    case responseTooLarge
 
     public var description: String {
         switch self {
@@ -371,6 +375,8 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         case .closed: "connection closed"
         case .timedOut: "timed out"
         case let .tls(reason): "TLS: \(reason)"
+        case .cancelled: "cancelled"
+        case .responseTooLarge: "response too large"
         }
     }
 }

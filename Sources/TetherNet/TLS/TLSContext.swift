@@ -105,8 +105,11 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
 public final class TLSClientContext: @unchecked Sendable {
     let box: SSLContextBox
 
-    /// - Parameter caFile: a PEM bundle to trust instead of the system store.
-    public init(caFile: String? = nil) throws(TLSError) {
+    /// - Parameters:
+    ///   - caFile: a PEM bundle to trust instead of the system store.
+    ///   - extraRootsFile: a PEM bundle to trust in addition to the system store (an operator's
+    ///     private stand-in: `CLOUDFLARE_CA_FILE`); never instead of it.
+    public init(caFile: String? = nil, extraRootsFile: String? = nil) throws(TLSError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw .configuration("SSL_CTX_new: \(TLSError.lastError())") }
         box = SSLContextBox(ctx)
         guard tether_SSL_CTX_set_min_proto_version(ctx, tether_TLS1_2_VERSION()) == 1 else { throw .configuration("minimum TLS version") }
@@ -114,6 +117,11 @@ public final class TLSClientContext: @unchecked Sendable {
             guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else { throw .configuration("CA file \(caFile): \(TLSError.lastError())") }
         } else {
             guard SSL_CTX_set_default_verify_paths(ctx) == 1 else { throw .configuration("system trust store: \(TLSError.lastError())") }
+            if let extraRootsFile {
+                guard SSL_CTX_load_verify_locations(ctx, extraRootsFile, nil) == 1 else {
+                    throw .configuration("CA file \(extraRootsFile): \(TLSError.lastError())")
+                }
+            }
         }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
         _ = tether_SSL_CTX_set_mode(ctx, tether_SSL_MODE_RELEASE_BUFFERS() | tether_SSL_MODE_ENABLE_PARTIAL_WRITE())

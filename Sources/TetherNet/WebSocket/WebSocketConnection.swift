@@ -8,10 +8,15 @@ public protocol WebSocketDelegate: AnyObject {
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String)
     /// The send queue crossed a water mark (see `isWritable`).
     func webSocketWritabilityChanged(_ socket: WebSocketConnection)
+    /// A frame or message over the size limits is about to end the socket with 1009: a text
+    /// message to send first and the close reason. Nil (the default) closes with a bare 1009,
+    /// as the relay's clients expect; the signaling server says `too_large` (signaling.md §4).
+    func webSocketOversizeNotice(_ socket: WebSocketConnection) -> (text: [UInt8], reason: String)?
 }
 
 public extension WebSocketDelegate {
     func webSocketWritabilityChanged(_ socket: WebSocketConnection) {}
+    func webSocketOversizeNotice(_ socket: WebSocketConnection) -> (text: [UInt8], reason: String)? { nil }
 }
 
 /// A WebSocket over a TCP connection (RFC 6455), server or client side.
@@ -235,8 +240,13 @@ public final class WebSocketConnection: TransportDelegate {
         guard !finished else { return }
         failedWithProtocolError = true
         if !sentClose {
+            var reason = ""
+            if error.closeCode == WebSocketCloseCode.messageTooBig, let notice = delegate?.webSocketOversizeNotice(self) {
+                send(.text, notice.text)
+                reason = notice.reason
+            }
             sentClose = true
-            send(.close, WebSocketFrameEncoder.closePayload(code: error.closeCode, reason: ""))
+            send(.close, WebSocketFrameEncoder.closePayload(code: error.closeCode, reason: reason))
         }
         finishAfterFlush(code: error.closeCode, reason: error.reason)
     }

@@ -53,6 +53,8 @@ public enum WebSocketCloseCode {
     public static let messageTooBig: UInt16 = 1009
     public static let mandatoryExtension: UInt16 = 1010
     public static let internalError: UInt16 = 1011
+    /// "Try again later" (RFC 6455 registry): the signaling server's `unavailable`.
+    public static let tryAgainLater: UInt16 = 1013
 
     /// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1014 (IANA-registered;
     /// the reference relay's `ws` accepts them too) and the application range 3000–4999.

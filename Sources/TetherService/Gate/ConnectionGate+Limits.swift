@@ -27,8 +27,20 @@ extension ConnectionGate {
         }
     }
 
+    /// The three socket checks, whose order each protocol fixes.
+    public enum SocketCheck: Sendable, Equatable {
+        /// The per-IP admission rate (counts every attempt that reaches it).
+        case rate
+        case perIP
+        case total
+    }
+
     /// A service's limits, with the answers its protocol gives when each is hit.
     public struct Limits: Sendable {
+        /// The order the socket checks run in: the relay's (relay.md §2.3) by default; the
+        /// signaling server checks capacity first and counts only what reaches the rate check
+        /// (signaling.md §13.1).
+        public var socketCheckOrder: [SocketCheck] = [.rate, .perIP, .total]
         /// Socket admissions (WebSocket upgrades) per IP. Every admission attempt counts, also
         /// those the caps below then refuse (§2.3).
         public var socketRate = RateLimit.off

@@ -53,8 +53,8 @@ public final class ConnectionGate: Sendable {
         return allowed ? nil : GateRefusal(reason: limiter, response: configured.refusal)
     }
 
-    /// Admits a socket from `ip`, in §2.3's order: the rate limit (which counts every attempt),
-    /// the per-IP cap, the total cap, then the service's own check (a room cap, say), which runs
+    /// Admits a socket from `ip`, in the limits' order (relay.md §2.3's by default: the rate
+    /// limit, which counts every attempt, the per-IP cap, the total cap), then the service's own check (a room cap, say), which runs
     /// under the gate's lock so nothing changes between the checks and taking the place. The
     /// lease holds the place until released.
     ///
@@ -71,14 +71,21 @@ public final class ConnectionGate: Sendable {
     public func admitSocketPlace(ip: String, check: () -> GateRefusal? = { nil }) -> Result<UInt64, GateRefusal> {
         let now = milliseconds()
         return state.withLock { state in
-            guard state.socketLimiter.hit(ip, now: now) else {
-                return .failure(GateRefusal(reason: GateRefusal.rateLimited, response: limits.socketRateRefusal))
-            }
-            guard state.socketsPerIP[ip, default: 0] < limits.maxSocketsPerIP else {
-                return .failure(GateRefusal(reason: GateRefusal.ipCap, response: limits.perIPRefusal))
-            }
-            guard state.totalSockets < limits.maxTotalSockets else {
-                return .failure(GateRefusal(reason: GateRefusal.totalCap, response: limits.totalRefusal))
+            for step in limits.socketCheckOrder {
+                switch step {
+                case .rate:
+                    guard state.socketLimiter.hit(ip, now: now) else {
+                        return .failure(GateRefusal(reason: GateRefusal.rateLimited, response: limits.socketRateRefusal))
+                    }
+                case .perIP:
+                    guard state.socketsPerIP[ip, default: 0] < limits.maxSocketsPerIP else {
+                        return .failure(GateRefusal(reason: GateRefusal.ipCap, response: limits.perIPRefusal))
+                    }
+                case .total:
+                    guard state.totalSockets < limits.maxTotalSockets else {
+                        return .failure(GateRefusal(reason: GateRefusal.totalCap, response: limits.totalRefusal))
+                    }
+                }
             }
             if let refusal = check() { return .failure(refusal) }
             state.socketsPerIP[ip, default: 0] += 1
