@@ -97,6 +97,17 @@ public enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+    /// A number written with a fraction or an exponent, or beyond ±2^53: what `parseStrict`
+    /// makes of it, so a field that must be an integer can refuse `2.0` (signaling.md §13.1).
+    case inexactNumber(Double)
+
+    /// An integer field of an object: a number with no fraction or exponent, |n| ≤ 2^53 (nil
+    /// otherwise). Exact only for values from `parseStrict`.
+    public func integer(_ key: String) -> Int64? {
+        guard case let .object(fields) = self, case let .number(value)? = fields[key], value.rounded() == value,
+              abs(value) <= 0x1p53 else { return nil }
+        return Int64(value)
+    }
 
     /// A string field of an object (nil when absent, not a string, or not an object).
     public func string(_ key: String) -> String? {
@@ -117,7 +128,18 @@ public enum JSONValue: Sendable, Equatable {
     public static func parse(_ bytes: [UInt8], maxDepth: Int = 32) -> JSONValue? {
         // A JSON text is UTF-8 (RFC 8259 §8.1); checked once, up front.
         guard String(validating: bytes, as: UTF8.self) != nil else { return nil }
-        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
+        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth, strict: false)
+        guard let value = parser.value(depth: 0) else { return nil }
+        parser.skipWhitespace()
+        return parser.index == bytes.count ? value : nil
+    }
+
+    /// Parses one JSON text as signaling.md §2 and §13.1 read JSON: a duplicate key anywhere
+    /// makes the text invalid (nil), and numbers that are not exact integers come back as
+    /// `.inexactNumber` (an ignored field may hold one; a field that must be an integer may not).
+    public static func parseStrict(_ bytes: [UInt8], maxDepth: Int = 32) -> JSONValue? {
+        guard String(validating: bytes, as: UTF8.self) != nil else { return nil }
+        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth, strict: true)
         guard let value = parser.value(depth: 0) else { return nil }
         parser.skipWhitespace()
         return parser.index == bytes.count ? value : nil
@@ -127,11 +149,14 @@ public enum JSONValue: Sendable, Equatable {
 private struct JSONParser {
     let bytes: [UInt8]
     let maxDepth: Int
+    /// Duplicate keys refused, inexact numbers marked (`JSONValue.parseStrict`).
+    let strict: Bool
     var index = 0
 
-    init(bytes: [UInt8], maxDepth: Int) {
+    init(bytes: [UInt8], maxDepth: Int, strict: Bool) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        self.strict = strict
     }
 
     mutating func skipWhitespace() {
@@ -162,21 +187,26 @@ private struct JSONParser {
 
     mutating func number() -> JSONValue? {
         let start = index
+        var exact = true
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
         guard index < bytes.count, isDigit(bytes[index]) else { return nil }
         if bytes[index] == UInt8(ascii: "0") { index += 1 } else { while index < bytes.count, isDigit(bytes[index]) { index += 1 } }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            exact = false
             index += 1
             guard index < bytes.count, isDigit(bytes[index]) else { return nil }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            exact = false
             index += 1
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard index < bytes.count, isDigit(bytes[index]) else { return nil }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
-        return Double(String(decoding: bytes[start..<index], as: UTF8.self)).map(JSONValue.number)
+        guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)) else { return nil }
+        if strict, !exact || abs(value) > 0x1p53 { return .inexactNumber(value) }
+        return .number(value)
     }
 
     func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
@@ -271,7 +301,8 @@ private struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
             index += 1
             guard let item = value(depth: depth + 1) else { return nil }
-            // Like JSON.parse: the last duplicate wins.
+            // Like JSON.parse, the last duplicate wins, unless strict.
+            if strict, fields[key] != nil { return nil }
             fields[key] = item
             skipWhitespace()
             guard index < bytes.count else { return nil }
