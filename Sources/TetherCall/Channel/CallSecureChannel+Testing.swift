@@ -1,0 +1,45 @@
+public import TetherCrypto
+public import TetherWire
+@_spi(NoiseTesting) import TetherNoise
+
+/// Ephemeral keys fixed in advance, so the §12 vectors are reproducible. Reusing an ephemeral
+/// key destroys Noise's security: only the `@_spi(NoiseTesting)` initializer sets these.
+struct FixedEphemerals: Sendable {
+    var handshake: X25519.PrivateKey?
+    /// One per NN handshake this side takes part in, in order; fresh keys once used up.
+    var rotations: [X25519.PrivateKey]
+
+    mutating func nextRotation() -> X25519.PrivateKey? {
+        rotations.isEmpty ? nil : rotations.removeFirst()
+    }
+}
+
+extension CallSecureChannel {
+    /// A channel whose KK ephemeral and first NN ephemerals are fixed (signaling.md §12).
+    @_spi(NoiseTesting)
+    public init(testingWithHandshakeEphemeral handshakeEphemeral: X25519.PrivateKey, rotationEphemerals: [X25519.PrivateKey],
+                role: Role, callID: CallUUID, localID: SignalingID, remoteID: SignalingID,
+                localAgreementKey: X25519.PrivateKey, remoteAgreementKey: X25519.PublicKey, now: UInt64) {
+        self.init(role: role, callID: callID, localID: localID, remoteID: remoteID, localAgreementKey: localAgreementKey,
+                  remoteAgreementKey: remoteAgreementKey, now: now)
+        fixedEphemerals = FixedEphemerals(handshake: handshakeEphemeral, rotations: rotationEphemerals)
+    }
+
+    /// The current epoch's raw keys, for the §12 key vectors.
+    @_spi(NoiseTesting)
+    public var testingTransportKeys: (sending: [UInt8], receiving: [UInt8])? {
+        guard let sending = transport?.sending?.testingKey, let receiving = transport?.receiving?.testingKey else { return nil }
+        return (sending, receiving)
+    }
+
+    /// The one place a handshake state is made, so fixed ephemerals cannot leak into any other
+    /// path.
+    static func handshakeState(_ noiseProtocol: NoiseProtocol, role: NoiseRole, prologue: [UInt8], staticKey: X25519.PrivateKey?,
+                               remoteStaticKey: X25519.PublicKey?, fixedEphemeral: X25519.PrivateKey?) throws(NoiseError) -> HandshakeState {
+        guard let fixedEphemeral else {
+            return try HandshakeState(noiseProtocol, role: role, prologue: prologue, staticKey: staticKey, remoteStaticKey: remoteStaticKey)
+        }
+        return try HandshakeState(testingWithFixedEphemeralKey: fixedEphemeral, noiseProtocol, role: role, prologue: prologue,
+                                  staticKey: staticKey, remoteStaticKey: remoteStaticKey)
+    }
+}
