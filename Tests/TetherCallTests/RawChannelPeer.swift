@@ -13,6 +13,7 @@ struct RawChannelPeer {
     private(set) var transport: NoiseTransport?
     private var rotation: HandshakeState?
     private(set) var epoch = 0
+    private(set) var sessionID: [UInt8] = []
 
     /// Alice's keys as the initiator, Bob's as the responder (§12).
     init(role: NoiseRole) throws {
@@ -41,8 +42,6 @@ struct RawChannelPeer {
         sessionID = transport!.handshakeHash
         handshake = nil
     }
-
-    private(set) var sessionID: [UInt8] = []
 
     /// A transport frame carrying `plaintext`, whatever it is.
     mutating func seal(_ plaintext: [UInt8]) throws -> [UInt8] { [0x02] + (try transport!.encrypt(plaintext)) }

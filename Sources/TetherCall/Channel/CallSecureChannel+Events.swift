@@ -22,9 +22,9 @@ extension CallSecureChannel {
     /// Sends a text (§9.5); the peer's receipt comes back as `.deliver(.receipt)`. Refused before
     /// key confirmation and when the text breaks a limit the peer enforces.
     public mutating func sendText(_ text: String, id: MessageID, sentAt: Int64, now: UInt64) throws(CallSendError) -> [CallChannelAction] {
+        try checkOpen()
         let payload = CallPayload.text(id: id, text: text, sentAt: sentAt)
         if let problem = payload.sendingProblem { throw .invalidPayload(problem) }
-        try checkOpen()
         return run(now: now) { (channel: inout CallSecureChannel, _) throws(CallChannelFailure) in
             channel.awaitingReceipt.insert(id)
             try channel.sendMessage(payload.encoded, now: now)

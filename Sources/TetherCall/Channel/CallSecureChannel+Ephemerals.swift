@@ -2,18 +2,6 @@ public import TetherCrypto
 public import TetherWire
 @_spi(NoiseTesting) import TetherNoise
 
-/// Ephemeral keys fixed in advance, so the §12 vectors are reproducible. Reusing an ephemeral
-/// key destroys Noise's security: only the `@_spi(NoiseTesting)` initializer sets these.
-struct FixedEphemerals: Sendable {
-    var handshake: X25519.PrivateKey?
-    /// One per NN handshake this side takes part in, in order; fresh keys once used up.
-    var rotations: [X25519.PrivateKey]
-
-    mutating func nextRotation() -> X25519.PrivateKey? {
-        rotations.isEmpty ? nil : rotations.removeFirst()
-    }
-}
-
 extension CallSecureChannel {
     /// A channel whose KK ephemeral and first NN ephemerals are fixed (signaling.md §12).
     @_spi(NoiseTesting)
