@@ -216,9 +216,10 @@ final class CallChannelConversationTests: XCTestCase {
         }
         XCTAssertEqual(out, 40)
         XCTAssertEqual(pair.alice.pacedFrameCount, 1)
-        XCTAssertEqual(pair.alice.nextTick, start + Fixture.seconds(1))
-        XCTAssertEqual(pair.alice.tick(now: start + Fixture.seconds(1) - 1), [])
-        XCTAssertEqual(pair.alice.tick(now: start + Fixture.seconds(1)).frames.count, 1)
+        // The peer's window includes its last nanosecond, so the 41st waits one more.
+        XCTAssertEqual(pair.alice.nextTick, start + Fixture.seconds(1) + 1)
+        XCTAssertEqual(pair.alice.tick(now: start + Fixture.seconds(1)), [])
+        XCTAssertEqual(pair.alice.tick(now: start + Fixture.seconds(1) + 1).frames.count, 1)
         XCTAssertEqual(pair.alice.pacedFrameCount, 0)
         XCTAssertEqual(pair.alice.nextTick, Fixture.start + CallChannelLimits.sessionDuration, "only the session's end remains")
     }

@@ -249,7 +249,7 @@ final class CallChannelFailureTests: XCTestCase {
     func testReceiptsForTextsArrivingDuringARotationAreHeldAndCountTowardTheQueue() throws {
         var (channel, peer) = try rawSession(channelRole: .initiator)
         _ = try peer.open(try XCTUnwrap(try channel.rotate(now: now).frames.first))
-        let first = now + Fixture.seconds(1), later = now + Fixture.seconds(2)
+        let first = now + Fixture.seconds(2), later = now + Fixture.seconds(4)
         for n in 1...40 {
             XCTAssertEqual(channel.receive(try peer.seal(json: RawChannelPeer.text(text: "\(n)")), now: first).deliveries.count, 1)
         }
@@ -264,19 +264,27 @@ final class CallChannelFailureTests: XCTestCase {
 
     func testTheFortyFirstFrameWithinOneSecondTerminates() throws {
         var (channel, peer) = try rawSession(channelRole: .initiator)
-        // The handshake frames opened a window at `now`; a fresh one starts after it.
-        let start = now + Fixture.seconds(1)
+        // The handshake frames opened a window at `now`; this one starts well after it.
+        let start = now + Fixture.seconds(2)
         let receipt = #"{"v":2,"type":"receipt","id":"\#(MessageID.random().text)"}"#
-        for _ in 1...40 { XCTAssertEqual(channel.receive(try peer.seal(json: receipt), now: start + Fixture.ms(500)), []) }
-        assertClosed(&channel, by: channel.receive(try peer.seal(json: receipt), now: start + Fixture.seconds(1) + Fixture.ms(499)),
+        for n in UInt64(0)..<40 { XCTAssertEqual(channel.receive(try peer.seal(json: receipt), now: start + Fixture.ms(n)), []) }
+        // Exactly 1,000 ms after the window's first frame is still inside it (relay.md §2.5).
+        assertClosed(&channel, by: channel.receive(try peer.seal(json: receipt), now: start + Fixture.seconds(1)),
                      .incomingRateExceeded)
     }
 
     func testFortyFramesPerWindowAreAcceptedIndefinitely() throws {
         var (channel, peer) = try rawSession(channelRole: .initiator)
         let receipt = #"{"v":2,"type":"receipt","id":"\#(MessageID.random().text)"}"#
-        for window in UInt64(1)...5 {
-            for _ in 1...40 { XCTAssertEqual(channel.receive(try peer.seal(json: receipt), now: now + Fixture.seconds(window)), []) }
+        // Each window starts at its first frame and still holds a frame exactly 1,000 ms later.
+        var start = now
+        for _ in 1...5 {
+            start += Fixture.seconds(1) + 1
+            for n in UInt64(0)..<40 {
+                let at = start + (n == 39 ? Fixture.seconds(1) : Fixture.ms(n))
+                XCTAssertEqual(channel.receive(try peer.seal(json: receipt), now: at), [])
+            }
+            start += Fixture.seconds(1)
         }
         XCTAssertNil(channel.failure)
     }
@@ -287,7 +295,7 @@ final class CallChannelFailureTests: XCTestCase {
         // 2 frames so far (message 1 and the confirmation).
         var t = now
         for n in 3...CallChannelLimits.framesPerDirection {
-            if n % 40 == 0 { t += Fixture.seconds(1) }
+            if n % 40 == 0 { t += Fixture.seconds(1) + 1 }
             let actions = channel.receive(try peer.seal(json: receipt), now: t)
             guard actions.isEmpty else { return XCTFail("frame \(n): \(actions)") }
         }

@@ -20,8 +20,8 @@ extension CallSecureChannel {
         return (sending, receiving)
     }
 
-    /// The one place a handshake state is made, so fixed ephemerals cannot leak into any other
-    /// path.
+    /// Every KK and NN handshake state is made here, so the fixed-ephemeral SPI is reached from
+    /// this one file, and only when a test set `fixedEphemerals`.
     static func handshakeState(_ noiseProtocol: NoiseProtocol, role: NoiseRole, prologue: [UInt8], staticKey: X25519.PrivateKey?,
                                remoteStaticKey: X25519.PublicKey?, fixedEphemeral: X25519.PrivateKey?) throws(NoiseError) -> HandshakeState {
         guard let fixedEphemeral else {

@@ -1,6 +1,7 @@
 /// Sender pacing (signaling.md §13.1): frames leave in order, never more than `limit` in any
-/// `window`. The peer counts in fixed windows and closes on the 41st frame; a sliding bound on
-/// this side keeps every one of its windows within the limit, wherever they start.
+/// `window`. The peer counts in fixed windows that include both ends (`now − start > window`
+/// starts the next) and closes on the 41st frame; a sliding bound over closed windows on this
+/// side keeps every one of the peer's within the limit, wherever it starts.
 struct FramePacer: Sendable {
     let limit: Int
     let window: UInt64
@@ -43,7 +44,7 @@ struct FramePacer: Sendable {
     /// When the next waiting frame may leave (nil when none waits).
     var nextRelease: UInt64? {
         guard !isEmpty else { return nil }
-        return released.count < limit ? 0 : released[oldest] + window
+        return released.count < limit ? 0 : released[oldest] + window + 1
     }
 
     /// Drops every waiting frame (termination).
@@ -53,7 +54,7 @@ struct FramePacer: Sendable {
     }
 
     private func mayRelease(now: UInt64) -> Bool {
-        released.count < limit || now >= released[oldest] + window
+        released.count < limit || now > released[oldest] + window
     }
 
     private mutating func record(_ now: UInt64) {

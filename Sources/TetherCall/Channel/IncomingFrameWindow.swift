@@ -1,5 +1,6 @@
-/// The receiver's rate rule (signaling.md §9.6): fixed windows of `window` that start at the
-/// first frame counted (as relay.md §2.5); the frame that makes `limit + 1` in one window fails.
+/// The receiver's rate rule (signaling.md §9.6): fixed windows that start at the first frame
+/// counted and end when `now − start > window` (strictly, as relay.md §2.5 and §13.1's rate
+/// windows); the frame that makes `limit + 1` in one window fails.
 struct IncomingFrameWindow: Sendable {
     let limit: Int
     let window: UInt64
@@ -13,7 +14,7 @@ struct IncomingFrameWindow: Sendable {
 
     /// Counts one frame at `now`; false when it exceeds the limit.
     mutating func admit(now: UInt64) -> Bool {
-        if count == 0 || now < start || now - start >= window {
+        if count == 0 || now < start || now - start > window {
             start = now
             count = 0
         }
