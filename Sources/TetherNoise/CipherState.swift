@@ -162,4 +162,9 @@ extension CipherState {
     public init(testingWithKey key: [UInt8], cipher: NoiseProtocol.Cipher) {
         self.init(cipher: cipher, key: key)
     }
+
+    /// The raw key, so a protocol's published key vectors (signaling.md §12's epoch keys) can be
+    /// checked. Reachable only through `@_spi(NoiseTesting) import TetherNoise`.
+    @_spi(NoiseTesting)
+    public var testingKey: [UInt8]? { key }
 }

@@ -1,0 +1,32 @@
+/// The secure channel's fixed numbers (signaling.md §9.5, §9.6, §10, §7.5, §13.1). Times are
+/// monotonic nanoseconds, as every event of `CallSecureChannel` carries them.
+public enum CallChannelLimits {
+    /// A session's lifetime, from the channel's creation (§9.6).
+    public static let sessionDuration: UInt64 = 3_600 * 1_000_000_000
+    /// Frames per direction, every kind and every epoch counted (§9.6).
+    public static let framesPerDirection = 100_000
+    /// Frames per rate window: the receiver's fixed window closes on the 41st, the sender paces
+    /// to stay under it in any window (§9.6, §13.1).
+    public static let framesPerWindow = 40
+    public static let rateWindow: UInt64 = 1_000_000_000
+    /// 1 type byte + 32,768 bytes of plaintext + the 16-byte tag (§9.6).
+    public static let maxFrameBytes = 32_785
+    /// The largest encoded application payload (§9.5).
+    public static let maxPayloadBytes = 32_768
+    /// Unicode scalar values of a text (§9.5).
+    public static let textScalars = 1...4_000
+    /// Received text ids remembered for deduplication (§9.5).
+    public static let dedupWindow = 512
+    /// Sent text ids a receipt may still match: as many as are deduplicated, since a receipt for
+    /// an id forgotten here is simply ignored (§9.5).
+    public static let receiptWindow = 512
+    /// Rotation triggers (§10): transport frames sent under one epoch, and an epoch's age.
+    public static let rotationFrameTrigger = 500
+    public static let rotationInterval: UInt64 = 600 * 1_000_000_000
+    /// Messages the rotation's initiator holds until `ROTATE_RESP` (§10).
+    public static let rotationQueueCapacity = 64
+    /// Handshake and key confirmation after the data channel opened (§7.5).
+    public static let confirmationTimeout: UInt64 = 15 * 1_000_000_000
+    /// sentAt and every other integer: magnitude at most 2^53 (§13.1).
+    public static let maxIntegerMagnitude: Int64 = 1 << 53
+}
