@@ -723,6 +723,8 @@ class Raw:
                     length = struct.unpack(">Q", await self.reader.readexactly(8))[0]
                 key = await self.reader.readexactly(4) if b1 & 0x80 else None
                 payload = await self.reader.readexactly(length)
+            except TimeoutError:      # a subclass of OSError: not an EOF
+                raise
             except (asyncio.IncompleteReadError, ConnectionError, OSError):
                 self.eof = True
                 return None
@@ -1697,7 +1699,8 @@ async def sc_fragmented(ctx):
     await raw.upgrade()
     challenge = await raw.message(what="challenge")
     ident = id_of(key)
-    text = dumps({"type": "register", "v": 2, "id": ident, "sig": b64(key.sign(register_string(challenge["challenge"], ident))), "note": "\u00e9\u00e9"}).encode()
+    text = json.dumps({"type": "register", "v": 2, "id": ident, "sig": b64(key.sign(register_string(challenge["challenge"], ident))),
+                       "note": "\u00e9\u00e9"}, ensure_ascii=False, separators=(",", ":")).encode()
     cut = text.index(b"\xc3") + 1   # split inside the 2-byte character
     raw.send_frame(0x1, text[:10], fin=False)
     raw.send_frame(0x9, b"mid")
@@ -1800,7 +1803,8 @@ async def sc_ping_pong(ctx):
 
 @scenario("close-normal")
 async def sc_close_normal(ctx):
-    """A client close 1000 is answered with a close frame 1000 and the ID goes offline."""
+    """A client close 1000 is answered with a close frame 1000 and a TCP close (or half-close);
+    once the client closes TCP too, the ID is offline within 1 s."""
     key = Ed25519PrivateKey.generate()
     raw = await ctx.raw()
     await raw.upgrade()
@@ -1809,8 +1813,16 @@ async def sc_close_normal(ctx):
     await raw.drain()
     close = await raw.close_frame()
     check(close is not None and close[0] == 1000, "server answered close %r" % close)
+    try:   # the server closes (or half-closes) TCP after the close handshake (RFC 6455 §7.1.1)
+        check(await raw.frame(timeout=2) is None, "a frame after the close frame")
+    except TimeoutError:
+        raise Fail("the server kept TCP open 2 s after the close handshake")
+    await raw.abort()
     b = await ctx.peer(name="B", register=True)
-    check((await b.presence([id_of(key)]))[id_of(key)] is False, "still online after close")
+    deadline = time.monotonic() + 1
+    while (await b.presence([id_of(key)]))[id_of(key)]:
+        check(time.monotonic() < deadline, "still online 1 s after the close handshake and TCP close")
+        await asyncio.sleep(0.1)
 
 
 @scenario("abuse")
