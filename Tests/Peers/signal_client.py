@@ -62,6 +62,7 @@ import os
 import random
 import re
 import signal as signals
+import socket
 import ssl
 import struct
 import subprocess
@@ -613,15 +614,27 @@ class Raw:
         self.eof = False
 
     @classmethod
-    async def open(cls, net, ip=None):
+    async def open(cls, net, ip=None, rcvbuf=None):
+        """rcvbuf: a small SO_RCVBUF set before connecting (a reader the server must not outpace)."""
         ip = ip or net.fresh_ip()
         kwargs = {}
-        if net.local_addr(ip):
-            kwargs["local_addr"] = net.local_addr(ip)
         if net.ssl:
             kwargs["ssl"] = net.ssl
             kwargs["server_hostname"] = net.host
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(net.host, net.port, limit=1 << 20, **kwargs), net.timeout)
+        if rcvbuf is None:
+            if net.local_addr(ip):
+                kwargs["local_addr"] = net.local_addr(ip)
+            connecting = asyncio.open_connection(net.host, net.port, limit=1 << 20, **kwargs)
+        else:
+            family, kind, proto, _, address = (await asyncio.get_running_loop().getaddrinfo(net.host, net.port, type=socket.SOCK_STREAM))[0]
+            sock = socket.socket(family, kind, proto)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            if net.local_addr(ip):
+                sock.bind(net.local_addr(ip))
+            sock.setblocking(False)
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, address), net.timeout)
+            connecting = asyncio.open_connection(sock=sock, limit=1 << 20, **kwargs)
+        reader, writer = await asyncio.wait_for(connecting, net.timeout)
         return cls(net, reader, writer, ip)
 
     def upgrade_request(self, target="/signal", headers=None, upgrade=True, key=None):
@@ -828,8 +841,8 @@ class Ctx:
             await p.register()
         return p
 
-    async def raw(self, ip=None):
-        r = await Raw.open(self.net, ip)
+    async def raw(self, ip=None, rcvbuf=None):
+        r = await Raw.open(self.net, ip, rcvbuf)
         self.open.append(r)
         return r
 
@@ -1820,6 +1833,55 @@ async def sc_close_normal(ctx):
     while (await b.presence([id_of(key)]))[id_of(key)]:
         check(time.monotonic() < deadline, "still online 1 s after the close handshake and TCP close")
         await asyncio.sleep(0.1)
+
+
+@scenario("slow-reader", timeout=60)
+async def sc_slow_reader(ctx):
+    """A recipient that stops reading (4 KiB receive buffer) while 5 senders forward 250 signals
+    of ~44 KB (~11 MB, over the kernel's buffers) is closed 1008 `rate_limited` without an
+    error message (over 1 MiB pending outbound bytes, §6.2 step 5, §13.1); it goes offline;
+    the senders are unaffected."""
+    victim_key = Ed25519PrivateKey.generate()
+    victim = await ctx.raw(rcvbuf=4096)
+    await victim.upgrade()
+    await victim.register(victim_key)
+    target = id_of(victim_key)
+    senders = [await ctx.peer(name="S%d" % i, register=True) for i in range(5)]
+    body = b'{"p":"' + b"x" * (MAX_BODY - 8) + b'"}'
+    call = new_call()
+    for sender in senders:
+        for _ in range(50):
+            await sender.signal(target, kind="candidate", call=call, body=body)
+    watcher = await ctx.peer(name="W", register=True)
+    deadline = time.monotonic() + 10
+    while (await watcher.presence([target]))[target]:
+        check(time.monotonic() < deadline, "the non-reading recipient is still online 10 s after ~11 MB were forwarded to it")
+        await asyncio.sleep(1.0)
+    # what the victim finally reads: forwarded signals only, then close 1008 rate_limited or a TCP close
+    ended = None
+    while ended is None:
+        try:
+            frame = await victim.frame(timeout=10)
+        except TimeoutError:
+            raise Fail("the recipient's connection did not end")
+        if frame is None:
+            ended = "tcp"
+        elif frame[2] == 0x8:
+            payload = frame[4]
+            ended = [struct.unpack(">H", payload[:2])[0], payload[2:].decode(errors="replace")] if len(payload) >= 2 else [None, ""]
+        elif frame[2] == 0x1:
+            message = strict_json(frame[4].decode())
+            check(message.get("type") == "signal", "the recipient got %s before its close" % dumps(message)[:200])
+    check(ended == "tcp" or ended == [1008, "rate_limited"], "the recipient's close: %r" % (ended,))
+    for sender in senders:
+        while True:   # offline answers for the signals that arrived after the close are fine
+            try:
+                message = await sender.recv(timeout=0.3)
+            except Fail:
+                break
+            check(message.get("type") == "error" and message.get("code") == "offline", "%s got %s" % (sender.name, dumps(message)[:200]))
+        await sender.kept()
+    await serving(ctx)
 
 
 @scenario("abuse")
