@@ -1203,6 +1203,22 @@ async def sc_pre_register_garbage(ctx):
     await serving(ctx)
 
 
+@scenario("post-register-garbage")
+async def sc_post_register_garbage(ctx):
+    """After registration, messages that are not a JSON object with a known type get
+    bad_message and the connection is kept: not JSON, empty, array, null, {}, unknown type,
+    type not a string, server-only types; the ID stays online."""
+    a = await ctx.peer(name="A", register=True)
+    for text in ("not json", "", "[]", "null", "{}", '{"v":2}', '{"type":"hello","v":2}', '{"type":2,"v":2}',
+                 '{"type":"Signal","v":2}', '{"type":"challenge","v":2}', '{"type":"registered","v":2}', '{"type":"error","v":2}'):
+        await a.send(text)
+        await a.expect_error("bad_message", context=repr(text))
+    await a.kept()
+    b = await ctx.peer(name="B", register=True)
+    sent = await b.signal(a.id, kind="offer")
+    await a.expect_forwarded(sent)
+
+
 @scenario("duplicate-keys")
 async def sc_duplicate_keys(ctx):
     """JSON with a duplicate key is bad_message: a register with "id" or "type" twice (close
