@@ -1872,7 +1872,7 @@ async def sc_slow_reader(ctx):
     deadline = time.monotonic() + 10
     while (await watcher.presence([target]))[target]:
         check(time.monotonic() < deadline, "the non-reading recipient is still online 10 s after ~11 MB were forwarded to it")
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.5)   # at most 8 queries: under the presence limit
     # what the victim finally reads: forwarded signals only, then close 1008 rate_limited or a TCP close
     ended = None
     while ended is None:
