@@ -1668,7 +1668,7 @@ async def sc_disconnect_presence(ctx):
     deadline = time.monotonic() + 2
     while (await b.presence([id_of(key)]))[id_of(key)]:
         check(time.monotonic() < deadline, "still online 2 s after the TCP close")
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.3)
     await ctx.peer(key=key, name="again", register=True)
 
 
@@ -1848,7 +1848,7 @@ async def sc_close_normal(ctx):
     deadline = time.monotonic() + 1
     while (await b.presence([id_of(key)]))[id_of(key)]:
         check(time.monotonic() < deadline, "still online 1 s after the close handshake and TCP close")
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.2)
 
 
 @scenario("slow-reader", timeout=60)
