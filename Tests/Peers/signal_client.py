@@ -48,6 +48,28 @@ SERVER CONFIGURATION
   Unless a scenario's description says otherwise it assumes `tether signal --local`: TURN_MODE
   none, no SIGNAL_ALLOWED_ORIGINS, default limits; scenarios marked "default" run with that.
   Opt-in scenarios need the configuration named in their description and usually a fresh server.
+
+EXAMPLES (PY = .venv/bin/python, T = .build/debug/tether, P = Tests/Peers)
+  $T signal --local --signal-port 8791 &                    # wait for "signal: listening on"
+  $PY $P/signal_client.py --url ws://127.0.0.1:8791/signal --scenario default
+  SIGNAL_TRUST_PROXY=true $T signal --local --signal-port 8791 &
+  $PY $P/signal_client.py --url ws://127.0.0.1:8791/signal --spread xff --scenario default
+  $PY $P/signal_client.py --url ws://127.0.0.1:8791/signal --scenario slow-keepalive
+  # coturn mode against a real coturn:
+  $PY $P/coturn_fixture.py serve --secret S &                # prints "listening on CP"
+  TURN_MODE=coturn TURN_SECRET=S TURN_URLS="turn:127.0.0.1:CP?transport=udp,turn:127.0.0.1:CP?transport=tcp" \
+    $T signal --signal-port 8791 &
+  $PY $P/signal_client.py --url ws://127.0.0.1:8791/signal --turn-mode coturn --turn-secret S \
+    --turn-urls "turn:127.0.0.1:CP?transport=udp,turn:127.0.0.1:CP?transport=tcp" --coturn-port CP \
+    --scenario register --scenario coturn-allocate
+  # cloudflare mode against the stand-in (one server per stand-in mode):
+  $PY $P/cloudflare_standin.py --token TOK --key-id KID --ca-out ca.pem --record rec.jsonl --mode ok &
+  TURN_MODE=cloudflare CLOUDFLARE_TURN_KEY_ID=KID CLOUDFLARE_TURN_API_TOKEN=TOK \
+    CLOUDFLARE_TURN_API_URL=https://127.0.0.1:CFP CLOUDFLARE_CA_FILE=ca.pem $T signal --signal-port 8791 &
+  $PY $P/signal_client.py --url ws://127.0.0.1:8791/signal --turn-mode cloudflare --cloudflare-mode ok \
+    --cloudflare-record rec.jsonl --scenario register
+  (stand-in --mode slow: --cloudflare-mode slow --scenario issuance-pending, then, on a fresh
+  server, issuance-concurrency and issuance-unavailable; other failing modes: issuance-unavailable)
 """
 import argparse
 import asyncio
