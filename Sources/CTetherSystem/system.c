@@ -150,3 +150,29 @@ int tether_set_thread_name(const char *name) {
     truncated[sizeof truncated - 1] = 0;
     return pthread_setname_np(pthread_self(), truncated);
 }
+
+static pthread_t tether_signal_target;
+static volatile sig_atomic_t tether_signal_target_set = 0;
+
+static void tether_forward_signal(int signal) {
+    int saved = errno;
+    if (tether_signal_target_set) pthread_kill(tether_signal_target, signal);
+    errno = saved;
+}
+
+void tether_forward_signals_stop(void) { tether_signal_target_set = 0; }
+
+int tether_forward_signals(pthread_t thread, const int *signals, int count) {
+    tether_signal_target_set = 0;
+    tether_signal_target = thread;
+    tether_signal_target_set = 1;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = tether_forward_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (int i = 0; i < count; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return errno;
+    }
+    return 0;
+}

@@ -6,13 +6,10 @@ import TetherService
 import TetherStore
 
 /// `tether push`: runs the push relay (push.md). `tether push send …` is the operator's end-to-end
-/// check of a running one (PushSendCommand.swift).
-func runPushCommand(_ arguments: [String]) async {
+/// check of a running one (PushSendCommand.swift). Synchronous, on the main thread, for the
+/// reason `runSignalCommand` gives.
+func runPushCommand(_ arguments: [String]) {
     var arguments = arguments
-    if arguments.first == "send" {
-        await runPushSendCommand(Array(arguments.dropFirst()))
-        return
-    }
     answerHelpFlags(arguments, help: PushConfiguration.helpText + "\n\ntether push send --help: send a test notification through a running push relay.",
                     markdown: PushConfiguration.markdownReference)
     let environment = serviceEnvironment(&arguments, command: "push")

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import TetherNet
 import TetherPush
+import TetherSignal
 import TetherRelay
 import TetherService
 import TetherStore
@@ -20,6 +21,7 @@ usage: tether <command> [options]
 commands:
   relay     run the companion relay (tether relay --help)
   push      run the push relay for APNs, or send a test notification through one (tether push --help)
+  signal    run the signaling server: signed call setup, presence, TURN credentials (tether signal --help)
   shardmap  show or publish the resolver v2 shard map in a relay database (tether shardmap --help)
   mac       the Mac side: show a pairing link and QR code, then chat (tether mac --help)
   phone     the phone side: pair from a link, show the code, then chat (tether phone --help)
@@ -41,7 +43,7 @@ if ["--help", "-h", "help"].contains(command) {
     print(usage, terminator: "")
     exit(0)
 }
-if command == "--version" || ((command == "relay" || command == "push") && arguments.contains("--version")) {
+if command == "--version" || ((command == "relay" || command == "push" || command == "signal") && arguments.contains("--version")) {
     print("tether \(TetherVersion.current)")
     exit(0)
 }
@@ -71,6 +73,7 @@ protocol SignalledService: AnyObject, Sendable {
 
 extension RelayServer: SignalledService {}
 extension PushServer: SignalledService {}
+extension SignalServer: SignalledService {}
 
 func serveUntilSignalled(_ service: some SignalledService, name: String, group: EventLoopGroup) -> Never {
     let signals = SignalWatcher(handlers: .init(
@@ -147,7 +150,9 @@ case "phone": await runPhoneCommand(arguments)
 case "unpair": await runUnpairCommand(arguments)
 case "demo": await runDemoCommand(arguments)
 case "attester": runAttesterCommand(arguments)
-case "push": await runPushCommand(arguments)
+case "push":
+    if arguments.first == "send" { await runPushSendCommand(Array(arguments.dropFirst())) } else { runPushCommand(arguments) }
+case "signal": runSignalCommand(arguments)
 case "shardmap":
     let help = """
     usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]

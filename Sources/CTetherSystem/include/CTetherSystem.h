@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <pthread.h>
 
 // epoll: Swift cannot read `struct epoll_event` reliably because it is packed on x86_64.
 typedef struct {
@@ -74,4 +75,12 @@ int tether_set_thread_nice(int nice);
 /// Names the calling thread (what `top -H` and /proc/PID/task/*/comm show); Linux keeps the
 /// first 15 bytes. Returns 0 or an error number.
 int tether_set_thread_name(const char *name);
+
+/// Sends each of `signals` that reaches a thread not blocking it on to `thread` (the signal
+/// watcher, which blocks them and takes them with sigwait): threads that existed before the
+/// mask was set — the Swift runtime's, in an async `main` — would otherwise die of SIGTERM.
+/// The handler only calls pthread_kill, which is async-signal-safe. Returns 0 or an errno.
+int tether_forward_signals(pthread_t thread, const int *signals, int count);
+/// Stops forwarding (the watcher is gone): a forwarded signal is then dropped.
+void tether_forward_signals_stop(void);
 #endif

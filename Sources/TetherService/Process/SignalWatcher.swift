@@ -1,3 +1,4 @@
+import CTetherSystem
 import Glibc
 import Synchronization
 
@@ -60,6 +61,10 @@ public final class SignalWatcher: Sendable {
         thread = Mutex(nil)
         let started = DedicatedThread.start(name: "tether-signals") { [self] in watch() }
         thread.withLock { $0 = started }
+        // Threads that predate the mask (an async `main`'s) would take the default action; a
+        // handler sends what reaches them on to this thread.
+        let forwarded: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR2]
+        _ = forwarded.withUnsafeBufferPointer { tether_forward_signals(started, $0.baseAddress, Int32($0.count)) }
     }
 
     /// Blocks the caller until SIGTERM or SIGINT has arrived (and its handler has run); returns
@@ -88,6 +93,7 @@ public final class SignalWatcher: Sendable {
     /// pending, rather than kill the process.
     public func stop() {
         guard let thread = thread.withLock({ state -> pthread_t? in defer { state = nil }; return state }) else { return }
+        tether_forward_signals_stop()
         stopping.store(true, ordering: .releasing)
         pthread_kill(thread, SIGUSR1)
         pthread_join(thread, nil)

@@ -1,0 +1,145 @@
+import Synchronization
+public import TetherCrypto
+public import TetherNet
+public import TetherService
+import TetherWire
+
+/// The signaling server (signaling.md), built on the service chassis: the public listener and
+/// its upgrade checks (`SignalServer+HTTP`), one `SignalSocket` per connection on its loop, the
+/// directory of IDs in RAM, TURN credentials from a `TURNIssuer` under the issuance limits, the
+/// gate's client-IP derivation and per-IP limits, and the optional admin listener. Nothing is
+/// written to disk (§6.5). A library: `tether signal` only parses settings and runs one.
+public final class SignalServer: HTTPServerDelegate, Sendable {
+    public let configuration: SignalConfiguration
+    public let group: EventLoopGroup
+    public let clock: ServiceClock
+    public let gate: ConnectionGate
+    public let metrics = SignalMetrics()
+    public let readiness = ReadinessChecks()
+    let issuer: any TURNIssuer
+    let limiter = IssuanceLimiter()
+    let directory = SignalDirectory()
+    let random: @Sendable (Int) -> [UInt8]
+    private let sockets = Mutex<[ObjectIdentifier: UncheckedTransfer<SignalSocket>]>([:])
+    private let log: @Sendable (String) -> Void
+    private let sink: LogSink?
+    private let verboseFlag: Atomic<Bool>
+    let draining = Atomic<Bool>(false)
+    let listeners = Mutex<ServiceListeners?>(nil)
+
+    /// §6.4's per-IP limits.
+    public static let maxSocketsPerIP = 16
+    public static let upgradesPerIP = 60
+    public static let upgradeWindowMs: UInt64 = 60_000
+
+    /// - Parameters:
+    ///   - issuer: where credentials come from; nil: what the configuration's mode calls for.
+    ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
+    public init(configuration: SignalConfiguration, group: EventLoopGroup, issuer: (any TURNIssuer)? = nil, clock: ServiceClock = .system,
+                random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) },
+                log: (@Sendable (String) -> Void)? = nil) throws {
+        self.configuration = configuration
+        self.group = group
+        self.clock = clock
+        self.random = random
+        self.issuer = try issuer ?? configuration.issuer(loops: group.loops)
+        if let log {
+            self.log = log
+            sink = nil
+        } else {
+            let sink = LogSink(name: "signal")
+            self.log = { sink.log($0) }
+            self.sink = sink
+        }
+        var limits = ConnectionGate.Limits()
+        limits.socketRate = .init(limit: Self.upgradesPerIP, windowMs: Self.upgradeWindowMs)
+        limits.maxSocketsPerIP = Self.maxSocketsPerIP
+        limits.maxTotalSockets = configuration.maxSockets
+        // §13.1: total sockets, then per-IP sockets, then the upgrade rate.
+        limits.socketCheckOrder = [.total, .perIP, .rate]
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
+        verboseFlag = Atomic(configuration.verboseLog)
+        metrics.register(sockets: { [weak self] in self?.openSockets ?? 0 }, routable: { [directory] in directory.routableCount },
+                         issuing: { [limiter] in limiter.inFlight }, droppedLogLines: { [sink] in sink?.droppedLines ?? 0 })
+        readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
+    }
+
+    /// Binds and starts serving; returns the bound port.
+    @discardableResult
+    public func start() throws -> UInt16 {
+        let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self, metrics: .registry(metrics.registry),
+                                                 readiness: readiness)
+        listeners.withLock { $0 = started }
+        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "signal") { log(warning) }
+        return started.http.port
+    }
+
+    public var adminPort: UInt16? { listeners.withLock { $0?.admin?.port } }
+
+    public func reloadCertificates() -> String {
+        listeners.withLock { $0 }?.reloadCertificates(service: "signal") ?? "signal: SIGHUP: not serving yet"
+    }
+
+    /// SIGTERM: not ready, no new connections, every socket closed 1001 `shutting_down` (§13.1),
+    /// the close frames given a moment to leave, the log flushed.
+    public func shutdown() {
+        draining.store(true, ordering: .relaxed)
+        let started = listeners.withLock { $0 }
+        for socket in sockets.withLock({ Array($0.values) }) {
+            socket.value.loop.execute { socket.value.shutDown() }
+        }
+        started?.http.shutdown(grace: .seconds(2))
+        started?.admin?.shutdown()
+        sink?.flush()
+    }
+
+    // MARK: Sockets
+
+    func opened(_ socket: SignalSocket) {
+        sockets.withLock { $0[ObjectIdentifier(socket)] = UncheckedTransfer(socket) }
+        metrics.upgrades.increment()
+    }
+
+    func closed(_ socket: SignalSocket) {
+        _ = sockets.withLock { $0.removeValue(forKey: ObjectIdentifier(socket)) }
+    }
+
+    public var openSockets: Int { sockets.withLock { $0.count } }
+
+    /// Starts the credential issuance of a registration (§6.1 step 7) under the limits of §8.1;
+    /// the result comes back on the socket's loop.
+    func issue(for socket: SignalSocket, id: SignalingID) -> (any IssuanceHandle)? {
+        let limited = issuer.isLimited
+        let loop = socket.loop
+        let confined = UncheckedTransfer(socket)
+        if limited, !limiter.start(nowMs: clock.monotonicMs()) {
+            metrics.issuances.labels(IssuanceFailure.Reason.overLimit.rawValue).increment()
+            let failure = IssuanceFailure(.overLimit, "issuance limits reached")
+            loop.execute { confined.value.issued(.failure(failure), id: id) }
+            return nil
+        }
+        let started = ServiceClock.monotonicNanoseconds()
+        return issuer.issue(now: Int64(clock.wallMs() / 1000)) { [self] result in
+            if limited { limiter.finish() }
+            metrics.issuanceLatency.observe(Double(ServiceClock.monotonicNanoseconds() &- started) / 1e9)
+            switch result {
+            case .success: metrics.issuances.labels("issued").increment()
+            case let .failure(failure): metrics.issuances.labels(failure.reason.rawValue).increment()
+            }
+            loop.execute { confined.value.issued(result, id: id) }
+        }
+    }
+
+    // MARK: Log
+
+    public func note(_ line: String) { log(line) }
+
+    public var verbose: Bool {
+        get { verboseFlag.load(ordering: .relaxed) }
+        set { verboseFlag.store(newValue, ordering: .relaxed) }
+    }
+
+    func diagnostic(_ line: @autoclosure () -> String) {
+        if verbose { log(line()) }
+    }
+}

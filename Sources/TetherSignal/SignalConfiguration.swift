@@ -1,0 +1,98 @@
+import Foundation
+public import TetherNet
+public import TetherService
+
+/// Everything `tether signal` is configured with (signaling.md §13, §13.1), from an env-file, the
+/// environment and flags (flags win). A mode without its required settings refuses to start
+/// with one line naming the setting; secrets never appear in any message.
+public struct SignalConfiguration: Sendable, ServiceListenerSettings {
+    public var host = "127.0.0.1"
+    public var port: UInt16 = 8791
+    public var allowedOrigins: Set<String> = []
+    public var maxSockets = 100_000
+    public var clientIP = ClientIPResolver()
+    public var turnMode = TURNMode.none
+    /// coturn's `static-auth-secret` (never logged).
+    public var turnSecret: String?
+    public var turnURLs: [String] = []
+    public var stunURLs: [String] = []
+    public var cloudflareKeyID: String?
+    /// The Cloudflare TURN key's API token (never logged, never returned).
+    public var cloudflareToken: String?
+    public var cloudflareURL = "https://rtc.live.cloudflare.com"
+    public var cloudflareCAFile: String?
+    public var verboseLog = false
+    public var adminHost = "127.0.0.1"
+    public var adminPort: UInt16?
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+    public var local = false
+
+    public init() {}
+
+    public static func load(environment: [String: String], arguments: [String]) throws(SettingError) -> (SignalConfiguration, [String]) {
+        typealias S = SignalSetting
+        let values = try S.table.values(environment: environment, arguments: arguments)
+        var c = SignalConfiguration()
+        var notes: [String] = []
+        c.local = values.isOn(S.local)
+        c.host = try values.value(of: S.host)
+        c.port = try values.value(of: S.port)
+        c.allowedOrigins = Set(try values.value(of: S.allowedOrigins))
+        c.maxSockets = Int(try values.value(of: S.maxSockets))
+        c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare), trustProxy: try values.value(of: S.trustProxy),
+                                      trustedHops: Int(try values.value(of: S.trustedHops)))
+        c.turnMode = try values.value(of: S.turnMode)
+        c.turnSecret = try values.value(of: S.turnSecret)
+        c.turnURLs = try values.value(of: S.turnURLs)
+        c.stunURLs = try values.value(of: S.stunURLs)
+        c.cloudflareKeyID = try values.value(of: S.cloudflareKeyID)
+        c.cloudflareToken = try values.value(of: S.cloudflareToken)
+        c.cloudflareURL = try values.value(of: S.cloudflareURL)
+        c.cloudflareCAFile = try values.value(of: S.cloudflareCAFile)
+        c.verboseLog = try values.value(of: S.log)
+        c.adminHost = try values.value(of: S.adminHost)
+        c.adminPort = try values.value(of: S.adminPort)
+        c.tlsCertificatePath = try values.value(of: S.tlsCertificate)
+        c.tlsKeyPath = try values.value(of: S.tlsKey)
+        if c.local {
+            // Trying it out: loopback, and no TURN whatever the environment says.
+            if !["127.0.0.1", "::1"].contains(c.host) { c.host = "127.0.0.1" }
+            c.turnMode = .none
+        }
+        switch c.turnMode {
+        case .coturn:
+            guard c.turnSecret?.isEmpty == false else { throw SettingError(variable: "TURN_SECRET", message: "required in coturn mode: coturn's static-auth-secret") }
+            guard !c.turnURLs.isEmpty else { throw SettingError(variable: "TURN_URLS", message: "required in coturn mode: the turn:/turns: URLs clients use") }
+        case .cloudflare:
+            guard c.cloudflareKeyID?.isEmpty == false else { throw SettingError(variable: "CLOUDFLARE_TURN_KEY_ID", message: "required in cloudflare mode") }
+            guard c.cloudflareToken?.isEmpty == false else { throw SettingError(variable: "CLOUDFLARE_TURN_API_TOKEN", message: "required in cloudflare mode") }
+            if let path = c.cloudflareCAFile, !FileManager.default.isReadableFile(atPath: path) {
+                throw SettingError(variable: "CLOUDFLARE_CA_FILE", message: "cannot read \(path)")
+            }
+        case .none:
+            break
+        }
+        if (c.tlsCertificatePath == nil) != (c.tlsKeyPath == nil) {
+            throw SettingError(variable: c.tlsCertificatePath == nil ? "SIGNAL_TLS_CERT" : "SIGNAL_TLS_KEY", message: "TLS needs both a certificate chain and a key")
+        }
+        if c.clientIP.shouldWarnBehindProxy(boundToLoopback: c.host == "127.0.0.1" || c.host == "::1") && !c.local {
+            notes.append("warning: bound to loopback without SIGNAL_TRUST_PROXY or SIGNAL_TRUST_CLOUDFLARE: behind a proxy every client shares one per-IP limit")
+        }
+        return (c, notes)
+    }
+
+    /// The issuer the mode calls for.
+    public func issuer(loops: [EventLoop]) throws -> any TURNIssuer {
+        switch turnMode {
+        case .none: return STUNOnlyIssuer(stunURLs: stunURLs)
+        case .coturn: return CoturnIssuer(secret: turnSecret ?? "", turnURLs: turnURLs, stunURLs: stunURLs)
+        case .cloudflare:
+            let tls = cloudflareURL.hasPrefix("https:") ? try TLSClientContext(extraRootsFile: cloudflareCAFile) : nil
+            return CloudflareIssuer(baseURL: cloudflareURL, keyID: cloudflareKeyID ?? "", token: cloudflareToken ?? "", tls: tls, loops: loops)
+        }
+    }
+
+    public static var helpText: String { SignalSetting.table.helpText }
+    public static var markdownReference: String { SignalSetting.table.markdownReference }
+}

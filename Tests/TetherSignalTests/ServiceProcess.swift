@@ -1,0 +1,64 @@
+import Foundation
+import Glibc
+import TetherTestSupport
+
+/// A child process whose first stdout line announces it is ready (`tether signal`, the
+/// coturn fixture, the Cloudflare stand-in); stopped with SIGTERM when the test ends.
+final class ServiceProcess {
+    let process = Process()
+    let firstLine: String
+    /// Kept open and drained: a child that logs to stdout (turnserver, the stand-in) must not
+    /// die of a closed pipe once its first line is read.
+    private let output = Pipe()
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], expecting prefix: String) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        for (name, value) in environment { merged[name] = value }
+        process.environment = merged
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        firstLine = output.fileHandleForReading.readFirstLine()
+        output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+        guard firstLine.hasPrefix(prefix) else {
+            process.terminate()
+            throw Vectors.Failure.notFound("\(executable.lastPathComponent) did not start: \(firstLine)")
+        }
+    }
+
+    /// The port after `listening on ` (`host:port` or a bare port).
+    var port: UInt16 {
+        let words = firstLine.split(whereSeparator: { $0 == " " || $0.isNewline })
+        guard let index = words.firstIndex(of: "on"), index + 1 < words.count else { return 0 }
+        return UInt16(words[index + 1].split(separator: ":").last ?? "") ?? 0
+    }
+
+    func stop() {
+        output.fileHandleForReading.readabilityHandler = nil
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+
+    static var python: URL { PythonPackageVectors.virtualenv.appendingPathComponent("bin/python") }
+
+    static func peer(_ name: String) -> String { Vectors.packageRoot().appendingPathComponent("Tests/Peers/\(name)").path }
+
+    /// Runs a peer script to completion; its exit status and output.
+    static func runPeer(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = python
+        process.arguments = [peer(name)] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
