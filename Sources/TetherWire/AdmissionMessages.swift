@@ -205,7 +205,12 @@ private struct JSONParser {
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)) else { return nil }
-        if strict, !exact || abs(value) > 0x1p53 { return .inexactNumber(value) }
+        // Past 2^53 doubles skip integers, so 2^53 + 1 reads as 2^53: only the literal 2^53
+        // itself is exact at that magnitude.
+        if strict, !exact || abs(value) > 0x1p53
+            || (abs(value) == 0x1p53 && String(decoding: bytes[start..<index], as: UTF8.self).trimmingPrefix("-") != "9007199254740992") {
+            return .inexactNumber(value)
+        }
         return .number(value)
     }
 

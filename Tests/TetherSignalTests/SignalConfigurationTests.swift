@@ -1,0 +1,77 @@
+import Foundation
+import TetherService
+import TetherSignal
+import TetherTestSupport
+import XCTest
+
+/// signaling.md §13 and §13.1: names, defaults, lists, booleans and refusals at start-up.
+final class SignalConfigurationTests: XCTestCase {
+    static let begin = "<!-- BEGIN generated: tether signal --help-markdown (SignalConfigurationTests fails when stale) -->\n"
+
+    func refusal(_ environment: [String: String], _ arguments: [String] = []) -> String? {
+        do {
+            _ = try SignalConfiguration.load(environment: environment, arguments: arguments)
+            return nil
+        } catch {
+            return error.variable
+        }
+    }
+
+    func testTheDefaultsAreTheSpecifiedOnes() throws {
+        let (c, _) = try SignalConfiguration.load(environment: [:], arguments: [])
+        XCTAssertEqual(c.host, "127.0.0.1")
+        XCTAssertEqual(c.port, 8791)
+        XCTAssertEqual(c.allowedOrigins, [])
+        XCTAssertEqual(c.maxSockets, 100_000)
+        XCTAssertEqual(c.turnMode, .none)
+        XCTAssertEqual(c.stunURLs, [])
+        XCTAssertEqual(c.cloudflareURL, "https://rtc.live.cloudflare.com")
+    }
+
+    func testListsAreTrimmedAndEmptyElementsIgnored() throws {
+        let (c, _) = try SignalConfiguration.load(environment: ["SIGNAL_ALLOWED_ORIGINS": " https://a.example , ,https://b.example,",
+                                                                "STUN_URLS": "stun:s.example:3478, stun:t.example"], arguments: [])
+        XCTAssertEqual(c.allowedOrigins, ["https://a.example", "https://b.example"])
+        XCTAssertEqual(c.stunURLs, ["stun:s.example:3478", "stun:t.example"])
+    }
+
+    func testAModeWithoutItsSettingsRefusesToStartNamingTheSetting() {
+        XCTAssertEqual(refusal(["TURN_MODE": "twilio"]), "TURN_MODE")
+        XCTAssertEqual(refusal(["TURN_MODE": "coturn", "TURN_URLS": "turn:t.example"]), "TURN_SECRET")
+        XCTAssertEqual(refusal(["TURN_MODE": "coturn", "TURN_SECRET": "s"]), "TURN_URLS")
+        XCTAssertEqual(refusal(["TURN_MODE": "coturn", "TURN_SECRET": "s", "TURN_URLS": "stun:t.example"]), "TURN_URLS")
+        XCTAssertEqual(refusal(["TURN_MODE": "cloudflare", "CLOUDFLARE_TURN_API_TOKEN": "t"]), "CLOUDFLARE_TURN_KEY_ID")
+        XCTAssertEqual(refusal(["TURN_MODE": "cloudflare", "CLOUDFLARE_TURN_KEY_ID": "k"]), "CLOUDFLARE_TURN_API_TOKEN")
+        XCTAssertEqual(refusal(["CLOUDFLARE_TURN_API_URL": "http://rtc.example.com"]), "CLOUDFLARE_TURN_API_URL")
+        XCTAssertNil(refusal(["CLOUDFLARE_TURN_API_URL": "http://127.0.0.1:9000"]))
+        XCTAssertEqual(refusal(["SIGNAL_TRUST_PROXY": "TRUE"]), "SIGNAL_TRUST_PROXY")
+        XCTAssertEqual(refusal(["SIGNAL_TRUSTED_HOPS": "0"]), "SIGNAL_TRUSTED_HOPS")
+        XCTAssertEqual(refusal(["SIGNAL_TLS_CERT": "/x.pem"]), "SIGNAL_TLS_KEY")
+    }
+
+    func testASecretNeverAppearsInARefusal() {
+        do {
+            _ = try SignalConfiguration.load(environment: ["TURN_MODE": "cloudflare", "CLOUDFLARE_TURN_API_TOKEN": "very-secret-token",
+                                                           "CLOUDFLARE_TURN_KEY_ID": "k", "CLOUDFLARE_CA_FILE": "/nonexistent.pem"], arguments: [])
+            XCTFail("a missing CA file is refused")
+        } catch {
+            XCTAssertEqual(error.variable, "CLOUDFLARE_CA_FILE")
+            XCTAssertFalse("\(error)".contains("very-secret-token"))
+        }
+    }
+
+    func testLocalModeIsLoopbackWithoutTURN() throws {
+        let (c, _) = try SignalConfiguration.load(environment: ["TURN_MODE": "coturn", "SIGNAL_HOST": "0.0.0.0"], arguments: ["--local"])
+        XCTAssertEqual(c.host, "127.0.0.1")
+        XCTAssertEqual(c.turnMode, .none)
+    }
+
+    func testTheReadmeReferenceIsTheOneTheSettingsTableGenerates() throws {
+        let readme = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try XCTUnwrap(readme.range(of: Self.begin), "README.md lacks the signal configuration reference")
+        let stop = try XCTUnwrap(readme.range(of: "<!-- END generated -->", range: start.upperBound..<readme.endIndex))
+        XCTAssertEqual(String(readme[start.upperBound..<stop.lowerBound]), SignalConfiguration.markdownReference,
+                       "README.md is stale: run scripts/update-readme-reference")
+        for setting in SignalSetting.all { XCTAssertTrue(SignalConfiguration.markdownReference.contains("`\(setting.name)`"), setting.name) }
+    }
+}
