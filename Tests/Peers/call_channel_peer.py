@@ -17,10 +17,12 @@ Any protocol violation exits with status 3 and a reason on stderr. It exits 0 on
 """
 import argparse
 import json
-import struct
 import sys
 
 from noise.connection import Keypair, NoiseConnection
+
+# The record framing the Swift side speaks to every Noise peer (the script's directory is on sys.path).
+from noise_peer import read_record, write_record
 
 READY = b"cryptext.channel-ready.v2"
 ROTATE_INIT, ROTATE_RESP = 0x10, 0x11
@@ -29,22 +31,6 @@ QUEUE_LIMIT = 64
 
 class Violation(Exception):
     pass
-
-
-def read_record(stream):
-    header = stream.read(5)
-    if len(header) < 5:
-        return None, None
-    length, kind = struct.unpack(">I", header[:4])[0], header[4:5]
-    body = stream.read(length - 1)
-    if len(body) != length - 1:
-        return None, None
-    return kind, body
-
-
-def write_record(stream, kind, body):
-    stream.write(struct.pack(">I", len(body) + 1) + kind + body)
-    stream.flush()
 
 
 def no_duplicates(pairs):

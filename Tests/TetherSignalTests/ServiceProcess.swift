@@ -50,15 +50,6 @@ final class ServiceProcess {
 
     /// Runs a peer script to completion; its exit status and output.
     static func runPeer(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [peer(name)] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try TetherBinary.run(python, [peer(name)] + arguments)
     }
 }
