@@ -83,7 +83,8 @@ let package = Package(
                 swiftSettings: strict),
         // The SDK's calls (signaling.md §3, §7, §9-§11): identity, signaling client, the call state
         // machine and the Noise KK secure channel, over any reliable ordered message transport.
-        .target(name: "TetherCall", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
+        // It keeps keys in the SDK's state directory (TetherClient's conventions: owner-only, atomic writes).
+        .target(name: "TetherCall", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
 
         // MARK: Programs
         .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
