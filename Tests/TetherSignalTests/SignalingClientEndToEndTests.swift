@@ -1,0 +1,154 @@
+import Foundation
+import TetherCall
+import TetherCrypto
+import TetherNet
+import TetherTestSupport
+import TetherWire
+import XCTest
+
+/// The SDK's `SignalingClient` against the real `tether signal` binary: registration, signals
+/// forwarded unchanged, refusals, presence, a duplicate ID, and reconnecting after a restart.
+final class SignalingClientEndToEndTests: XCTestCase {
+    var group: EventLoopGroup!
+
+    override func setUpWithError() throws { group = try EventLoopGroup(count: 1) }
+    override func tearDown() { group.shutdown() }
+
+    func server(port: UInt16 = RelayProcess.freePort(), _ environment: [String: String] = [:]) throws -> ServiceProcess {
+        try ServiceProcess(TetherBinary.url, ["signal", "--signal-port", String(port)], environment: environment, expecting: "signal: listening on")
+    }
+
+    func client(_ server: ServiceProcess, _ identity: CallIdentity = CallIdentity(), reconnects: Bool = true) throws -> (SignalingClient, ClientEvents) {
+        let events = ClientEvents()
+        let client = try SignalingClient(endpoint: "ws://127.0.0.1:\(server.port)/signal", identity: identity, loop: group.next(),
+                                         reconnects: reconnects) { events.append($0) }
+        client.start()
+        return (client, events)
+    }
+
+    func testARegistrationDeliversTheICEServersAndTheirExpiry() throws {
+        let server = try self.server(["STUN_URLS": "stun:127.0.0.1:3478"])
+        let (client, events) = try client(server)
+        defer { client.stop() }
+        let registration = try XCTUnwrap(events.first(within: 10) { if case let .registered(r) = $0 { r } else { nil } }, "\(events.all)")
+        XCTAssertEqual(registration.id, client.identity.id)
+        XCTAssertEqual(registration.iceServers, [ICEServer(urls: ["stun:127.0.0.1:3478"])])
+        XCTAssertEqual(Double(registration.iceExpiresAt), Date().timeIntervalSince1970 + 3600, accuracy: 30)
+    }
+
+    func testASignalArrivesUnchangedAndAnOfflineRecipientIsRefusedWithItsCallAndKind() throws {
+        let server = try self.server()
+        let (alice, aliceEvents) = try client(server)
+        let (bob, bobEvents) = try client(server)
+        defer { alice.stop(); bob.stop() }
+        for events in [aliceEvents, bobEvents] { XCTAssertNotNil(events.first(within: 10) { if case .registered = $0 { true } else { nil } }) }
+
+        let call = CallUUID.random()
+        let sent = alice.identity.signal(.channel, to: bob.identity.id, call: call, body: "e30=")
+        alice.send(sent)
+        let received = try XCTUnwrap(bobEvents.first(within: 10) { if case let .signal(s) = $0 { s } else { nil } })
+        XCTAssertEqual(received, sent)
+        XCTAssertTrue(IdentityVerification.isAuthentic(received))
+
+        let nobody = CallIdentity().id
+        alice.send(alice.identity.signal(.offer, to: nobody, call: call, body: "e30="))
+        let refusal = try XCTUnwrap(aliceEvents.first(within: 10) { if case let .signalRefused(r) = $0 { r } else { nil } })
+        XCTAssertEqual(refusal.knownCode, .offline)
+        XCTAssertEqual(refusal.call, call)
+        XCTAssertEqual(refusal.kind, .offer)
+    }
+
+    func testPresenceAnswersForEveryIDAskedAndFollowsADisconnect() async throws {
+        let server = try self.server()
+        let (alice, aliceEvents) = try client(server)
+        let (bob, bobEvents) = try client(server)
+        defer { alice.stop() }
+        for events in [aliceEvents, bobEvents] { XCTAssertNotNil(events.first(within: 10) { if case .registered = $0 { true } else { nil } }) }
+        let nobody = CallIdentity().id
+        let online = try await alice.presence([bob.identity.id, nobody]).get()
+        XCTAssertEqual(online, [bob.identity.id: true, nobody: false])
+
+        bob.stop()
+        XCTAssertNotNil(bobEvents.first(within: 10) { if case .disconnected(_, retryIn: nil) = $0 { true } else { nil } })
+        var gone = false
+        for _ in 0..<50 where !gone {
+            gone = try await alice.presence([bob.identity.id]).get() == [bob.identity.id: false]
+            if !gone { try await Task.sleep(nanoseconds: 200_000_000) }
+        }
+        XCTAssertTrue(gone, "presence is removed once the socket closed")
+        let refused = await bob.presence([nobody])
+        XCTAssertEqual(refused, .failure(.notRegistered))
+    }
+
+    func testASecondConnectionWithALiveIDIsRefusedAndTheFirstKeepsItsRegistration() throws {
+        let server = try self.server()
+        let identity = CallIdentity()
+        let (first, firstEvents) = try client(server, identity)
+        defer { first.stop() }
+        XCTAssertNotNil(firstEvents.first(within: 10) { if case .registered = $0 { true } else { nil } })
+
+        let (second, secondEvents) = try client(server, identity, reconnects: false)
+        let failure = try XCTUnwrap(secondEvents.first(within: 10) { if case let .disconnected(f, retryIn: nil) = $0 { f } else { nil } })
+        XCTAssertEqual(failure.code, .duplicateID)
+        XCTAssertFalse(failure.isFinal, "a duplicate clears once the other socket is gone, so a reconnecting client tries again")
+        XCTAssertEqual(failure.description, "signaling: this ID is already connected from another device or session")
+        XCTAssertNil(second.registration)
+        XCTAssertFalse(firstEvents.all.contains { if case .disconnected = $0 { true } else { false } })
+    }
+
+    func testAClientRegistersAgainAfterTheServerRestarts() throws {
+        let port = RelayProcess.freePort()
+        var server: ServiceProcess? = try self.server(port: port)
+        let (client, events) = try client(server!)
+        defer { client.stop() }
+        XCTAssertNotNil(events.first(within: 10) { if case .registered = $0 { true } else { nil } })
+        server?.stop()
+        let retry = try XCTUnwrap(events.first(within: 10) { if case let .disconnected(f, retryIn: delay?) = $0 { (f, delay) } else { nil } })
+        XCTAssertEqual(retry.0.closeCode, 1001, "SIGTERM closes every socket 1001 shutting_down")
+        XCTAssertLessThanOrEqual(retry.1, 3, "the first retry comes within 3 s")
+        server = try self.server(port: port)
+        XCTAssertEqual(events.count(within: 15, atLeast: 2) { if case .registered = $0 { true } else { false } }, 2)
+        withExtendedLifetime(server) {}
+    }
+
+    func testAnUnreachableServerIsReportedWithoutRetryingWhenReconnectsAreOff() throws {
+        let events = ClientEvents()
+        let client = try SignalingClient(endpoint: "ws://127.0.0.1:\(RelayProcess.freePort())/signal", identity: CallIdentity(), loop: group.next(),
+                                         reconnects: false) { events.append($0) }
+        client.start()
+        let failure = try XCTUnwrap(events.first(within: 10) { if case let .disconnected(f, retryIn: nil) = $0 { f } else { nil } })
+        XCTAssertTrue(failure.description.hasPrefix("signaling: cannot reach the server"), failure.description)
+    }
+}
+
+/// What a client's handler heard, in order; tests wait on it from their own thread.
+final class ClientEvents: @unchecked Sendable {  // `lock` guards `events`
+    private let lock = NSLock()
+    private var events: [SignalingClient.Event] = []
+
+    func append(_ event: SignalingClient.Event) { lock.withLock { events.append(event) } }
+
+    var all: [SignalingClient.Event] { lock.withLock { events } }
+
+    /// The first event `match` maps to a value, waiting up to `seconds` for it.
+    func first<T>(within seconds: Double, _ match: (SignalingClient.Event) -> T?) -> T? {
+        let deadline = Date().addingTimeInterval(seconds)
+        repeat {
+            if let found = all.lazy.compactMap(match).first { return found }
+            Thread.sleep(forTimeInterval: 0.02)
+        } while Date() < deadline
+        return nil
+    }
+
+    /// How many events match once at least `count` do, or when `seconds` have passed.
+    func count(within seconds: Double, atLeast count: Int, _ match: (SignalingClient.Event) -> Bool) -> Int {
+        let deadline = Date().addingTimeInterval(seconds)
+        var seen = 0
+        repeat {
+            seen = all.filter(match).count
+            if seen >= count { return seen }
+            Thread.sleep(forTimeInterval: 0.02)
+        } while Date() < deadline
+        return seen
+    }
+}
