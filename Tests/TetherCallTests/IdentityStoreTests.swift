@@ -3,6 +3,7 @@ import Synchronization
 import TetherCall
 import TetherClient
 import TetherCrypto
+import TetherTestSupport
 import TetherWire
 import XCTest
 
@@ -26,15 +27,6 @@ final class IdentityStoreTests: XCTestCase {
 
     private func mode(_ path: String) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
-    }
-
-    private func error(_ body: () throws(IdentityStoreError) -> Void) -> IdentityStoreError? {
-        do throws(IdentityStoreError) {
-            try body()
-            return nil
-        } catch {
-            return error
-        }
     }
 
     func testTheFirstUseMakesAnIdentityAndEveryLaterUseFindsTheSameOne() throws {
@@ -70,8 +62,8 @@ final class IdentityStoreTests: XCTestCase {
         for damaged in [[UInt8](), [UInt8](repeating: 7, count: 63), [UInt8](repeating: 7, count: 65), [UInt8](repeating: 7, count: 128)] {
             try Data(damaged).write(to: URL(fileURLWithPath: store.path))
             let expected = IdentityStoreError.damaged(path: store.path, byteCount: damaged.count)
-            XCTAssertEqual(error { () throws(IdentityStoreError) in _ = try store.load() }, expected)
-            XCTAssertEqual(error { () throws(IdentityStoreError) in _ = try store.loadOrCreate() }, expected)
+            XCTAssertEqual(thrownError { () throws(IdentityStoreError) in _ = try store.load() }, expected)
+            XCTAssertEqual(thrownError { () throws(IdentityStoreError) in _ = try store.loadOrCreate() }, expected)
             XCTAssertEqual(FileManager.default.contents(atPath: store.path).map(Array.init), damaged)
         }
         XCTAssertEqual(IdentityStoreError.damaged(path: "/s/call-identity", byteCount: 3).description,
@@ -83,7 +75,7 @@ final class IdentityStoreTests: XCTestCase {
     func testAnUnreadableFileIsReportedNotReplaced() throws {
         let store = try store()
         try FileManager.default.createDirectory(atPath: store.path, withIntermediateDirectories: false)
-        XCTAssertEqual(error { () throws(IdentityStoreError) in _ = try store.loadOrCreate() }, .unreadable(path: store.path))
+        XCTAssertEqual(thrownError { () throws(IdentityStoreError) in _ = try store.loadOrCreate() }, .unreadable(path: store.path))
         var isDirectory: ObjCBool = false
         XCTAssertTrue(FileManager.default.fileExists(atPath: store.path, isDirectory: &isDirectory) && isDirectory.boolValue)
     }

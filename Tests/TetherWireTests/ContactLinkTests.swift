@@ -1,3 +1,4 @@
+import TetherTestSupport
 @testable import TetherWire
 import XCTest
 
@@ -8,12 +9,7 @@ final class ContactLinkTests: XCTestCase {
     static let example = "cryptext://contact/v2/BC7CBCB5636375FA1D82434D466724D92377F53B980695DD49D26D0CE12205A5?relay=wss://signal.example.com/signal"
 
     private func refusal(_ text: String, allowLoopbackWS: Bool = false) -> ContactLinkError? {
-        do throws(ContactLinkError) {
-            _ = try ContactLink.parse(text, allowLoopbackWS: allowLoopbackWS)
-            return nil
-        } catch {
-            return error
-        }
+        thrownError { () throws(ContactLinkError) in _ = try ContactLink.parse(text, allowLoopbackWS: allowLoopbackWS) }
     }
 
     private func assertRefused(_ text: String, _ expected: ContactLinkError, allowLoopbackWS: Bool = false,

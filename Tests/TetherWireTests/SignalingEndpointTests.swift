@@ -1,15 +1,11 @@
+import TetherTestSupport
 import TetherWire
 import XCTest
 
 /// The signaling endpoint rules of signaling.md §3.5, each refusal by its own input.
 final class SignalingEndpointTests: XCTestCase {
     private func refusal(_ text: String, allowLoopbackWS: Bool = false) -> SignalingEndpointError? {
-        do throws(SignalingEndpointError) {
-            _ = try SignalingEndpoint(text, allowLoopbackWS: allowLoopbackWS)
-            return nil
-        } catch {
-            return error
-        }
+        thrownError { () throws(SignalingEndpointError) in _ = try SignalingEndpoint(text, allowLoopbackWS: allowLoopbackWS) }
     }
 
     private func assertRefused(_ text: String, _ expected: SignalingEndpointError, allowLoopbackWS: Bool = false,
