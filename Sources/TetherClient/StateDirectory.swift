@@ -1,6 +1,7 @@
 public import Foundation
 import Glibc
 public import TetherCrypto
+import TetherWire
 
 /// A device's persistent state (keys, pairing, room secret) in a directory the caller chooses:
 /// the directory is owner-only (0700), every file owner-only (0600), and each write lands whole
@@ -37,8 +38,45 @@ public final class StateDirectory: @unchecked Sendable {
 
     /// Replaces `name` atomically with `bytes` (mode 0600).
     public func write(_ name: String, _ bytes: [UInt8]) throws(Failure) {
-        let final = path(name), temporary = path(".\(name).tmp-\(getpid())")
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let temporary = try writeTemporary(name, bytes)
+        guard rename(temporary, path(name)) == 0 else {
+            unlink(temporary)
+            throw .io("cannot store \(name)")
+        }
+        syncDirectory()
+    }
+
+    /// Stores `bytes` as `name` (mode 0600) only if no `name` exists yet, atomically: false when
+    /// one does, which is then left as it is. Two processes making the same key at once thus
+    /// agree on one of them instead of the later silently replacing the earlier.
+    public func create(_ name: String, _ bytes: [UInt8]) throws(Failure) -> Bool {
+        let temporary = try writeTemporary(name, bytes)
+        defer { unlink(temporary) }
+        guard link(temporary, path(name)) == 0 else {
+            if errno == EEXIST { return false }
+            throw .io("cannot store \(name)")
+        }
+        syncDirectory()
+        return true
+    }
+
+    /// Whether `name` exists (readable or not): a file `read` cannot return is not an absent one.
+    public func exists(_ name: String) -> Bool {
+        var status = stat()
+        return lstat(path(name), &status) == 0
+    }
+
+    /// Deletes `name` durably; a `name` that does not exist is already deleted.
+    public func delete(_ name: String) throws(Failure) {
+        guard unlink(path(name)) == 0 || errno == ENOENT else { throw .io("cannot delete \(name): \(String(cString: strerror(errno)))") }
+        syncDirectory()
+    }
+
+    /// `bytes` in a fresh temporary file beside `name`, written and fsynced; returns its path.
+    private func writeTemporary(_ name: String, _ bytes: [UInt8]) throws(Failure) -> String {
+        // Unique per write, so writes from several threads never share (and mix) one file.
+        let temporary = path(".\(name).tmp-\(getpid())-\(Hex.encode(SecureRandom.bytes(8)))")
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io("cannot write \(name)") }
         var offset = 0
         while offset < bytes.count {
@@ -50,10 +88,15 @@ public final class StateDirectory: @unchecked Sendable {
             }
             offset += written
         }
-        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, final) == 0 else {
+        let synced = fsync(fd) == 0
+        guard close(fd) == 0, synced else {
             unlink(temporary)
             throw .io("cannot store \(name)")
         }
+        return temporary
+    }
+
+    private func syncDirectory() {
         let directory = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             _ = fsync(directory)

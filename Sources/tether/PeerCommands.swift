@@ -44,8 +44,11 @@ struct PeerOptions {
 
     /// The state directory: `--state`, else `$XDG_STATE_HOME/tether/<role>` (or
     /// `~/.local/state/tether/<role>`).
-    func stateDirectory(role: PairingRecord.Role) -> StateDirectory {
-        let path = state ?? Self.defaultStatePath(role: role)
+    func stateDirectory(role: PairingRecord.Role) -> StateDirectory { stateDirectory(name: role.rawValue) }
+
+    /// The same for any use of the SDK's state (`call` for calling identities).
+    func stateDirectory(name: String) -> StateDirectory {
+        let path = state ?? Self.defaultStatePath(name: name)
         do {
             let parent = (path as NSString).deletingLastPathComponent
             if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
@@ -66,11 +69,13 @@ struct PeerOptions {
         arguments.contains("--help") || arguments.contains("-h") || arguments.first == "help"
     }
 
-    static func defaultStatePath(role: PairingRecord.Role) -> String {
+    static func defaultStatePath(role: PairingRecord.Role) -> String { defaultStatePath(name: role.rawValue) }
+
+    static func defaultStatePath(name: String) -> String {
         let environment = ProcessInfo.processInfo.environment
         let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/state")
-        return base + "/tether/" + role.rawValue
+        return base + "/tether/" + name
     }
 
     func tls() -> TLSClientContext? {

@@ -26,6 +26,7 @@ commands:
   mac       the Mac side: show a pairing link and QR code, then chat (tether mac --help)
   phone     the phone side: pair from a link, show the code, then chat (tether phone --help)
   unpair    end a pairing, on either side (tether unpair --help)
+  id        show this device's calling ID and contact link, made on first use (tether id --help)
   demo      watch a whole pairing on a local relay, narrated (tether demo --help)
   attester  make a software App Attest root for tests (tether attester --help)
 
@@ -150,6 +151,7 @@ case "phone": await runPhoneCommand(arguments)
 case "unpair": await runUnpairCommand(arguments)
 case "demo": await runDemoCommand(arguments)
 case "attester": runAttesterCommand(arguments)
+case "id": runIdCommand(arguments)
 case "push":
     if arguments.first == "send" { await runPushSendCommand(Array(arguments.dropFirst())) } else { runPushCommand(arguments) }
 case "signal": runSignalCommand(arguments)

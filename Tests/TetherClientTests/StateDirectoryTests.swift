@@ -44,4 +44,29 @@ final class StateDirectoryTests: XCTestCase {
         }
         XCTAssertEqual(try StateDirectory(url).read("noise-static-private-key"), [1, 2, 3], "left for the user to inspect")
     }
+
+    /// `create` stores only where nothing is: an existing file, whatever it holds, is kept.
+    func testCreateNeverReplacesAnExistingFile() throws {
+        let state = try StateDirectory(url)
+        XCTAssertFalse(state.exists("key"))
+        XCTAssertTrue(try state.create("key", [1, 2, 3]))
+        XCTAssertTrue(state.exists("key"))
+        XCTAssertFalse(try state.create("key", [4, 5, 6]))
+        XCTAssertEqual(state.read("key"), [1, 2, 3])
+        XCTAssertEqual(try mode(url.appendingPathComponent("key").path), 0o600)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: url.path), ["key"], "no temporary file left behind")
+    }
+
+    func testDeleteRemovesAFileAndAnAbsentOneIsAlreadyDeleted() throws {
+        let state = try StateDirectory(url)
+        try state.write("key", [1])
+        try state.delete("key")
+        XCTAssertFalse(state.exists("key"))
+        try state.delete("key")
+        // A directory in the file's place cannot be unlinked: that is an error, not "deleted".
+        try FileManager.default.createDirectory(at: url.appendingPathComponent("key"), withIntermediateDirectories: false)
+        XCTAssertTrue(state.exists("key"))
+        XCTAssertNil(state.read("key"))
+        XCTAssertThrowsError(try state.delete("key"))
+    }
 }

@@ -61,7 +61,9 @@ public enum IdentityVerification {
     /// The ID's Ed25519 key, or nil when the 32 bytes are not a valid public key (§3.1: such an
     /// ID cannot be selected, and nothing it "signed" verifies).
     public static func signingKey(of id: SignalingID) -> Ed25519.PublicKey? {
-        try? Ed25519.PublicKey(rawRepresentation: id.key)
+        let key = id.key
+        guard Ed25519.isValidPublicKeyEncoding(key) else { return nil }
+        return try? Ed25519.PublicKey(rawRepresentation: key)
     }
 
     /// `sig` verifies over the signal string under `from`'s key.
