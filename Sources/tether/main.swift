@@ -27,6 +27,7 @@ commands:
   phone     the phone side: pair from a link, show the code, then chat (tether phone --help)
   unpair    end a pairing, on either side (tether unpair --help)
   id        show this device's calling ID and contact link, made on first use (tether id --help)
+  presence  ask a signaling server which contacts are online, for scripts (tether presence --help)
   demo      watch a whole pairing on a local relay, narrated (tether demo --help)
   attester  make a software App Attest root for tests (tether attester --help)
 
@@ -155,6 +156,7 @@ case "id": runIdCommand(arguments)
 case "push":
     if arguments.first == "send" { await runPushSendCommand(Array(arguments.dropFirst())) } else { runPushCommand(arguments) }
 case "signal": runSignalCommand(arguments)
+case "presence": await runPresenceCommand(arguments)
 case "shardmap":
     let help = """
     usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]

@@ -121,6 +121,29 @@ final class SignalingClientEndToEndTests: XCTestCase {
     }
 }
 
+extension SignalingClientEndToEndTests {
+    /// `tether presence`, as a script runs it: one line per contact in the order given.
+    func testTetherPresencePrintsEachContactOnlineOrOfflineInTheOrderGiven() throws {
+        let server = try self.server()
+        let (alice, events) = try client(server)
+        defer { alice.stop() }
+        XCTAssertNotNil(events.first(within: 10) { if case .registered = $0 { true } else { nil } })
+        let nobody = CallIdentity().id
+        let url = "ws://127.0.0.1:\(server.port)/signal"
+        let link = ContactLink(id: alice.identity.id, relay: try SignalingEndpoint(url, allowLoopbackWS: true)).url
+        let (status, output) = try TetherBinary.run(["presence", nobody.display, link, "--signal", url])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertEqual(output, "\(nobody.canonical) offline\n\(alice.identity.id.canonical) online\n")
+
+        let (refused, why) = try TetherBinary.run(["presence", nobody.canonical, "--signal", "ws://127.0.0.1:\(RelayProcess.freePort())/signal"])
+        XCTAssertEqual(refused, 1)
+        XCTAssertTrue(why.hasPrefix("tether: presence: signaling: cannot reach the server"), why)
+        let (usage, notAKey) = try TetherBinary.run(["presence", "1234", "--signal", url])
+        XCTAssertEqual(usage, 2)
+        XCTAssertEqual(notAKey.split(separator: "\n").count, 1, notAKey)
+    }
+}
+
 /// What a client's handler heard, in order; tests wait on it from their own thread.
 final class ClientEvents: @unchecked Sendable {  // `lock` guards `events`
     private let lock = NSLock()
