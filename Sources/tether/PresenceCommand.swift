@@ -43,7 +43,7 @@ func runPresenceCommand(_ arguments: [String]) async {
     let outcome = await withCheckedContinuation { (done: CheckedContinuation<Result<[SignalingID: Bool], PresenceFailure>, Never>) in
         let once = ResumeOnce(done)
         do throws(NetError) {
-            let client = try SignalingClient(endpoint: endpoint.url, identity: CallIdentity(), loop: group.next(), tls: options.tls(),
+            let client = try SignalingClient(endpoint: endpoint, identity: CallIdentity(), loop: group.next(), tls: options.tls(),
                                              reconnects: false) { event in
                 switch event {
                 case .registered:

@@ -20,7 +20,7 @@ final class SignalingClientEndToEndTests: XCTestCase {
 
     func client(_ server: ServiceProcess, _ identity: CallIdentity = CallIdentity(), reconnects: Bool = true) throws -> (SignalingClient, ClientEvents) {
         let events = ClientEvents()
-        let client = try SignalingClient(endpoint: "ws://127.0.0.1:\(server.port)/signal", identity: identity, loop: group.next(),
+        let client = try SignalingClient(endpoint: try SignalingEndpoint("ws://127.0.0.1:\(server.port)/signal", allowLoopbackWS: true), identity: identity, loop: group.next(),
                                          reconnects: reconnects) { events.append($0) }
         client.start()
         return (client, events)
@@ -113,7 +113,7 @@ final class SignalingClientEndToEndTests: XCTestCase {
 
     func testAnUnreachableServerIsReportedWithoutRetryingWhenReconnectsAreOff() throws {
         let events = ClientEvents()
-        let client = try SignalingClient(endpoint: "ws://127.0.0.1:\(RelayProcess.freePort())/signal", identity: CallIdentity(), loop: group.next(),
+        let client = try SignalingClient(endpoint: try SignalingEndpoint("ws://127.0.0.1:\(RelayProcess.freePort())/signal", allowLoopbackWS: true), identity: CallIdentity(), loop: group.next(),
                                          reconnects: false) { events.append($0) }
         client.start()
         let failure = try XCTUnwrap(events.first(within: 10) { if case let .disconnected(f, retryIn: nil) = $0 { f } else { nil } })

@@ -49,7 +49,7 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
 
     public let loop: EventLoop
     public let identity: CallIdentity
-    public let endpoint: String
+    public let endpoint: SignalingEndpoint
     private let tls: TLSClientContext?
     private let reconnects: Bool
     private let onEvent: @Sendable (Event) -> Void
@@ -66,12 +66,12 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
     public private(set) var registration: SignalingRegistration?
 
     /// - Parameters:
-    ///   - endpoint: a `ws://` or `wss://` URL already checked against the endpoint rules (§3.5).
+    ///   - endpoint: the server, its URL already held to the rules of §3.5.
     ///   - tls: the trust for `wss://` (default: the system roots).
     ///   - reconnects: false for one attempt only (scripts): the first failure stops the client.
-    public init(endpoint: String, identity: CallIdentity, loop: EventLoop, tls: TLSClientContext? = nil, reconnects: Bool = true,
+    public init(endpoint: SignalingEndpoint, identity: CallIdentity, loop: EventLoop, tls: TLSClientContext? = nil, reconnects: Bool = true,
                 onEvent: @escaping @Sendable (Event) -> Void) throws(NetError) {
-        let url = try ClientURL(endpoint)
+        let url = try ClientURL(endpoint.url)
         self.endpoint = endpoint
         self.identity = identity
         self.loop = loop
@@ -148,7 +148,7 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
         let delegate = SocketDelegate(client: self)
         // The completion runs on the loop, before the socket reads what came with the handshake
         // (the challenge may): the socket must be this client's by then.
-        WebSocketClient.connect(endpoint, options: options, tls: tls, delegate: delegate, on: loop, timeout: .seconds(10)) { [self] result in
+        WebSocketClient.connect(endpoint.url, options: options, tls: tls, delegate: delegate, on: loop, timeout: .seconds(10)) { [self] result in
             self.loop.assertInEventLoop()
             self.connected(result, delegate: delegate)
         }
