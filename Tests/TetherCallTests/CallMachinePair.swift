@@ -203,3 +203,15 @@ final class CallMachinePair {
 }
 
 extension CallMachinePair.Media: Equatable {}
+
+extension CallIdentity {
+    /// A signal from this identity carrying `body`, signed as a peer would.
+    func signal(_ body: CallSignalBody, to: SignalingID, call: CallUUID = Fixture.callID) -> SignalMessage {
+        signal(body.kind, to: to, call: call, body: body.base64)
+    }
+
+    /// The offer or answer body a peer with this identity sends.
+    func description(sdp: String = "v=0\r\n") -> CallSignalBody.Description {
+        CallSignalBody.Description(sdp: sdp, agreementKey: agreementPublicKey, identitySignature: identitySignature)
+    }
+}
