@@ -182,9 +182,10 @@ final class CallMachinePair {
 
     // MARK: Scenarios
 
-    /// Alice rings Bob; Bob is shown the invitation.
-    func ring(_ call: CallUUID = Fixture.callID) {
+    /// Alice rings Bob; Bob is shown the invitation `latency` later.
+    func ring(_ call: CallUUID = Fixture.callID, latency: UInt64 = 0) {
         handle(.dial(peer: bob.identity.id, call: call), on: .alice)
+        now += latency
         pump()
     }
 
