@@ -1,13 +1,14 @@
 import TetherWire
 
 extension CallMachine {
+    /// Whether the ID is a point of the curve is settled where the user selects it (§3.1); an ID
+    /// that is not could only ring out, since nothing signed under it verifies.
     mutating func dial(_ peer: SignalingID, call id: CallUUID, now: CallTime) {
         let refusal: CallDialRefusal? =
             if current != nil { .callInProgress }
             else if peer == identity.id { .ownID }
             else if !isRegistered { .signalingUnavailable }
             else if !credentialsAllowCall(at: now) { .credentialsExpiring }
-            else if IdentityVerification.signingKey(of: peer) == nil { .invalidPeerID }
             else if endedCalls.contains(id) { .callIDReused }
             else { nil }
         if let refusal { return notify(.dialRefused(call: id, refusal)) }
