@@ -19,17 +19,54 @@ final class CallMachineEndingTests: XCTestCase {
         XCTAssertNil(pair.bob.secureChannel, "the channel and its keys are gone with the call")
     }
 
-    func testAMediaFailureOrAClosedDataChannelEndsTheCallWithCloseError() {
-        for (event, reason) in [(CallMediaEvent.failed, CallEndReason.mediaFailed), (.channelClosed, .mediaClosed)] {
-            let pair = CallMachinePair()
-            pair.connect()
-            pair.handle(.media(call: Fixture.callID, event), on: .alice)
-            XCTAssertEqual(pair.ended(.alice), [reason])
-            XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.error))
-            XCTAssertEqual(pair.commands(.alice).last, .close)
-            pair.pump()
-            XCTAssertEqual(pair.ended(.bob), [.peerFailed])
-        }
+    func testAMediaFailureEndsTheCallWithCloseError() {
+        let pair = CallMachinePair()
+        pair.connect()
+        pair.handle(.media(call: Fixture.callID, .failed), on: .alice)
+        XCTAssertEqual(pair.ended(.alice), [.mediaFailed])
+        XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.error))
+        XCTAssertEqual(pair.commands(.alice).last, .close)
+        pair.pump()
+        XCTAssertEqual(pair.ended(.bob), [.peerFailed])
+    }
+
+    func testAClosedDataChannelWaitsBrieflyForThePeersCloseToNameTheReason() {
+        let pair = CallMachinePair()
+        pair.connect()
+        pair.handle(.media(call: Fixture.callID, .channelClosed), on: .alice)
+        XCTAssertTrue(pair.ended(.alice).isEmpty)
+        XCTAssertNil(pair.alice.secureChannel, "nothing flows any more: the keys go at once")
+        XCTAssertEqual(pair.alice.nextDeadline, pair.now + CallSetupLimits.closeSignalGrace)
+        let id = MessageID.random()
+        XCTAssertEqual(pair.handle(.sendText(call: Fixture.callID, text: "gone?", id: id, sentAt: 1), on: .alice),
+                       [.notify(.sendRefused(call: Fixture.callID, id: id, .closed))])
+        pair.advance(by: CallSetupLimits.closeSignalGrace - 1)
+        pair.handle(.hangUp(call: Fixture.callID), on: .bob)
+        pair.pump()
+        XCTAssertEqual(pair.ended(.alice), [.peerHungUp])
+        XCTAssertFalse(pair.signals(.alice).contains { $0.kind == .close })
+    }
+
+    func testAClosedDataChannelWithoutAPeersCloseEndsTheCallWithCloseError() {
+        let pair = CallMachinePair()
+        pair.connect()
+        pair.handle(.media(call: Fixture.callID, .channelClosed), on: .alice)
+        pair.handle(.media(call: Fixture.callID, .channelClosed), on: .alice)
+        pair.handle(.media(call: Fixture.callID, .channelMessage([0x02])), on: .alice)
+        XCTAssertTrue(pair.ended(.alice).isEmpty, "a repeated report changes nothing")
+        pair.advance(by: CallSetupLimits.closeSignalGrace)
+        XCTAssertEqual(pair.ended(.alice), [.mediaClosed])
+        XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.error))
+        XCTAssertEqual(pair.commands(.alice).last, .close)
+        XCTAssertEqual(pair.ended(.bob), [.peerFailed])
+    }
+
+    func testASignalArrivingWhileUnregisteredIsDropped() {
+        let pair = CallMachinePair()
+        pair.handle(.signalingLost, on: .bob)
+        pair.ring()
+        XCTAssertNil(pair.bob.call)
+        XCTAssertEqual(pair.bob.droppedSignals[.notRegistered], 3, "the offer and two candidates of a connection that is gone")
     }
 
     func testEventsForAnEndedCallAreIgnoredAndItsOfferCannotRingAgain() throws {

@@ -28,9 +28,13 @@ struct ActiveCall: Sendable {
     var channel: CallSecureChannel?
     /// Data-channel messages that came before this side's handler was ready.
     var heldFrames: [[UInt8]] = []
-    /// The setup deadline that applies now (ringing, invitation or connecting); once the data
-    /// channel is open the secure channel's own timeout takes over.
-    var deadline: (at: UInt64, timeout: CallEndReason.Timeout)?
+    /// The deadline that applies now and how the call ends at it: a setup timeout (ringing,
+    /// invitation or connecting; once the data channel is open the secure channel's own timeout
+    /// takes over), or the grace after the data channel closed.
+    var deadline: (at: UInt64, reason: CallEndReason)?
+    /// The data channel closed under the call: the secure channel is gone, the peer's `close`
+    /// may still tell why.
+    var mediaClosed = false
 
     var isCaller: Bool { role == .initiator }
 

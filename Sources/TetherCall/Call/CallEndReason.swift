@@ -35,7 +35,8 @@ public enum CallEndReason: Equatable, Sendable, CustomStringConvertible {
     case channelFailed(CallChannelFailure)
     /// The media transport reported a failure (`close` `error` sent).
     case mediaFailed
-    /// The data channel closed under the call (`close` `error` sent).
+    /// The data channel closed under the call and no `close` from the peer followed within
+    /// `CallSetupLimits.closeSignalGrace` (`close` `error` sent).
     case mediaClosed
     /// A 65th remote candidate before the remote description, or a 65th local one before the
     /// description it follows (`close` `error` sent).

@@ -21,10 +21,10 @@ extension CallMachine {
         if endedCalls.count > CallSetupLimits.endedCallMemory { endedCalls.removeFirst() }
     }
 
-    /// The setup deadline of §7.5, if it passed.
+    /// The call's deadline, if it passed.
     mutating func enforceDeadline(now: CallTime) {
         guard let deadline = current?.deadline, now.monotonic >= deadline.at else { return }
-        end(.timeout(deadline.timeout))
+        end(deadline.reason)
     }
 }
 

@@ -2,6 +2,8 @@ extension CallMachine {
     /// A report of the current call's media transport.
     mutating func media(_ event: CallMediaEvent, now: CallTime) {
         guard let call = current else { return }
+        // Once the channel closed, only a failure can still change anything.
+        if call.mediaClosed, event != .failed { return }
         switch event {
         case let .localDescription(sdp): localDescription(sdp)
         case let .localCandidate(candidate):
@@ -12,7 +14,7 @@ extension CallMachine {
             current?.heldLocalCandidates.append(candidate)
         case .channelOpen: channelOpened(now: now)
         case let .channelMessage(frame): receiveFrame(frame, now: now)
-        case .channelClosed: end(.mediaClosed)
+        case .channelClosed: channelClosed(now: now)
         case .failed: end(.mediaFailed)
         }
     }
@@ -29,6 +31,17 @@ extension CallMachine {
         call.heldLocalCandidates = []
         current = call
         for candidate in held { sendCandidate(candidate) }
+    }
+
+    /// The data channel closed under the call. With signaling up the peer's `close` gets
+    /// `closeSignalGrace` to arrive and name the reason; the secure channel and its keys go now,
+    /// since nothing can flow any more.
+    private mutating func channelClosed(now: CallTime) {
+        guard isRegistered else { return end(.mediaClosed) }
+        current?.mediaClosed = true
+        current?.channel = nil
+        current?.heldFrames = []
+        current?.deadline = (now.monotonic + CallSetupLimits.closeSignalGrace, .mediaClosed)
     }
 
     private mutating func sendCandidate(_ candidate: CallCandidate) {

@@ -4,6 +4,7 @@ import TetherWire
 extension CallMachine {
     /// A forwarded signal, checked as §7.2 says; anything failing a check is dropped.
     mutating func receive(_ signal: SignalMessage, now: CallTime) {
+        guard isRegistered else { return drop(.notRegistered) }
         guard signal.to == identity.id, signal.from != identity.id else { return drop(.notAddressedHere) }
         guard IdentityVerification.isAuthentic(signal) else { return drop(.badSignature) }
         guard let body = CallSignalBody.parse(signal) else { return drop(.malformedBody) }
@@ -53,7 +54,7 @@ extension CallMachine {
         var call = ActiveCall(id: signal.call, peer: signal.from, role: .responder, phase: .invited)
         call.peerAgreementKey = peerKey
         call.remoteOffer = sdp
-        call.deadline = (now.monotonic + CallSetupLimits.invitationTimeout, .invitation)
+        call.deadline = (now.monotonic + CallSetupLimits.invitationTimeout, .timeout(.invitation))
         current = call
         notify(.incoming(from: signal.from, call: signal.call))
     }
@@ -64,7 +65,7 @@ extension CallMachine {
         call.peerAgreementKey = peerKey
         call.phase = .connecting
         call.remoteDescriptionSet = true
-        call.deadline = (now.monotonic + CallSetupLimits.connectingTimeout, .connecting)
+        call.deadline = (now.monotonic + CallSetupLimits.connectingTimeout, .timeout(.connecting))
         let queued = call.queuedRemoteCandidates
         call.queuedRemoteCandidates = []
         current = call

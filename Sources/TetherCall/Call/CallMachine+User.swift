@@ -15,7 +15,7 @@ extension CallMachine {
         var call = ActiveCall(id: id, peer: peer, role: .initiator, phase: .ringing)
         call.hasMedia = true
         // From the dial, so an offer the media never produces cannot ring forever either.
-        call.deadline = (now.monotonic + CallSetupLimits.ringingTimeout, .ringing)
+        call.deadline = (now.monotonic + CallSetupLimits.ringingTimeout, .timeout(.ringing))
         current = call
         outbox.append(.media(call: id, .createOffer))
     }
@@ -28,7 +28,7 @@ extension CallMachine {
         call.remoteOffer = nil
         call.remoteDescriptionSet = true
         // From consent: the answer is made, sent and connected within it.
-        call.deadline = (now.monotonic + CallSetupLimits.connectingTimeout, .connecting)
+        call.deadline = (now.monotonic + CallSetupLimits.connectingTimeout, .timeout(.connecting))
         let queued = call.queuedRemoteCandidates
         call.queuedRemoteCandidates = []
         current = call
@@ -38,6 +38,7 @@ extension CallMachine {
 
     mutating func sendText(_ text: String, id: MessageID, sentAt: Int64, call: CallUUID, now: CallTime) {
         guard current?.id == call else { return notify(.sendRefused(call: call, id: id, .closed)) }
+        guard current?.mediaClosed == false else { return notify(.sendRefused(call: call, id: id, .closed)) }
         guard current?.channel != nil else { return notify(.sendRefused(call: call, id: id, .notAuthenticated)) }
         do throws(CallSendError) {
             let actions = try current!.channel!.sendText(text, id: id, sentAt: sentAt, now: now.monotonic)

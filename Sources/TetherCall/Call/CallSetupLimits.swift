@@ -9,6 +9,10 @@ public enum CallSetupLimits {
     /// ICE and the data channel: from the `answer`'s arrival on the caller, from the user's
     /// consent (which makes the answer) on the callee.
     public static let connectingTimeout: UInt64 = 30 * 1_000_000_000
+    /// How long a call whose data channel closed waits for the peer's `close` before it ends
+    /// as `mediaClosed`: a peer that hangs up closes its data channel as it sends `close`, and
+    /// the channel's close often arrives first, so "the peer hung up" would otherwise be lost.
+    public static let closeSignalGrace: UInt64 = 2 * 1_000_000_000
     /// Remote candidates held before the remote description is set; the next one ends the call.
     public static let queuedCandidates = 64
     /// Local candidates held until the offer or answer they belong to has been sent; the same

@@ -1,6 +1,8 @@
 /// Why a forwarded `signal` was dropped without effect (§7.2), for diagnostics and tests. The
 /// peer learns nothing of it.
 public enum CallSignalDrop: Sendable, Hashable, CaseIterable {
+    /// This side is not registered: a late delivery from a signaling connection that is gone.
+    case notRegistered
     /// `to` is not this identity's ID, or `from` is.
     case notAddressedHere
     /// `sig` does not verify under `from`.
