@@ -65,6 +65,22 @@ final class CallMachineConversationTests: XCTestCase {
         XCTAssertEqual(pair.ended(.alice).count, 1)
     }
 
+    func testFramesPacedByTheChannelLeaveAtTheMachinesNextDeadline() {
+        let pair = CallMachinePair()
+        pair.connect()
+        let sent = (1...45).map { pair.send("burst \($0)", from: .alice) }
+        pair.pump()
+        XCTAssertLessThan(pair.texts(.bob).count, 45, "the 40-per-second pace holds some back")
+        XCTAssertGreaterThan(pair.alice.secureChannel?.pacedFrameCount ?? 0, 0)
+        XCTAssertEqual(pair.alice.nextDeadline, pair.alice.secureChannel?.nextTick)
+        while pair.alice.secureChannel?.pacedFrameCount ?? 0 > 0 || pair.bob.secureChannel?.pacedFrameCount ?? 0 > 0 {
+            pair.advanceToDeadline(of: pair.alice.secureChannel?.pacedFrameCount ?? 0 > 0 ? .alice : .bob)
+        }
+        XCTAssertEqual(pair.texts(.bob), (1...45).map { "burst \($0)" })
+        XCTAssertEqual(Set(pair.receipts(.alice)), Set(sent))
+        XCTAssertEqual(pair.alice.call?.phase, .secured)
+    }
+
     func testEverySignalIsSignedByItsSenderForThePeerAndTheCall() throws {
         let pair = CallMachinePair()
         pair.connect()

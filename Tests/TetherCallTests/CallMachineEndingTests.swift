@@ -61,6 +61,15 @@ final class CallMachineEndingTests: XCTestCase {
         XCTAssertEqual(pair.ended(.bob), [.peerFailed])
     }
 
+    func testLosingSignalingDuringTheGraceEndsTheCallAtOnce() {
+        let pair = CallMachinePair()
+        pair.connect()
+        pair.handle(.media(call: Fixture.callID, .channelClosed), on: .alice)
+        pair.handle(.signalingLost, on: .alice)
+        XCTAssertEqual(pair.ended(.alice), [.mediaClosed])
+        XCTAssertFalse(pair.signals(.alice).contains { $0.kind == .close }, "no signaling to send it on")
+    }
+
     func testASignalArrivingWhileUnregisteredIsDropped() {
         let pair = CallMachinePair()
         pair.handle(.signalingLost, on: .bob)

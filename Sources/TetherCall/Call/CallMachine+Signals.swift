@@ -8,16 +8,17 @@ extension CallMachine {
         guard signal.to == identity.id, signal.from != identity.id else { return drop(.notAddressedHere) }
         guard IdentityVerification.isAuthentic(signal) else { return drop(.badSignature) }
         guard let body = CallSignalBody.parse(signal) else { return drop(.malformedBody) }
-        var peerKey: X25519.PublicKey?
-        if case let .offer(description) = body, true { peerKey = verifiedKey(description, of: signal.from) }
-        if case let .answer(description) = body { peerKey = verifiedKey(description, of: signal.from) }
-        if body.kind == .offer || body.kind == .answer, peerKey == nil { return drop(.badAgreementKey) }
+        // An offer's or answer's SDP, and the sender's agreement key once it verified (§3.2).
+        var signed: (sdp: String, peerKey: X25519.PublicKey)?
+        if case let .offer(description) = body { signed = verifiedKey(description, of: signal.from).map { (description.sdp, $0) } }
+        if case let .answer(description) = body { signed = verifiedKey(description, of: signal.from).map { (description.sdp, $0) } }
+        if body.kind == .offer || body.kind == .answer, signed == nil { return drop(.badAgreementKey) }
         guard !endedCalls.contains(signal.call) else { return drop(.staleCall) }
-        if case let .offer(description) = body, let peerKey { return receiveOffer(signal, sdp: description.sdp, peerKey: peerKey, now: now) }
+        if body.kind == .offer, let signed { return receiveOffer(signal, sdp: signed.sdp, peerKey: signed.peerKey, now: now) }
         guard let call = current, call.peer == signal.from, call.id == signal.call else { return drop(.notCurrentCall) }
         switch body {
         case .offer: drop(.unexpected)
-        case let .answer(description): receiveAnswer(sdp: description.sdp, peerKey: peerKey!, now: now)
+        case .answer: if let signed { receiveAnswer(sdp: signed.sdp, peerKey: signed.peerKey, now: now) }
         case let .reject(reason):
             guard call.isCaller, call.phase == .ringing, call.descriptionSent else { return drop(.unexpected) }
             end(reason.endReason)

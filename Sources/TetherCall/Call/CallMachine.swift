@@ -94,9 +94,11 @@ public struct CallMachine: Sendable {
     }
 
     /// The call can do without signaling once every signal it needs was exchanged; before that
-    /// it could never complete, so it ends now rather than at a timeout.
+    /// it could never complete, so it ends now rather than at a timeout. A call whose data
+    /// channel already closed waits for a `close` that can no longer come, so it ends too.
     private mutating func signalingLost() {
         iceExpiresAt = nil
-        if let current, !current.isPastSignaling { end(.signalingLost) }
+        guard let current else { return }
+        if current.mediaClosed { end(.mediaClosed) } else if !current.isPastSignaling { end(.signalingLost) }
     }
 }
