@@ -176,9 +176,7 @@ final class CallMachineEndingTests: XCTestCase {
         pair.handle(.signalingLost, on: .alice)
         pair.handle(.signalingLost, on: .bob)
         XCTAssertEqual(pair.alice.call?.phase, .secured)
-        pair.send("over the data channel", from: .alice)
-        pair.pump()
-        XCTAssertEqual(pair.texts(.bob), ["over the data channel"])
+        XCTAssertTrue(pair.chatFlows(from: .alice), "over the data channel")
         let signalsBefore = pair.signals(.alice).count
         pair.handle(.hangUp(call: Fixture.callID), on: .alice)
         XCTAssertEqual(pair.signals(.alice).count, signalsBefore, "no signaling to send close on")
@@ -190,7 +188,7 @@ final class CallMachineEndingTests: XCTestCase {
     func testTheCalleeNeedsSignalingUntilItSentChannelAndTheCallerUntilItHeardIt() {
         // Bob's `channel` is lost with his connection: Alice would never start.
         let pair = CallMachinePair()
-        pair.intercept = { $0.kind == .channel && $0.from == Fixture.bob ? nil : $0 }
+        pair.loseCalleesChannel()
         pair.connect()
         XCTAssertEqual(pair.alice.call?.phase, .securing)
         pair.handle(.signalingLost, on: .alice)

@@ -196,6 +196,19 @@ final class CallMachinePair {
         pump()
     }
 
+    /// Drops Bob's `channel` on its way, so Alice never starts the handshake.
+    func loseCalleesChannel() {
+        intercept = { $0.kind == .channel && $0.from == Fixture.bob ? nil : $0 }
+    }
+
+    /// A text from `side` reaches the other side: the call still carries chat.
+    func chatFlows(from side: Side) -> Bool {
+        let text = "still talking \(MessageID.random())"
+        send(text, from: side)
+        pump()
+        return texts(other(side)).last == text
+    }
+
     @discardableResult
     func send(_ text: String, from side: Side, call: CallUUID = Fixture.callID, id: MessageID = .random()) -> MessageID {
         handle(.sendText(call: call, text: text, id: id, sentAt: 1_700_000_000_000), on: side)

@@ -6,6 +6,18 @@ import XCTest
 final class CallMachineTimeoutTests: XCTestCase {
     private let second = Fixture.seconds(1)
 
+    /// Alice's deadline is `limit` away: nothing happens a nanosecond before it, and at it both
+    /// sides end with `timeout` and Alice sends `close` `timeout`.
+    private func assertBothTimeOut(_ pair: CallMachinePair, after limit: UInt64, as timeout: CallEndReason.Timeout, line: UInt = #line) {
+        XCTAssertEqual(pair.alice.nextDeadline, pair.now + limit, line: line)
+        pair.advance(by: limit - 1)
+        XCTAssertTrue(pair.ended(.alice).isEmpty, line: line)
+        pair.advance(by: 1)
+        XCTAssertEqual(pair.ended(.alice), [.timeout(timeout)], line: line)
+        XCTAssertEqual(pair.ended(.bob), [.timeout(timeout)], line: line)
+        XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.timeout), line: line)
+    }
+
     func testRingingFor45sWithoutAnAnswerSendsCloseTimeout() {
         let pair = CallMachinePair()
         pair.ring(latency: second)
@@ -49,13 +61,7 @@ final class CallMachineTimeoutTests: XCTestCase {
         pair.connectivity = false
         pair.connect()
         XCTAssertEqual(pair.alice.call?.phase, .connecting)
-        XCTAssertEqual(pair.alice.nextDeadline, Fixture.start + Fixture.seconds(30))
-        pair.advance(by: Fixture.seconds(30) - 1)
-        XCTAssertTrue(pair.ended(.alice).isEmpty)
-        pair.advance(by: 1)
-        XCTAssertEqual(pair.ended(.alice), [.timeout(.connecting)])
-        XCTAssertEqual(pair.ended(.bob), [.timeout(.connecting)])
-        XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.timeout))
+        assertBothTimeOut(pair, after: Fixture.seconds(30), as: .connecting)
         XCTAssertEqual(pair.signals(.bob).last.flatMap { CallSignalBody.parse($0) }, .close(.timeout))
     }
 
@@ -74,17 +80,10 @@ final class CallMachineTimeoutTests: XCTestCase {
 
     func testTheHandshakeAndKeyConfirmationGet15sFromTheDataChannelOpening() {
         let pair = CallMachinePair()
-        // Without Bob's `channel`, Alice never starts the handshake.
-        pair.intercept = { $0.kind == .channel && $0.from == Fixture.bob ? nil : $0 }
+        pair.loseCalleesChannel()
         pair.connect()
         XCTAssertEqual(pair.alice.call?.phase, .securing)
-        XCTAssertEqual(pair.alice.nextDeadline, Fixture.start + Fixture.seconds(15))
-        pair.advance(by: Fixture.seconds(15) - 1)
-        XCTAssertTrue(pair.ended(.alice).isEmpty)
-        pair.advance(by: 1)
-        XCTAssertEqual(pair.ended(.alice), [.timeout(.handshake)])
-        XCTAssertEqual(pair.ended(.bob), [.timeout(.handshake)])
-        XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.timeout))
+        assertBothTimeOut(pair, after: Fixture.seconds(15), as: .handshake)
     }
 
     func testASecuredCallsNextDeadlineIsItsChannelsTick() {
