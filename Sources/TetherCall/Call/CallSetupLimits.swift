@@ -1,0 +1,28 @@
+/// The call's fixed numbers (signaling.md §7.5, §14). Times are monotonic nanoseconds.
+public enum CallSetupLimits {
+    /// The caller's wait for `answer` or `reject`, from the dial.
+    public static let ringingTimeout: UInt64 = 45 * 1_000_000_000
+    /// How long the callee shows an invitation it has not answered, from the `offer`'s arrival.
+    /// The caller's own 45 s began earlier (before it sent the offer), so this runs out after
+    /// the caller's and only matters when its `close` was lost.
+    public static let invitationTimeout: UInt64 = 45 * 1_000_000_000
+    /// ICE and the data channel: from the `answer`'s arrival on the caller, from the user's
+    /// consent (which makes the answer) on the callee.
+    public static let connectingTimeout: UInt64 = 30 * 1_000_000_000
+    /// How long a call whose data channel closed waits for the peer's `close` before it ends
+    /// as `mediaClosed`: a peer that hangs up closes its data channel as it sends `close`, and
+    /// the channel's close often arrives first, so "the peer hung up" would otherwise be lost.
+    public static let closeSignalGrace: UInt64 = 2 * 1_000_000_000
+    /// Remote candidates held before the remote description is set; the next one ends the call.
+    public static let queuedCandidates = 64
+    /// Local candidates held until the offer or answer they belong to has been sent; the same
+    /// bound, for the same reason: nothing grows without limit.
+    public static let heldLocalCandidates = 64
+    /// Data-channel messages held before this side's channel handler is ready (§7.3 step 5).
+    public static let heldFrames = 16
+    /// A call is neither started nor accepted when the TURN credentials expire sooner (§7.5).
+    public static let credentialMarginSeconds: Int64 = 30
+    /// Ended calls whose ids are remembered, so their late signals and replayed offers are
+    /// dropped (§7.2: stale callbacks).
+    public static let endedCallMemory = 32
+}

@@ -1,0 +1,36 @@
+public import TetherWire
+
+/// The machine's one call, as the user interface shows it.
+public struct CallSummary: Equatable, Sendable {
+    public enum Direction: Sendable, Hashable {
+        /// This side dialed: the caller and Noise initiator.
+        case outgoing
+        /// The peer dialed.
+        case incoming
+    }
+
+    public enum Phase: Sendable, Hashable {
+        /// The caller waits for `answer` or `reject` (the offer may still be in the making).
+        case ringing
+        /// The callee shows the invitation and waits for the user.
+        case invited
+        /// Accepted: ICE and the data channel are coming up.
+        case connecting
+        /// The data channel is open; the handshake and key confirmation run.
+        case securing
+        /// Key confirmation done: chat.
+        case secured
+    }
+
+    public let call: CallUUID
+    public let peer: SignalingID
+    public let direction: Direction
+    public let phase: Phase
+
+    public init(call: CallUUID, peer: SignalingID, direction: Direction, phase: Phase) {
+        self.call = call
+        self.peer = peer
+        self.direction = direction
+        self.phase = phase
+    }
+}
