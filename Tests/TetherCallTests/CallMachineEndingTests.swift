@@ -207,4 +207,38 @@ final class CallMachineEndingTests: XCTestCase {
         pair.pump()
         XCTAssertEqual(pair.ended(.bob), [.peerHungUp])
     }
+
+    func testAnOfferTheServerCallsOfflineEndsTheCallAtOnceWithoutAClose() {
+        let pair = CallMachinePair()
+        pair.intercept = { _ in nil }  // the server dropped it: Bob is not connected
+        pair.handle(.dial(peer: Fixture.bob, call: Fixture.callID), on: .alice)
+        pair.pump()
+        let before = pair.signals(.alice).count
+        pair.handle(.signalRefused(call: Fixture.callID, kind: .offer, code: "offline"), on: .alice)
+        XCTAssertEqual(pair.ended(.alice), [.peerOffline])
+        XCTAssertEqual(pair.signals(.alice).count, before, "no close to an ID that is not online")
+        XCTAssertEqual(pair.commands(.alice).last, .close)
+    }
+
+    func testOtherRefusalsAndRefusalsPastSignalingLeaveTheCallToItsDeadlines() {
+        let pair = CallMachinePair()
+        pair.ring()
+        pair.handle(.signalRefused(call: Fixture.callID, kind: .candidate, code: "rate_limited"), on: .alice)
+        pair.handle(.signalRefused(call: CallUUID.random(), kind: .offer, code: "offline"), on: .alice)
+        XCTAssertTrue(pair.ended(.alice).isEmpty)
+        XCTAssertEqual(pair.alice.call?.phase, .ringing)
+        pair.handle(.accept(call: Fixture.callID), on: .bob)
+        pair.pump()
+        XCTAssertEqual(pair.alice.call?.phase, .secured)
+        pair.handle(.signalRefused(call: Fixture.callID, kind: .candidate, code: "offline"), on: .alice)
+        XCTAssertEqual(pair.alice.call?.phase, .secured, "the data channel carries the call now")
+    }
+
+    func testADialToAnIDThatIsNoCurvePointIsRefused() {
+        let pair = CallMachinePair()
+        // y = 2 has no x on edwards25519 (RFC 8032 §5.1.3 decoding fails).
+        let notAPoint = SignalingID(key: [0x02] + [UInt8](repeating: 0, count: 31))
+        XCTAssertEqual(pair.handle(.dial(peer: notAPoint, call: Fixture.callID), on: .alice),
+                       [.notify(.dialRefused(call: Fixture.callID, .invalidPeerID))])
+    }
 }

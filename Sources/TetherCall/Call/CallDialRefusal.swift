@@ -8,6 +8,8 @@ public enum CallDialRefusal: Equatable, Sendable, CustomStringConvertible {
     case credentialsExpiring
     /// The ID is this identity's own.
     case ownID
+    /// The ID's 32 bytes are not an Ed25519 public key (§3.1): nobody can answer as it.
+    case invalidPeerID
     /// The call id belongs to a call this machine already had: every call needs a fresh one.
     case callIDReused
 
@@ -17,6 +19,7 @@ public enum CallDialRefusal: Equatable, Sendable, CustomStringConvertible {
         case .signalingUnavailable: "not connected to the signaling server"
         case .credentialsExpiring: "the relay credentials are about to expire; reconnect first"
         case .ownID: "that is this identity's own ID"
+        case .invalidPeerID: "that ID is not a valid key"
         case .callIDReused: "the call id was already used"
         }
     }

@@ -48,6 +48,9 @@ public enum CallEndReason: Equatable, Sendable, CustomStringConvertible {
     case credentialsExpiring
     /// The signaling connection went away before the call could do without it.
     case signalingLost
+    /// The server answered `offline` for a signal the call still needed: the peer is not
+    /// connected (or left during setup), so nothing can reach it.
+    case peerOffline
     /// Glare (§13.1): both sides rang each other and this side, the greater ID, gave its call up
     /// for the peer's (`close` `hangup` sent); the peer's invitation follows.
     case crossedCall
@@ -73,6 +76,7 @@ public enum CallEndReason: Equatable, Sendable, CustomStringConvertible {
         case .heldFrameOverflow: "too many early messages"
         case .credentialsExpiring: "the relay credentials are about to expire; reconnect first"
         case .signalingLost: "the signaling connection was lost"
+        case .peerOffline: "the peer is not online"
         case .crossedCall: "both sides called at once; taking the peer's call"
         }
     }

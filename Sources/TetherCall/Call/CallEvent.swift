@@ -28,6 +28,9 @@ public enum CallEvent: Sendable {
     case signal(SignalMessage)
     /// The signaling connection is gone (closed, failed, or not yet registered again).
     case signalingLost
+    /// The server refused a signal this side sent, with the §5.6 code (`offline`: the peer is
+    /// not routable, and the signal was dropped, never queued).
+    case signalRefused(call: CallUUID, kind: SignalKind, code: String)
 
     // MARK: Media and time
     /// What the media transport of `call` reported.

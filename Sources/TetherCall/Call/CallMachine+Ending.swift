@@ -39,7 +39,7 @@ extension CallEndReason {
         case .timeout(.invitation): nil
         case .timeout: .close(.timeout)
         case .channelFailed, .mediaFailed, .mediaClosed, .candidateQueueOverflow, .heldFrameOverflow: .close(.error)
-        case .peerHungUp, .peerDeclined, .peerBusy, .peerUnavailable, .peerTimedOut, .peerFailed, .signalingLost: nil
+        case .peerHungUp, .peerDeclined, .peerBusy, .peerUnavailable, .peerTimedOut, .peerFailed, .signalingLost, .peerOffline: nil
         }
     }
 }

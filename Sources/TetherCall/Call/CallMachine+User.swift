@@ -1,12 +1,12 @@
 import TetherWire
 
 extension CallMachine {
-    /// Whether the ID is a point of the curve is settled where the user selects it (§3.1); an ID
-    /// that is not could only ring out, since nothing signed under it verifies.
     mutating func dial(_ peer: SignalingID, call id: CallUUID, now: CallTime) {
         let refusal: CallDialRefusal? =
             if current != nil { .callInProgress }
             else if peer == identity.id { .ownID }
+            // §3.1: an ID that is not a curve point names nobody; nothing signed under it verifies.
+            else if IdentityVerification.signingKey(of: peer) == nil { .invalidPeerID }
             else if !isRegistered { .signalingUnavailable }
             else if !credentialsAllowCall(at: now) { .credentialsExpiring }
             else if endedCalls.contains(id) { .callIDReused }

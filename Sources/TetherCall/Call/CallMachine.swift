@@ -62,6 +62,7 @@ public struct CallMachine: Sendable {
         case let .rotate(call): if current?.id == call { runChannel { try? $0.rotate(now: now.monotonic) } }
         case let .registered(expiresAt): iceExpiresAt = expiresAt
         case .signalingLost: signalingLost()
+        case let .signalRefused(call, _, code): signalRefused(call: call, code: code)
         case let .signal(signal): receive(signal, now: now)
         case let .media(call, event): if current?.id == call, current?.hasMedia == true { media(event, now: now) }
         case .tick: runChannel { $0.tick(now: now.monotonic) }
@@ -91,6 +92,15 @@ public struct CallMachine: Sendable {
     mutating func drop(_ reason: CallSignalDrop) {
         droppedSignals[reason, default: 0] += 1
         lastDroppedSignal = reason
+    }
+
+    /// A signal the call still needs did not reach the peer: without the server's `offline` the
+    /// caller would ring for 45 s at nobody. Once past signaling (§7.3 step 4 done) the data
+    /// channel carries the call, and a lost `close` is not worth ending it for. Other refusals
+    /// (`rate_limited`, say) leave the call to its deadlines.
+    private mutating func signalRefused(call: CallUUID, code: String) {
+        guard code == SignalingErrorCode.offline.rawValue, let current, current.id == call, !current.isPastSignaling else { return }
+        end(.peerOffline)
     }
 
     /// The call can do without signaling once every signal it needs was exchanged; before that
