@@ -107,7 +107,7 @@ final class SignalingClientEndToEndTests: XCTestCase {
         XCTAssertEqual(retry.0.closeCode, 1001, "SIGTERM closes every socket 1001 shutting_down")
         XCTAssertLessThanOrEqual(retry.1, 3, "the first retry comes within 3 s")
         server = try self.server(port: port)
-        XCTAssertEqual(events.count(within: 15, atLeast: 2) { if case .registered = $0 { true } else { false } }, 2)
+        XCTAssertEqual(events.values(within: 15, atLeast: 2) { if case let .registered(r) = $0 { r } else { nil } }.count, 2)
         withExtendedLifetime(server) {}
     }
 
@@ -144,17 +144,17 @@ extension SignalingClientEndToEndTests {
     }
 }
 
-/// What a client's handler heard, in order; tests wait on it from their own thread.
-final class ClientEvents: @unchecked Sendable {  // `lock` guards `events`
+/// What a handler heard, in order; tests wait on it from their own thread.
+final class EventLog<Event: Sendable>: @unchecked Sendable {  // `lock` guards `events`
     private let lock = NSLock()
-    private var events: [SignalingClient.Event] = []
+    private var events: [Event] = []
 
-    func append(_ event: SignalingClient.Event) { lock.withLock { events.append(event) } }
+    func append(_ event: Event) { lock.withLock { events.append(event) } }
 
-    var all: [SignalingClient.Event] { lock.withLock { events } }
+    var all: [Event] { lock.withLock { events } }
 
     /// The first event `match` maps to a value, waiting up to `seconds` for it.
-    func first<T>(within seconds: Double, _ match: (SignalingClient.Event) -> T?) -> T? {
+    func first<T>(within seconds: Double, _ match: (Event) -> T?) -> T? {
         let deadline = Date().addingTimeInterval(seconds)
         repeat {
             if let found = all.lazy.compactMap(match).first { return found }
@@ -163,15 +163,18 @@ final class ClientEvents: @unchecked Sendable {  // `lock` guards `events`
         return nil
     }
 
-    /// How many events match once at least `count` do, or when `seconds` have passed.
-    func count(within seconds: Double, atLeast count: Int, _ match: (SignalingClient.Event) -> Bool) -> Int {
+    /// Every value `match` maps an event to, once there are at least `count` of them or when
+    /// `seconds` have passed.
+    func values<T>(within seconds: Double, atLeast count: Int, _ match: (Event) -> T?) -> [T] {
         let deadline = Date().addingTimeInterval(seconds)
-        var seen = 0
+        var seen: [T] = []
         repeat {
-            seen = all.filter(match).count
-            if seen >= count { return seen }
+            seen = all.compactMap(match)
+            if seen.count >= count { return seen }
             Thread.sleep(forTimeInterval: 0.02)
         } while Date() < deadline
         return seen
     }
 }
+
+typealias ClientEvents = EventLog<SignalingClient.Event>

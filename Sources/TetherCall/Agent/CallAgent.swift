@@ -1,0 +1,199 @@
+public import TetherNet
+public import TetherWire
+import Glibc
+
+/// An identity's calls, running: a `SignalingClient` for the signals, a `CallMachine` for the
+/// rules of signaling.md §7, and one media transport per call, on one event loop. The machine
+/// decides; the agent only carries out its actions in order (signals out, media commands, notices
+/// to the application) and feeds it everything that happens, with the time, and a tick at its
+/// next deadline.
+///
+/// Confined to `loop`: the handler is called there, and the public methods hop onto it. Media
+/// transports report from threads of their own (libnice's, usrsctp's, a test queue); their
+/// events are carried onto the loop, and the events of a transport whose call has ended are
+/// dropped there by the machine.
+public final class CallAgent: @unchecked Sendable {  // every mutable member is touched only on `loop`
+    public enum Event: Sendable {
+        /// Registered with the signaling server: calls can be made and received.
+        case online(SignalingRegistration)
+        /// The signaling connection ended; `retryIn` seconds until the next attempt (nil: stopped).
+        case offline(SignalingFailure, retryIn: Double?)
+        /// Something about a call (an invitation, its security, a message, its end…).
+        case call(CallNotice)
+        /// The server refused a signal: an `offline` peer ends the ringing call at once.
+        case signalRefused(SignalingRefusal)
+    }
+
+    /// Makes a call's media transport, with the ICE servers of the current registration.
+    public typealias MediaFactory = @Sendable (_ call: CallUUID, _ iceServers: [ICEServer]) -> any CallMediaTransport
+
+    public let loop: EventLoop
+    public let signaling: SignalingClient
+    private let makeMedia: MediaFactory
+    private let unixSeconds: @Sendable () -> Int64
+    private let onEvent: @Sendable (Event) -> Void
+    private var machine: CallMachine
+    private var transports: [CallUUID: (transport: any CallMediaTransport, reports: MediaReports)] = [:]
+    private var iceServers: [ICEServer] = []
+    private var tickTimer: EventLoop.TimerID?
+    private var tickDue: UInt64?
+
+    /// - Parameters:
+    ///   - unixSeconds: the wall clock, read only for the TURN credential margin (§7.5).
+    public init(identity: CallIdentity, endpoint: SignalingEndpoint, loop: EventLoop, tls: TLSClientContext? = nil, media: @escaping MediaFactory,
+                unixSeconds: (@Sendable () -> Int64)? = nil,
+                onEvent: @escaping @Sendable (Event) -> Void) throws(NetError) {
+        self.loop = loop
+        self.makeMedia = media
+        self.unixSeconds = unixSeconds ?? { Int64(time(nil)) }
+        self.onEvent = onEvent
+        machine = CallMachine(identity: identity)
+        let box = WeakAgent()
+        signaling = try SignalingClient(endpoint: endpoint, identity: identity, loop: loop, tls: tls) { event in box.agent?.signalingEvent(event) }
+        box.agent = self
+    }
+
+    public var identity: CallIdentity { machine.identity }
+
+    public func start() { signaling.start() }
+
+    /// Hangs up the current call and leaves the signaling server.
+    public func stop() {
+        onLoop { agent in
+            if let call = agent.machine.call?.call { agent.handle(.hangUp(call: call)) }
+            agent.signaling.stop()
+            if let timer = agent.tickTimer { agent.loop.cancel(timer) }
+            agent.tickTimer = nil
+        }
+    }
+
+    /// Calls `peer`; the call's id names it in every notice.
+    @discardableResult
+    public func dial(_ peer: SignalingID) -> CallUUID {
+        let call = CallUUID.random()
+        onLoop { $0.handle(.dial(peer: peer, call: call)) }
+        return call
+    }
+
+    public func accept(_ call: CallUUID) { onLoop { $0.handle(.accept(call: call)) } }
+    public func decline(_ call: CallUUID) { onLoop { $0.handle(.decline(call: call)) } }
+    public func hangUp(_ call: CallUUID) { onLoop { $0.handle(.hangUp(call: call)) } }
+    public func rotate(_ call: CallUUID) { onLoop { $0.handle(.rotate(call: call)) } }
+
+    /// Sends a text on the call's secure channel; its receipt comes back as a `.message` notice.
+    @discardableResult
+    public func send(_ text: String, on call: CallUUID) -> MessageID {
+        let id = MessageID.random()
+        let sentAt = unixSeconds() * 1000
+        onLoop { $0.handle(.sendText(call: call, text: text, id: id, sentAt: sentAt)) }
+        return id
+    }
+
+    /// The machine's current call, read on the loop.
+    public func currentCall() async -> CallSummary? {
+        await withCheckedContinuation { continuation in onLoop { continuation.resume(returning: $0.machine.call) } }
+    }
+
+    /// Runs `body` with the machine on the loop (tests read counters such as `droppedSignals`).
+    public func inspect<T: Sendable>(_ body: @escaping @Sendable (CallMachine) -> T) async -> T {
+        await withCheckedContinuation { continuation in onLoop { continuation.resume(returning: body($0.machine)) } }
+    }
+
+    // MARK: Driving the machine
+
+    private func onLoop(_ body: @escaping (CallAgent) -> Void) {
+        let transfer = UncheckedTransfer(body)
+        if loop.inEventLoop { body(self) } else { loop.execute { [self] in transfer.value(self) } }
+    }
+
+    private var now: CallTime { CallTime(monotonic: loop.clock.now(), unixSeconds: unixSeconds()) }
+
+    private func handle(_ event: CallEvent) {
+        loop.assertInEventLoop()
+        let actions = machine.handle(event, now: now)
+        for action in actions { perform(action) }
+        rescheduleTick()
+    }
+
+    private func perform(_ action: CallAction) {
+        switch action {
+        case let .sendSignal(signal):
+            signaling.send(signal)
+        case let .media(call, command):
+            switch command {
+            case .createOffer, .acceptOffer:
+                let transport = makeMedia(call, iceServers)
+                let reports = MediaReports(call: call, agent: self)
+                transport.delegate = reports
+                transports[call] = (transport, reports)
+            default:
+                break
+            }
+            transports[call]?.transport.perform(command)
+            if command == .close { transports[call] = nil }
+        case let .notify(notice):
+            onEvent(.call(notice))
+        }
+    }
+
+    /// One timer, always at the machine's next deadline.
+    private func rescheduleTick() {
+        let due = machine.nextDeadline
+        guard due != tickDue else { return }
+        if let timer = tickTimer { loop.cancel(timer) }
+        tickTimer = nil
+        tickDue = due
+        guard let due else { return }
+        let current = loop.clock.now()
+        tickTimer = loop.schedule(after: due > current ? due - current : 0) { [self] in
+            self.tickTimer = nil
+            self.tickDue = nil
+            self.handle(.tick)
+        }
+    }
+
+    fileprivate func mediaReported(_ event: CallMediaEvent, call: CallUUID) { handle(.media(call: call, event)) }
+
+    fileprivate func signalingEvent(_ event: SignalingClient.Event) {
+        loop.assertInEventLoop()
+        switch event {
+        case let .registered(registration):
+            iceServers = registration.iceServers
+            handle(.registered(iceExpiresAt: registration.iceExpiresAt))
+            onEvent(.online(registration))
+        case let .signal(signal):
+            handle(.signal(signal))
+        case let .signalRefused(refusal):
+            if let call = refusal.call, let kind = refusal.kind { handle(.signalRefused(call: call, kind: kind, code: refusal.code)) }
+            onEvent(.signalRefused(refusal))
+        case let .disconnected(failure, retryIn):
+            handle(.signalingLost)
+            onEvent(.offline(failure, retryIn: retryIn))
+        }
+    }
+}
+
+/// A call's media reports, carried onto the agent's loop and tagged with the call; the machine
+/// ignores those of a call that has ended.
+private final class MediaReports: CallMediaTransportDelegate, @unchecked Sendable {  // immutable after init
+    let call: CallUUID
+    let loop: EventLoop
+    weak let agent: CallAgent?
+
+    init(call: CallUUID, agent: CallAgent) {
+        self.call = call
+        loop = agent.loop
+        self.agent = agent
+    }
+
+    func mediaTransport(_ transport: any CallMediaTransport, didReport event: CallMediaEvent) {
+        let call = self.call
+        loop.execute { [weak self] in self?.agent?.mediaReported(event, call: call) }
+    }
+}
+
+/// The agent, held weakly by what outlives it (its signaling client's handler, media transports).
+private final class WeakAgent: @unchecked Sendable {  // written once on the creating thread, before any event
+    weak var agent: CallAgent?
+    init(_ agent: CallAgent? = nil) { self.agent = agent }
+}
