@@ -47,7 +47,7 @@ final class KeepaliveTests: XCTestCase {
         await advance(10)
         XCTAssertNil(socket.closeReceived, "an answered ping keeps the socket")
 
-        try stop(relay.process.processIdentifier)
+        XCTAssertTrue(ProcessStop.stop(relay.process.processIdentifier), "the relay stopped")
         await advance(5)    // 30 s: the next ping, unanswered
         overdue = await socket.keepalivePongOverdue()
         XCTAssertTrue(overdue, "the 30 s ping went out")
@@ -60,20 +60,5 @@ final class KeepaliveTests: XCTestCase {
         XCTAssertEqual(end.code, 1001)
         XCTAssertEqual(end.reason, "keepalive timeout")
         XCTAssertEqual(RelaySignal.close(code: end.code, reason: end.reason), .transient, "retried on the same host")
-    }
-
-    /// SIGSTOP and wait until every thread of the process has stopped: the signal is delivered
-    /// asynchronously, and on a loaded machine a relay thread still running could answer a ping.
-    private func stop(_ pid: Int32) throws {
-        kill(pid, SIGSTOP)
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-            let states = tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/stat", encoding: .utf8) }
-                .compactMap { $0.split(separator: ")").last?.split(separator: " ").first }
-            if !states.isEmpty, states.allSatisfy({ $0 == "T" }) { return }
-            usleep(5_000)
-        }
-        XCTFail("the relay did not stop")
     }
 }

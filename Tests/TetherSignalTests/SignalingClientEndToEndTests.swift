@@ -122,6 +122,36 @@ final class SignalingClientEndToEndTests: XCTestCase {
 }
 
 extension SignalingClientEndToEndTests {
+    /// §4: the client pings every 15 s and drops a server that did not answer the previous ping,
+    /// then reconnects; a stopped (SIGSTOP) server plays the dead path, a manual clock the time.
+    func testAServerThatStopsAnsweringPingsIsDroppedAfterTheNextPingAndRetried() async throws {
+        let server = try self.server()
+        let pid = server.process.processIdentifier
+        defer { ProcessStop.resume(pid) }
+        let clock = ManualClock()
+        let manual = try EventLoopGroup(count: 1, clock: clock)
+        defer { manual.shutdown() }
+        let loop = manual.loops[0]
+        let events = ClientEvents()
+        let client = try SignalingClient(endpoint: try SignalingEndpoint("ws://127.0.0.1:\(server.port)/signal", allowLoopbackWS: true),
+                                         identity: CallIdentity(), loop: loop) { events.append($0) }
+        client.start()
+        defer { client.stop() }
+        XCTAssertNotNil(events.first(within: 10) { if case .registered = $0 { true } else { nil } })
+        func advance(_ seconds: UInt64) async {
+            clock.advance(by: .seconds(seconds))
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in loop.execute { loop.runTimers(); done.resume() } }
+        }
+        await advance(15)   // a ping, answered
+        try await Task.sleep(nanoseconds: 300_000_000)
+        XCTAssertTrue(ProcessStop.stop(pid), "the server stopped")
+        await advance(15)   // the answer came: a new ping, never answered
+        XCTAssertFalse(events.all.contains { if case .disconnected = $0 { true } else { false } }, "an answered ping keeps the socket")
+        await advance(15)
+        let retry = events.first(within: 5) { if case let .disconnected(_, retryIn: delay?) = $0 { delay } else { nil } }
+        XCTAssertNotNil(retry, "dropped after the unanswered ping, and tried again")
+    }
+
     /// `tether presence`, as a script runs it: one line per contact in the order given.
     func testTetherPresencePrintsEachContactOnlineOrOfflineInTheOrderGiven() throws {
         let server = try self.server()
