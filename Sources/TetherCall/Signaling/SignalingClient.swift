@@ -150,11 +150,11 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
         // (the challenge may): the socket must be this client's by then.
         WebSocketClient.connect(endpoint.url, options: options, tls: tls, delegate: delegate, on: loop, timeout: .seconds(10)) { [self] result in
             self.loop.assertInEventLoop()
-            self.connected(result, delegate: delegate)
+            self.connected(result)
         }
     }
 
-    private func connected(_ result: Result<WebSocketConnection, WebSocketClient.Failure>, delegate: SocketDelegate) {
+    private func connected(_ result: Result<WebSocketConnection, WebSocketClient.Failure>) {
         switch result {
         case let .failure(failure):
             let what: String
@@ -165,7 +165,6 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
             lost(.unreachable(what))
         case let .success(socket):
             guard !stopped else { return socket.close(code: WebSocketCloseCode.normal) }
-            delegate.socket = socket
             self.socket = socket
             session = SignalingSession(identity: identity)
             registrationTimer = loop.schedule(after: Self.registrationTimeout) { [self] in
@@ -245,7 +244,6 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
 /// is not kept alive by its socket.
 private final class SocketDelegate: WebSocketDelegate, @unchecked Sendable {  // used on the client's loop only
     weak var client: SignalingClient?
-    weak var socket: WebSocketConnection?
 
     init(client: SignalingClient) { self.client = client }
 
