@@ -29,6 +29,11 @@ final class Ring: @unchecked Sendable {
 
     private(set) var sent = 0
     private(set) var delivered = 0
+    private(set) var firstSentAt: UInt64 = 0
+    private(set) var lastDeliveredAt: UInt64 = 0
+    /// The longest wait between two deliveries inside the measured window (ns): long ones mean
+    /// the server forwards in bursts.
+    private(set) var longestGap: UInt64 = 0
     /// Forwarded signals whose bytes differed from the one expected, or that came with none in flight.
     private(set) var mismatched = 0
     private(set) var errors: [String: Int] = [:]
@@ -76,6 +81,7 @@ final class Ring: @unchecked Sendable {
         let envelope = nextEnvelope[sender]
         nextEnvelope[sender] = envelope + 1 == envelopes[sender].count ? 0 : envelope + 1
         inFlight[sender].push(envelope: envelope, sentAt: now)
+        if sent == 0 { firstSentAt = now }
         sent += 1
         clients[sender].send(envelopes[sender][envelope])
     }
@@ -92,6 +98,8 @@ final class Ring: @unchecked Sendable {
         }
         if text != envelopes[sender][envelope] { mismatched += 1 }
         delivered += 1
+        if lastDeliveredAt != 0, now >= recordFrom, now < recordUntil { longestGap = max(longestGap, now &- lastDeliveredAt) }
+        lastDeliveredAt = now
         if sentAt >= recordFrom, sentAt < recordUntil { latencies.append(now &- sentAt) }
         onCompleted()
     }

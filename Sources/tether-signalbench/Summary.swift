@@ -60,7 +60,8 @@ struct Summary {
         let name = target ? "p99 forwarding latency at \(count(offered))/s offered" : "(not a target) p99 latency at \(count(offered))/s offered"
         guard let result else { return missing(name, "≤ 5 ms") }
         let p99 = result.number("latency_p99_ms")
-        var notes = ["forwarded \(count(result.number("forwarded_per_s")))/s of \(count(result.number("sent_per_s")))/s sent; "
+        var notes = ["forwarded \(count(result.number("forwarded_per_s")))/s of \(count(result.number("sent_per_s")))/s sent "
+                     + "(\(count(result.number("forwarded_per_s_with_drain")))/s from the first send to the last delivery); "
                      + "p50 \(milliseconds(result.number("latency_us", "p50"))), p99.9 \(milliseconds(result.number("latency_us", "p99.9"))); "
                      + "server CPU \(percent(result.number("server_cpu_pct")))"]
         if let capacity, offered > capacity {

@@ -93,13 +93,16 @@ enum TrafficScenarios {
         let use = cpu.since()
         let elapsed = Measure.seconds(Measure.now() - from)
         let undelivered = drain(fleet, ring, seconds: options.double("drain"))
-        let (recorded, lag) = fleet.onLoop { (ring.latencies, ring.pacingLag) }
+        let (recorded, lag, delivered, span) = fleet.onLoop { (ring.latencies, ring.pacingLag, ring.delivered, ring.lastDeliveredAt &- ring.firstSentAt) }
         var line = base
         line["scenario"] = .string("latency")
         line["offered_per_s"] = .number(rate, digits: 0)
         line["seconds"] = .number(Measure.seconds(seconds), digits: 2)
         line["sent_per_s"] = .number(Double(sentAfter - sentBefore) / elapsed, digits: 0)
         line["forwarded_per_s"] = .number(Double(deliveredAfter - deliveredBefore) / elapsed, digits: 0)
+        // From the first send to the last delivery, drain included: above the rate seen during
+        // the sends when the server holds its output back while it works through a backlog.
+        line["forwarded_per_s_with_drain"] = .number(Double(delivered) / Measure.seconds(max(1, span)), digits: 0)
         // Signals still in flight at the end of the drain never arrived: with any, the
         // percentiles above their share are unknown, so a p99 is given only while they are
         // under 1% of the measured signals.
@@ -127,7 +130,8 @@ enum TrafficScenarios {
 
     static func finish(_ fleet: Fleet, _ ring: Ring, _ line: JSON, undelivered: Int) -> Never {
         var line = line
-        let (errors, lost, mismatched, sent) = fleet.onLoop { (ring.errorJSON, ring.lostJSON, ring.mismatched, ring.sent) }
+        let (errors, lost, mismatched, sent, gap) = fleet.onLoop { (ring.errorJSON, ring.lostJSON, ring.mismatched, ring.sent, ring.longestGap) }
+        line["longest_delivery_gap_ms"] = .number(Double(gap) / 1e6, digits: 2)
         line["sent"] = .int(sent)
         line["undelivered"] = .int(undelivered)
         line["mismatched"] = .int(mismatched)

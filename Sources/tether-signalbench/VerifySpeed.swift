@@ -28,6 +28,7 @@ enum VerifySpeed {
         line["tethercrypto_key_and_verify_per_s"] = .number(rate(seconds: seconds) {
             (try? Ed25519.PublicKey(rawRepresentation: signal.from.key))?.isValidSignature(signal.signature, for: message) == true
         }, digits: 1)
+        line["load_cpu_s"] = .number(Measure.seconds(Measure.ownCPU()), digits: 2)
         line.printLine()
         exit(0)
     }
