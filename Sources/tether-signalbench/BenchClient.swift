@@ -38,7 +38,8 @@ final class BenchClient: WebSocketDelegate, @unchecked Sendable {
         WebSocketClient.connect(url, headers: HTTPHeaders([("X-Forwarded-For", forwardedFor)]), delegate: self, on: loop) { result in
             switch result {
             case let .success(socket): client.value.socket = socket
-            case let .failure(error): client.value.finish("connect: \(error)")
+            case let .failure(.refused(status, body)): client.value.finish("upgrade refused \(status) \(String(decoding: body, as: UTF8.self))")
+            case let .failure(.network(error)): client.value.finish("connect: \(error)")
             }
         }
     }

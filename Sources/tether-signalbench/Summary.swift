@@ -63,7 +63,8 @@ struct Summary {
         var notes = ["forwarded \(count(result.number("forwarded_per_s")))/s of \(count(result.number("sent_per_s")))/s sent "
                      + "(\(count(result.number("forwarded_per_s_with_drain")))/s from the first send to the last delivery); "
                      + "p50 \(milliseconds(result.number("latency_us", "p50"))), p99.9 \(milliseconds(result.number("latency_us", "p99.9"))); "
-                     + "server CPU \(percent(result.number("server_cpu_pct")))"]
+                     + "server CPU \(percent(result.number("server_cpu_pct"))); longest gap between two deliveries "
+                     + milliseconds(result.number("longest_delivery_gap_ms").map { $0 * 1000 })]
         if let capacity, offered > capacity {
             notes.append("the offered rate is above what the server forwards (\(count(capacity))/s, closed loop): its backlog grows for the whole run, and the latency is that backlog's")
         }
