@@ -43,7 +43,7 @@ struct Options {
     var usage: String {
         let width = flags.map(\.name.count).max() ?? 0
         return "usage: tether-signalbench \(command) [options]\n"
-            + flags.map { "  --\($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.help) (default \($0.value))\n" }.joined()
+            + flags.map { "  --\($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.help)\($0.value.isEmpty ? "" : " (default \($0.value))")\n" }.joined()
     }
 
     func fail(_ message: String) -> Never {
