@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: build-deps fuzz bench-relay bench-storage bench-push bench-push-soak deps build test bench relay demo clean
+.PHONY: build-deps fuzz bench-relay bench-storage bench-push bench-push-soak bench-signal deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -44,6 +44,16 @@ RELAYBENCH_ARGS ?=
 bench-storage: deps
 	$(SWIFT) build -c release --product tether-relaybench
 	.build/release/tether-relaybench run $(RELAYBENCH_ARGS)
+
+# The signaling server's benchmark (tether-signalbench run): a fresh `tether signal` per scenario
+# on CPU 0, the clients on CPU 1; signals forwarded/s around 1,000 registered clients, p99
+# latency at 20,000 signals/s offered, registration cost against one Ed25519 verify (openssl
+# speed), RSS per idle registered client. SIGNALBENCH_ARGS adds options (tether-signalbench run --help).
+SIGNALBENCH_ARGS ?=
+bench-signal: build-deps
+	$(SWIFT) build -c release --product tether
+	$(SWIFT) build -c release --product tether-signalbench
+	.build/release/tether-signalbench run --tether .build/release/tether $(SIGNALBENCH_ARGS)
 
 # libFuzzer on the CBOR decoder (App Attest input): FUZZ_SECONDS, default 600.
 FUZZ_SECONDS ?= 600

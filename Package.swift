@@ -28,6 +28,7 @@ let package = Package(
         .executable(name: "tether-bench", targets: ["tether-bench"]),
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
         .executable(name: "tether-relaybench", targets: ["tether-relaybench"]),
+        .executable(name: "tether-signalbench", targets: ["tether-signalbench"]),
     ],
     targets: [
         // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
@@ -97,6 +98,10 @@ let package = Package(
         // The storage-latency scenario: a relay over a deliberately slow store, a reconnect storm
         // of signed joins, and spliced pairs whose RTT must not notice (`make bench-storage`).
         .executableTarget(name: "tether-relaybench", dependencies: ["TetherRelay", "TetherStore", "TetherClient", "TetherNet", "TetherWire", "TetherCrypto"],
+                          swiftSettings: strict),
+        // The signaling server's benchmark: forwarding rate and latency, registrations against
+        // the Ed25519 verify rate, RSS per idle client (`make bench-signal`).
+        .executableTarget(name: "tether-signalbench", dependencies: ["TetherCall", "TetherNet", "TetherWire", "TetherCrypto"],
                           swiftSettings: strict),
 
         // MARK: Test support and tests

@@ -10,6 +10,8 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
     public var port: UInt16 = 8791
     public var allowedOrigins: Set<String> = []
     public var maxSockets = 100_000
+    /// Signals per connection per 10 s (§6.4); 0 lifts the limit (load tests).
+    public var signalRateLimit = 50
     public var clientIP = ClientIPResolver()
     public var turnMode = TURNMode.none
     /// coturn's `static-auth-secret` (never logged).
@@ -40,6 +42,7 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
         c.port = try values.value(of: S.port)
         c.allowedOrigins = Set(try values.value(of: S.allowedOrigins))
         c.maxSockets = Int(try values.value(of: S.maxSockets))
+        c.signalRateLimit = Int(clamping: try values.value(of: S.signalRateLimit))
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare), trustProxy: try values.value(of: S.trustProxy),
                                       trustedHops: Int(try values.value(of: S.trustedHops)))
         c.turnMode = try values.value(of: S.turnMode)

@@ -23,6 +23,7 @@ final class SignalConfigurationTests: XCTestCase {
         XCTAssertEqual(c.port, 8791)
         XCTAssertEqual(c.allowedOrigins, [])
         XCTAssertEqual(c.maxSockets, 100_000)
+        XCTAssertEqual(c.signalRateLimit, 50)
         XCTAssertEqual(c.turnMode, .none)
         XCTAssertEqual(c.stunURLs, [])
         XCTAssertEqual(c.cloudflareURL, "https://rtc.live.cloudflare.com")
@@ -58,6 +59,16 @@ final class SignalConfigurationTests: XCTestCase {
             XCTAssertEqual(error.variable, "CLOUDFLARE_CA_FILE")
             XCTAssertFalse("\(error)".contains("very-secret-token"))
         }
+    }
+
+    /// §6.4's 50 signals per 10 s unless an operator (a load test) says otherwise; 0 is unlimited.
+    func testTheSignalRateLimitIsFiftyUnlessSetAndZeroLiftsIt() throws {
+        XCTAssertEqual(try SignalConfiguration.load(environment: ["SIGNAL_SIGNAL_RATE_LIMIT": "0"], arguments: []).0.signalRateLimit, 0)
+        XCTAssertEqual(try SignalConfiguration.load(environment: [:], arguments: ["--signal-signal-rate-limit", "500"]).0.signalRateLimit, 500)
+        XCTAssertEqual(refusal(["SIGNAL_SIGNAL_RATE_LIMIT": "-1"]), "SIGNAL_SIGNAL_RATE_LIMIT")
+        XCTAssertEqual(refusal(["SIGNAL_SIGNAL_RATE_LIMIT": "fifty"]), "SIGNAL_SIGNAL_RATE_LIMIT")
+        var unlimited = FixedWindow(limit: 0, window: 10_000)
+        XCTAssertTrue((0..<10_000).allSatisfy { _ in unlimited.hit(now: 1) }, "a limit of 0 never refuses")
     }
 
     func testLocalModeIsLoopbackWithoutTURN() throws {

@@ -12,7 +12,6 @@ final class SignalSocket: WebSocketDelegate {
     /// §6.4: pending outbound bytes beyond what the kernel took.
     static let maxPendingOutbound = 1 << 20
     static let rateWindowMs: UInt64 = 10_000
-    static let signalsPerWindow = 50
     static let presencePerWindow = 10
     /// §4: the server pings every 30 s and drops a socket that did not answer the previous one.
     static let keepaliveInterval: UInt64 = .seconds(30)
@@ -31,13 +30,15 @@ final class SignalSocket: WebSocketDelegate {
     private(set) var stage: Stage = .closed
     private var challengeTimer: EventLoop.TimerID?
     private var issuance: (any IssuanceHandle)?
-    private var signalWindow = FixedWindow(limit: SignalSocket.signalsPerWindow, window: SignalSocket.rateWindowMs)
+    /// §6.4's 50 per window unless `SIGNAL_SIGNAL_RATE_LIMIT` says otherwise (a limit of 0 never refuses).
+    private var signalWindow: FixedWindow
     private var presenceWindow = FixedWindow(limit: SignalSocket.presencePerWindow, window: SignalSocket.rateWindowMs)
 
     init(server: SignalServer, lease: SocketLease, transport: any Transport) {
         self.server = server
         self.lease = lease
         loop = transport.loop
+        signalWindow = FixedWindow(limit: server.configuration.signalRateLimit, window: Self.rateWindowMs)
     }
 
     /// Takes over the upgraded connection and sends the challenge at once (§5.1, §6.1 step 1).
