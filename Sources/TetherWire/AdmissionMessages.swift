@@ -219,6 +219,19 @@ private struct JSONParser {
     mutating func string() -> String? {
         guard bytes[index] == UInt8(ascii: "\"") else { return nil }
         index += 1
+        // Most strings on the wire (IDs, base64, UUIDs) hold no escape: one scan and one
+        // String, instead of a scalar at a time (the signaling server parses every envelope).
+        var end = index
+        while end < bytes.count {
+            let c = bytes[end]
+            if c == UInt8(ascii: "\"") {
+                let text = String(decoding: bytes[index..<end], as: UTF8.self)
+                index = end + 1
+                return text
+            }
+            if c == UInt8(ascii: "\\") || c < 0x20 { break }
+            end += 1
+        }
         var scalars = String.UnicodeScalarView()
         var raw: [UInt8] = []
         func flush() {

@@ -33,6 +33,9 @@ final class SignalSocket: WebSocketDelegate {
     /// §6.4's 50 per window unless `SIGNAL_SIGNAL_RATE_LIMIT` says otherwise (a limit of 0 never refuses).
     private var signalWindow: FixedWindow
     private var presenceWindow = FixedWindow(limit: SignalSocket.presencePerWindow, window: SignalSocket.rateWindowMs)
+    /// The registered ID's key, made once when its registration verified: every signal's `from`
+    /// must be that ID (§6.2 step 1), and making the key costs a tenth of a verify.
+    private var signingKey: Ed25519.PublicKey?
 
     init(server: SignalServer, lease: SocketLease, transport: any Transport) {
         self.server = server
@@ -102,6 +105,7 @@ final class SignalSocket: WebSocketDelegate {
         guard let key = try? Ed25519.PublicKey(rawRepresentation: message.id.key),
               key.isValidSignature(message.signature, for: transcript) else { return end(with: .badSignature) }
         guard server.directory.reserve(message.id, for: self) else { return end(with: .duplicateID) }
+        signingKey = key
         stage = .pending(message.id)
         issuance = server.issue(for: self, id: message.id)
     }
@@ -135,7 +139,7 @@ final class SignalSocket: WebSocketDelegate {
             server.metrics.signal(message.kind, "bad_message")
             return answer(.badMessage, call: message.call, kind: message.kind)
         }
-        guard let key = try? Ed25519.PublicKey(rawRepresentation: id.key), key.isValidSignature(message.signature, for: message.signedBytes) else {
+        guard let signingKey, signingKey.isValidSignature(message.signature, for: message.signedBytes) else {
             server.metrics.signal(message.kind, "bad_signature")
             return answer(.badSignature, call: message.call, kind: message.kind)
         }
