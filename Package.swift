@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "TetherPush", targets: ["TetherPush"]),
         .library(name: "TetherSignal", targets: ["TetherSignal"]),
         .library(name: "TetherCall", targets: ["TetherCall"]),
+        .library(name: "TetherRTC", targets: ["TetherRTC"]),
         .executable(name: "tether", targets: ["tether"]),
         .executable(name: "tether-bench", targets: ["tether-bench"]),
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
@@ -40,6 +41,12 @@ let package = Package(
         // A C target, not a bare system library: curl's setters are variadic and its callbacks C.
         .target(name: "CTetherCurl", dependencies: ["COpenSSL"], path: "Sources/CTetherCurl",
                 linkerSettings: [.linkedLibrary("curl")]),
+        // libnice (Debian: libnice-dev) for ICE, on its GLib main context; usrsctp (Debian:
+        // libusrsctp-dev) for SCTP over DTLS. C targets: their setters are variadic and their
+        // callbacks C function pointers.
+        .systemLibrary(name: "CNice", path: "Sources/CNice", pkgConfig: "nice", providers: [.apt(["libnice-dev"])]),
+        .target(name: "CTetherNice", dependencies: ["CNice"], path: "Sources/CTetherNice"),
+        .target(name: "CTetherSCTP", path: "Sources/CTetherSCTP", linkerSettings: [.linkedLibrary("usrsctp")]),
         // Linux calls Glibc does not expose cleanly to Swift (epoll, eventfd, timerfd, accept4, sockopts).
         .target(name: "CTetherSystem", path: "Sources/CTetherSystem"),
         // The OpenSSL-in-C reference loop tether-bench measures wrapper overhead against.
@@ -87,6 +94,11 @@ let package = Package(
         // It keeps keys in the SDK's state directory (TetherClient's conventions: owner-only, atomic writes).
         .target(name: "TetherCall", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
 
+        // The WebRTC data channel for Linux (the SDK's media transport): ICE (libnice), DTLS 1.2
+        // (OpenSSL), SCTP (usrsctp) and DCEP, and the data-only SDP; the glue only.
+        .target(name: "TetherRTC", dependencies: ["TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "COpenSSL", "CTetherNice", "CTetherSCTP"],
+                swiftSettings: strict),
+
         // MARK: Programs
         .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
                           swiftSettings: strict),
@@ -120,6 +132,8 @@ let package = Package(
         .testTarget(name: "TetherSignalTests", dependencies: ["TetherSignal", "TetherCall", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherCallTests", dependencies: ["TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "TetherRTCTests", dependencies: ["TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
