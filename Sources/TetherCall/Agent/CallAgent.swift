@@ -64,6 +64,7 @@ public final class CallAgent: @unchecked Sendable {  // every mutable member is 
             agent.signaling.stop()
             if let timer = agent.tickTimer { agent.loop.cancel(timer) }
             agent.tickTimer = nil
+            agent.tickDue = nil
         }
     }
 
@@ -145,7 +146,8 @@ public final class CallAgent: @unchecked Sendable {  // every mutable member is 
         tickDue = due
         guard let due else { return }
         let current = loop.clock.now()
-        tickTimer = loop.schedule(after: due > current ? due - current : 0) { [self] in
+        tickTimer = loop.schedule(after: due > current ? due - current : 0) { [weak self] in
+            guard let self else { return }
             self.tickTimer = nil
             self.tickDue = nil
             self.handle(.tick)
