@@ -14,8 +14,8 @@ extension DataChannelSDP {
     /// count at session level unless the section has its own (RFC 8839, RFC 8122, RFC 8842).
     /// Candidates Tether cannot use (hostnames such as mDNS names, other transports, other
     /// components) are skipped; malformed ones are refused. The pre-RFC 8841 form
-    /// `m=application 9 DTLS/SCTP 5000` with `a=sctpmap` is refused: every current stack
-    /// (libwebrtc since 2019, Firefox, Safari, aiortc) sends the RFC form.
+    /// `m=application 9 DTLS/SCTP 5000` with `a=sctpmap` is refused: the stacks Tether meets
+    /// (libwebrtc, Firefox, Safari, aiortc) send the RFC form.
     public static func parse(_ text: String, as type: DescriptionType) throws(ParseError) -> DataChannelSDP {
         var reader = DescriptionReader(type: type)
         for line in try SDPLine.split(text, maxBytes: maxBytes, maxLines: maxLines) { try reader.read(line) }
@@ -39,7 +39,7 @@ private struct LevelAttributes {
     var fingerprints: [CertificateFingerprint] = []
     /// The line of the first fingerprint of any hash function, to tell "none" from "no sha-256".
     var fingerprintLine: Int?
-    var setup: (value: DataChannelSDP.Setup, line: Int)?
+    var setup: DataChannelSDP.Setup?
     var connectionAddress: String?
 }
 
@@ -50,7 +50,7 @@ private struct DescriptionReader {
     let type: DataChannelSDP.DescriptionType
     var origin: DataChannelSDP.Origin?
     var sawTime = false
-    var lastType: Character = "s"
+    var lastType: Character = "v"
     var session = LevelAttributes()
     var media = LevelAttributes()
     var mediaLine: Int?
@@ -203,7 +203,7 @@ private struct DescriptionReader {
             guard let setup = DataChannelSDP.Setup(rawValue: text.lowercased()) else { throw invalid() }
             let allowed: Set<DataChannelSDP.Setup> = type == .offer ? [.actpass] : [.active, .passive]
             guard allowed.contains(setup) else { throw ParseError(line: n, .setupNotAllowed(setup.rawValue)) }
-            level.setup = (setup, n)
+            level.setup = setup
         case "group":
             try sessionOnly()
             guard let fields = SDPGrammar.fields(try required()), fields.allSatisfy(SDPGrammar.isToken) else { throw invalid() }
@@ -289,10 +289,9 @@ private struct DescriptionReader {
         guard !fingerprinted.fingerprints.isEmpty else { throw ParseError(line: fingerprintLine, .noSHA256Fingerprint) }
         guard let setup = media.setup ?? session.setup else { throw missing("setup") }
         guard let sctpPort else { throw missing("sctp-port") }
-        guard let ice = try? ICECredentials(ufrag: ufrag, pwd: pwd) else { throw missing("ice-ufrag") }
         return DataChannelSDP(type: type, origin: origin, bundled: bundle != nil, mid: mid, mediaProtocol: mediaProtocol, port: port,
-                              connectionAddress: connectionAddress, ice: ice, iceOptions: session.iceOptions + media.iceOptions,
-                              iceLite: iceLite, fingerprints: fingerprinted.fingerprints, setup: setup.value, sctpPort: sctpPort,
+                              connectionAddress: connectionAddress, ice: ICECredentials(checked: ufrag, pwd: pwd), iceOptions: session.iceOptions + media.iceOptions,
+                              iceLite: iceLite, fingerprints: fingerprinted.fingerprints, setup: setup, sctpPort: sctpPort,
                               maxMessageSize: maxMessageSize ?? DataChannelSDP.defaultMaxMessageSize, candidates: candidates,
                               endOfCandidates: endOfCandidates)
     }

@@ -19,4 +19,10 @@ public struct ICECredentials: Sendable, Hashable {
         self.ufrag = ufrag
         self.pwd = pwd
     }
+
+    /// Credentials the parser has already matched against the grammar.
+    init(checked ufrag: String, pwd: String) {
+        self.ufrag = ufrag
+        self.pwd = pwd
+    }
 }
