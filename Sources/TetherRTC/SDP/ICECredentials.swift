@@ -1,0 +1,28 @@
+/// An ICE agent's username fragment and password (RFC 8839 §5.4), as `a=ice-ufrag` and
+/// `a=ice-pwd` carry them. The ufrag's four characters and the password's 22 (of `ice-char`) are
+/// the minimums that give 24 and 128 bits of randomness; 256 is the grammar's ceiling.
+public struct ICECredentials: Sendable, Hashable {
+    public static let ufragLength = 4...256
+    public static let pwdLength = 22...256
+
+    public let ufrag: String
+    public let pwd: String
+
+    public enum Failure: Error, Equatable, Sendable {
+        case invalidUfrag
+        case invalidPwd
+    }
+
+    public init(ufrag: String, pwd: String) throws(Failure) {
+        guard SDPGrammar.isICEString(ufrag[...], length: Self.ufragLength) else { throw .invalidUfrag }
+        guard SDPGrammar.isICEString(pwd[...], length: Self.pwdLength) else { throw .invalidPwd }
+        self.ufrag = ufrag
+        self.pwd = pwd
+    }
+
+    /// Credentials the parser has already matched against the grammar.
+    init(checked ufrag: String, pwd: String) {
+        self.ufrag = ufrag
+        self.pwd = pwd
+    }
+}
