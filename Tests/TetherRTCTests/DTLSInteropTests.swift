@@ -26,6 +26,14 @@ final class DTLSInteropTests: XCTestCase {
         XCTAssertFalse(run.transcript.contains("pong"))
     }
 
+    func testOpenSSLsClientWithoutACertificateIsRefused() throws {
+        let run = try runAgainstSClient(forcing: .ecdheECDSAWithAES128GCMSHA256, presentingCertificate: false)
+        XCTAssertEqual(run.server.failure, .noPeerCertificate)
+        XCTAssertEqual(run.received, [])
+        XCTAssertTrue(run.exited)
+        XCTAssertFalse(run.transcript.contains("pong"))
+    }
+
     private struct Run {
         let server: DTLSTransport
         let peerCertificate: Certificate
@@ -35,9 +43,10 @@ final class DTLSInteropTests: XCTestCase {
     }
 
     /// Runs `openssl s_client -dtls1_2` with its own self-signed certificate (as a browser
-    /// would have) against a server transport expecting `expected` (s_client's real
+    /// would have; or none) against a server transport expecting `expected` (s_client's real
     /// fingerprint by default). s_client sends "ping"; the server answers "pong" and closes.
-    private func runAgainstSClient(forcing suite: DTLSCipherSuite, expecting expected: CertificateFingerprint? = nil) throws -> Run {
+    private func runAgainstSClient(forcing suite: DTLSCipherSuite, expecting expected: CertificateFingerprint? = nil,
+                                   presentingCertificate: Bool = true) throws -> Run {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dtls-interop-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -57,8 +66,8 @@ final class DTLSInteropTests: XCTestCase {
 
         let client = Process()
         client.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        client.arguments = ["s_client", "-dtls1_2", "-connect", "127.0.0.1:\(socket.port)", "-quiet", "-cipher", suite.openSSLName,
-                            "-cert", certificatePath, "-key", keyPath]
+        client.arguments = ["s_client", "-dtls1_2", "-connect", "127.0.0.1:\(socket.port)", "-quiet", "-cipher", suite.openSSLName]
+            + (presentingCertificate ? ["-cert", certificatePath, "-key", keyPath] : [])
         let input = Pipe(), output = Pipe()
         client.standardInput = input
         client.standardOutput = output

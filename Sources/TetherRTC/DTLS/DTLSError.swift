@@ -8,6 +8,8 @@ public enum DTLSError: Error, Equatable, Sendable, CustomStringConvertible {
     case configuration(String)
     /// The peer's certificate is not the one the signed SDP's `a=fingerprint` names.
     case fingerprintMismatch
+    /// The peer (a client: a server always presents one) sent no certificate at all.
+    case noPeerCertificate
     /// The handshake did not complete within its deadline (or OpenSSL gave up retransmitting).
     case handshakeTimeout
     /// The peer ended the association with this alert.
@@ -25,6 +27,7 @@ public enum DTLSError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .configuration(what): "DTLS configuration: \(what)"
         case .fingerprintMismatch: "DTLS: the peer's certificate does not match the SDP fingerprint"
+        case .noPeerCertificate: "DTLS: the peer presented no certificate"
         case .handshakeTimeout: "DTLS: handshake timed out"
         case let .peerAlert(alert): "DTLS: the peer sent alert \(alert)"
         case let .handshakeFailed(what): "DTLS handshake: \(what)"

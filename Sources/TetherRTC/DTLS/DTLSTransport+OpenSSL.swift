@@ -56,13 +56,17 @@ extension DTLSTransport {
 
     /// What ended a handshake or read that OpenSSL reported as failed, most specific first:
     /// our own rejection of the certificate, the peer's alert, OpenSSL giving up on
-    /// retransmissions, then OpenSSL's reason as text.
+    /// retransmissions or finding no client certificate, then OpenSSL's reason as text.
     func failureReason(_ sslError: Int32) -> DTLSError {
         defer { ERR_clear_error() }
         if rejectedPeer { return .fingerprintMismatch }
         if let fatalAlertReceived { return .peerAlert(fatalAlertReceived) }
         if sslError == SSL_ERROR_ZERO_RETURN { return .peerAlert(.closeNotify) }
-        if tether_ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_READ_TIMEOUT_EXPIRED { return .handshakeTimeout }
+        switch tether_ERR_GET_REASON(ERR_peek_last_error()) {
+        case SSL_R_READ_TIMEOUT_EXPIRED: return .handshakeTimeout
+        case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE: return .noPeerCertificate
+        default: break
+        }
         let reason = Self.openSSLError()
         return state == .connected ? .protocolFailure(reason) : .handshakeFailed(reason)
     }

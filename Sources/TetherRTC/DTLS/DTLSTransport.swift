@@ -67,8 +67,8 @@ public final class DTLSTransport {
     /// The peer's certificate, once the handshake has verified it.
     public private(set) var peerCertificate: Certificate?
     /// Datagrams refused before OpenSSL saw them: not DTLS by RFC 7983 demultiplexing (first
-    /// byte outside 20...63; STUN is 0...3, which the ICE layer should have kept), empty, or
-    /// larger than UDP allows.
+    /// byte outside 20...63; STUN is 0...3, which the ICE layer should have kept), empty,
+    /// larger than UDP allows, or holding an encrypted record too short to be genuine.
     public private(set) var droppedDatagrams = 0
 
     /// The handshake completed with the expected peer; `send` works from now on.
