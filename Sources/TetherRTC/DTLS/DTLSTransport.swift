@@ -8,7 +8,8 @@ public import TetherCrypto
 /// context): datagrams from the network go in through `receive`, datagrams for the network
 /// come out through the `send` closure given at init, and the retransmission timer is the
 /// owner's to schedule (`nextTimeout`, `handleTimeout()`). It starts no thread and keeps no
-/// timer of its own, so it lives on whichever loop carries the ICE agent without locks.
+/// timer of its own, so it lives on whichever loop carries the ICE agent without locks; it is
+/// not Sendable, and every call must come from that one thread.
 ///
 /// Every callback (`send`, `onConnected`, `onApplicationData`, `onClose`) runs on the calling
 /// thread and outside OpenSSL, so it may call back in: `send(_:)` and `close()` act at once, a
@@ -31,8 +32,8 @@ public final class DTLSTransport {
 
     public struct Options: Sendable {
         /// The largest datagram produced, DTLS record headers included. 1200 bytes, as browsers
-        /// use, leaves room for IPv6, UDP and a TURN ChannelData or Send indication header
-        /// within the 1280 bytes every IPv6 path carries.
+        /// use: with IPv6, UDP and a TURN ChannelData header it stays within the 1280 bytes
+        /// every IPv6 link carries (a TURN Send indication adds 48, still far from 1500).
         public var mtu: Int
         /// The first retransmission wait (RFC 6347 §4.2.4.1: 1 s); doubled per retransmission up
         /// to 60 s.
