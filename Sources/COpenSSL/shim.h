@@ -57,4 +57,14 @@ static inline int tether_alpn_select_http11(SSL *ssl, const unsigned char **out,
     return SSL_TLSEXT_ERR_NOACK;
 }
 static inline void tether_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, tether_alpn_select_http11, NULL); }
+
+// DTLS (TetherRTC's DTLSTransport).
+static inline long tether_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) { return SSL_CTX_set_max_proto_version(ctx, version); }
+static inline long tether_SSL_CTX_disable_session_cache(SSL_CTX *ctx) { return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF); }
+static inline uint64_t tether_SSL_OP_NO_QUERY_MTU(void) { return SSL_OP_NO_QUERY_MTU; }
+static inline uint64_t tether_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
+static inline uint64_t tether_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
+static inline long tether_DTLS_set_link_mtu(SSL *ssl, long mtu) { return DTLS_set_link_mtu(ssl, mtu); }
+static inline long tether_DTLSv1_get_timeout(SSL *ssl, struct timeval *remaining) { return DTLSv1_get_timeout(ssl, remaining); }
+static inline long tether_DTLSv1_handle_timeout(SSL *ssl) { return DTLSv1_handle_timeout(ssl); }
 #endif
