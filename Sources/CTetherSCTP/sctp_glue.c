@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "CTetherSCTP.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -56,6 +57,7 @@ static void start_once(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&thread, &attr, timer_loop, NULL) != 0) abort();
     pthread_attr_destroy(&attr);
+    pthread_setname_np(thread, "sctp-timer");
 }
 
 void tether_sctp_start(tether_sctp_output_fn output, tether_sctp_data_fn data,
