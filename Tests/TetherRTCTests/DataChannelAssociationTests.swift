@@ -5,6 +5,13 @@ import XCTest
 /// DCEP opens `cryptext`, messages cross whole and in order, and the channel and association
 /// close as RFC 8831 §6.7 and Tether's rules say.
 final class DataChannelAssociationTests: XCTestCase {
+    func assertSendRefused(_ association: DataChannelAssociation, _ expected: DataChannelSendError,
+                           file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try association.send([1]), file: file, line: line) {
+            XCTAssertEqual($0 as? DataChannelSendError, expected, file: file, line: line)
+        }
+    }
+
     func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed }
     }
@@ -38,8 +45,7 @@ final class DataChannelAssociationTests: XCTestCase {
         eventually("every message") { pair.logB.messages.count == fromA.count && pair.logA.messages.count == fromB.count }
         XCTAssertEqual(pair.logB.messages, fromA)
         XCTAssertEqual(pair.logA.messages, fromB)
-        XCTAssertNil(pair.logA.failure)
-        XCTAssertNil(pair.logB.failure)
+        pair.assertNeitherFailed()
     }
 
     func testDroppedPacketsAreRetransmittedAndMessagesStillArriveInOrder() throws {
@@ -63,7 +69,7 @@ final class DataChannelAssociationTests: XCTestCase {
     func testSendsAboveThePeersMaxMessageSizeOrTheLocalBoundAreRefused() throws {
         let pair = try AssociationPair(a: DataChannelConfiguration(role: .client, opensChannel: true, peerMaxMessageSize: 40_000))
         defer { pair.close() }
-        XCTAssertThrowsError(try pair.a.send([1])) { XCTAssertEqual($0 as? DataChannelSendError, .notOpen) }
+        assertSendRefused(pair.a, .notOpen)
         pair.waitUntilOpen()
         XCTAssertThrowsError(try pair.a.send(bytes(40_001, seed: 0))) {
             XCTAssertEqual($0 as? DataChannelSendError, .messageTooLarge(size: 40_001, limit: 40_000))
@@ -91,7 +97,7 @@ final class DataChannelAssociationTests: XCTestCase {
         XCTAssertEqual(pair.logB.messages, [])
         eventually("A sees the abort") { pair.logA.failure != nil }
         XCTAssertEqual(pair.logA.failure, .associationLost)
-        XCTAssertThrowsError(try pair.a.send([1])) { XCTAssertEqual($0 as? DataChannelSendError, .closed) }
+        assertSendRefused(pair.a, .closed)
     }
 
     func testOpensWithAnotherLabelTypeProtocolOrParityAreRefusedByStreamReset() throws {
@@ -129,8 +135,7 @@ final class DataChannelAssociationTests: XCTestCase {
         try pair.a.send([1, 2, 3])
         try pair.b.send([4, 5])
         eventually("messages on the first channel") { pair.logB.messages == [[1, 2, 3]] && pair.logA.messages == [[4, 5]] }
-        XCTAssertNil(pair.logA.failure)
-        XCTAssertNil(pair.logB.failure)
+        pair.assertNeitherFailed()
     }
 
     func testClosingTheChannelResetsItsStreamAndThePeerSeesItClosedAfterTheQueuedMessages() throws {
@@ -143,10 +148,9 @@ final class DataChannelAssociationTests: XCTestCase {
         eventually("both ends closed") { pair.logA.contains(.channelClosed) && pair.logB.contains(.channelClosed) }
         XCTAssertEqual(pair.logB.messages, queued, "the reset follows what was queued before it")
         XCTAssertEqual(pair.logB.all.last, .channelClosed)
-        XCTAssertThrowsError(try pair.a.send([1])) { XCTAssertEqual($0 as? DataChannelSendError, .closed) }
-        XCTAssertThrowsError(try pair.b.send([1])) { XCTAssertEqual($0 as? DataChannelSendError, .closed) }
-        XCTAssertNil(pair.logA.failure)
-        XCTAssertNil(pair.logB.failure)
+        assertSendRefused(pair.a, .closed)
+        assertSendRefused(pair.b, .closed)
+        pair.assertNeitherFailed()
     }
 
     func testClosingTheAssociationAbortsItAndThePeerSeesItLost() throws {
@@ -157,6 +161,6 @@ final class DataChannelAssociationTests: XCTestCase {
         eventually("B's failure") { pair.logB.failure != nil }
         XCTAssertEqual(pair.logB.failure, .associationLost)
         XCTAssertEqual(pair.logA.all, [.channelOpen], "nothing is reported after close")
-        XCTAssertThrowsError(try pair.a.send([1])) { XCTAssertEqual($0 as? DataChannelSendError, .closed) }
+        assertSendRefused(pair.a, .closed)
     }
 }

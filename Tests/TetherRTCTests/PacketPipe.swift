@@ -125,6 +125,11 @@ struct AssociationPair {
         }
     }
 
+    func assertNeitherFailed(file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertNil(logA.failure, file: file, line: line)
+        XCTAssertNil(logB.failure, file: file, line: line)
+    }
+
     func close() {
         a.close()
         b.close()

@@ -45,7 +45,10 @@ extension DataChannelAssociation {
             guard configuration.opensChannel, stream == channel, !ackReceived else { return fail(.protocolViolation(.unexpectedDCEP)) }
             ackReceived = true
         case let .open(open):
-            guard stream != channel else { return fail(.protocolViolation(.unexpectedDCEP)) }
+            // On the open channel's own stream an OPEN is nonsense; once that stream is reset
+            // both ways, the peer may reuse it, and is refused like any second channel.
+            let isLive = phase == .open || phase == .closing
+            guard stream != channel || !isLive else { return fail(.protocolViolation(.unexpectedDCEP)) }
             handleOpen(open, stream: stream)
         }
     }
