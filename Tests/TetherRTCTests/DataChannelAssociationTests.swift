@@ -69,7 +69,6 @@ final class DataChannelAssociationTests: XCTestCase {
     func testSendsAboveThePeersMaxMessageSizeOrTheLocalBoundAreRefused() throws {
         let pair = try AssociationPair(a: DataChannelConfiguration(role: .client, opensChannel: true, peerMaxMessageSize: 40_000))
         defer { pair.close() }
-        assertSendRefused(pair.a, .notOpen)
         pair.waitUntilOpen()
         XCTAssertThrowsError(try pair.a.send(bytes(40_001, seed: 0))) {
             XCTAssertEqual($0 as? DataChannelSendError, .messageTooLarge(size: 40_001, limit: 40_000))
@@ -82,6 +81,14 @@ final class DataChannelAssociationTests: XCTestCase {
         try pair.a.send(bytes(40_000, seed: 9))
         eventually("the message at the limit") { pair.logB.messages.count == 1 }
         XCTAssertEqual(pair.logB.messages, [bytes(40_000, seed: 9)])
+    }
+
+    func testSendsBeforeTheChannelIsOpenAreRefused() throws {
+        // No peer: the association never comes up.
+        let lonely = try DataChannelAssociation(configuration: DataChannelConfiguration(role: .client, opensChannel: true),
+                                                sendPacket: { _ in }, onEvent: { _ in })
+        defer { lonely.close() }
+        assertSendRefused(lonely, .notOpen)
     }
 
     func testAnIncomingMessageAboveTheAdvertisedMaximumAbortsTheAssociation() throws {
