@@ -143,3 +143,23 @@ final class ICEAgentReflexiveTests: XCTestCase {
         XCTAssertNil(log.failure)
     }
 }
+
+/// Relayed agents give back their TURN sockets (UDP, and the TCP connections to the server).
+final class ICEAgentRelayLeakTests: XCTestCase {
+    func testRelayOnlyPairsOverUDPAndTCPGiveBackEveryDescriptorAndThreadOnClose() throws {
+        let coturn = try CoturnFixture()
+        defer { coturn.stop() }
+        func connectAndClose(_ transport: String) throws {
+            let pair = try ICEPair(servers: [coturn.turnServer(transport: transport)], relayOnly: true)
+            try pair.start()
+            XCTAssertTrue(pair.waitUntilConnected(30), "\(transport): \(pair.controllingLog.states)")
+            pair.close()
+        }
+        try connectAndClose("udp")
+        try connectAndClose("tcp")
+        usleep(200_000)
+        let baseline = ProcessResources()
+        for index in 0..<10 { try connectAndClose(index % 2 == 0 ? "udp" : "tcp") }
+        baseline.assertReturned()
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Glibc
+import TetherRTC
+import TetherWire
+import XCTest
+
+/// Remote candidates from the peer's signals: a malformed one is an error for the call (which
+/// ends it), never a crash, and the agent is otherwise unaffected.
+final class ICEAgentRemoteCandidateTests: XCTestCase {
+    func error(_ body: () throws -> Void) -> ICEError? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return error as? ICEError
+        }
+    }
+
+    func testAMalformedRemoteCandidateIsASpecificErrorAndTheAgentStillConnects() throws {
+        let pair = try ICEPair()
+        defer { pair.close() }
+        let malformed: [(String, ICEError)] = [
+            ("", .malformedCandidate(.notACandidate)),
+            ("a=candidate:1 1 UDP 2015364095 127.0.0.1 5000 typ host", .malformedCandidate(.notACandidate)),
+            ("candidate:1 1 UDP 2015364095 127.0.0.1 5000 typ", .malformedCandidate(.malformedField("field count"))),
+            ("candidate:1 1 UDP 2015364095 127.0.0.1 70000 typ host", .malformedCandidate(.malformedField("port"))),
+            ("candidate:1 1 UDP 2015364095 127.0.0.1 -1 typ host", .malformedCandidate(.malformedField("port"))),
+            ("candidate:1 1 UDP 99999999999 127.0.0.1 5000 typ host", .malformedCandidate(.malformedField("priority"))),
+            ("candidate:1 1 UDP 2015364095 127.0.0 5000 typ host", .malformedCandidate(.malformedField("address"))),
+            ("candidate:1 1 UDP 2015364095 127.0.0.1 5000 type host", .malformedCandidate(.malformedField("typ"))),
+            ("candidate:1 1 UDP 2015364095 127.0.0.1 5000 typ bogus", .malformedCandidate(.unknownType("bogus"))),
+            ("candidate:1 1 SCTP 2015364095 127.0.0.1 5000 typ host", .malformedCandidate(.unknownTransport("SCTP"))),
+            ("candidate:1 1 UDP 2015364095 127.0.0.1 5000 typ host generation", .malformedCandidate(.malformedField("extension"))),
+            ("candidate:1  1 UDP 2015364095 127.0.0.1 5000 typ host", .malformedCandidate(.malformedField("component"))),
+            ("candidate:\u{0} 1 UDP 2015364095 127.0.0.1 5000 typ host", .malformedCandidate(.malformedField("foundation"))),
+            ("candidate:1 1 UDP 2015364095 127.0.0.1 5000 typ srflx raddr 1.2.3.4.5 rport 9", .malformedCandidate(.malformedField("raddr"))),
+            ("candidate:1 1 UDP 1 127.0.0.1 5000 typ host " + String(repeating: "x", count: 1100), .malformedCandidate(.tooLong)),
+            ("candidate:1 2 UDP 2015364095 127.0.0.1 5000 typ host", .unexpectedComponent(2)),
+        ]
+        for (value, expected) in malformed {
+            XCTAssertEqual(error { try pair.controlling.addRemoteCandidate(value) }, expected, value.prefix(80).description)
+        }
+        try pair.start()
+        XCTAssertTrue(pair.waitUntilConnected(), "\(pair.controllingLog.states)")
+        try pair.exchange(self, count: 1)
+        XCTAssertNil(pair.controllingLog.failure)
+    }
+
+    func testValidCandidatesTheAgentCannotUseAreDroppedNotErrorsAndBrowserExtensionsAreAccepted() throws {
+        let log = ICEEventLog()
+        let agent = try ICEAgent(ICEConfiguration(role: .controlled, localAddresses: ["127.0.0.1"]), handler: log.record)
+        defer { agent.close() }
+        try agent.setRemoteCredentials(.random())
+        XCTAssertFalse(try agent.addRemoteCandidate("candidate:2 1 TCP 1518280447 127.0.0.1 9 typ host tcptype active"), "ICE-TCP is off")
+        XCTAssertFalse(try agent.addRemoteCandidate("candidate:3 1 udp 2113937151 5b1c4f3e-6a1d-4c1f-9f0e-0123456789ab.local 54400 typ host generation 0"),
+                       "an mDNS name libnice cannot resolve")
+        XCTAssertTrue(try agent.addRemoteCandidate("candidate:4 1 udp 1686052607 203.0.113.9 40000 typ srflx raddr 192.168.1.2 rport 40000 generation 0 ufrag abcd network-id 1"))
+        XCTAssertTrue(try agent.addRemoteCandidate("candidate:5 1 UDP 2015364095 ::1 5000 typ host"))
+        // Jobs run in order: once gathering (posted last) is done, libnice has taken both.
+        try agent.startGathering()
+        XCTAssertTrue(log.waitForGathering())
+        XCTAssertNil(log.failure, "libnice accepted what Tether parsed")
+    }
+
+    func testEveryMethodThrowsClosedAfterClose() throws {
+        let agent = try ICEAgent(ICEConfiguration(role: .controlling, localAddresses: ["127.0.0.1"])) { _ in }
+        agent.close()
+        agent.close()
+        XCTAssertEqual(error { try agent.startGathering() }, .closed)
+        XCTAssertEqual(error { try agent.setRemoteCredentials(.random()) }, .closed)
+        XCTAssertEqual(error { try agent.addRemoteCandidate("candidate:1 1 UDP 2015364095 127.0.0.1 5000 typ host") }, .closed)
+        XCTAssertEqual(error { try agent.endOfRemoteCandidates() }, .closed)
+        XCTAssertEqual(error { try agent.send([1, 2, 3]) }, .closed)
+    }
+
+    func testAnOversizedDatagramIsRefusedWhereItIsSent() throws {
+        let agent = try ICEAgent(ICEConfiguration(role: .controlling, localAddresses: ["127.0.0.1"])) { _ in }
+        defer { agent.close() }
+        XCTAssertEqual(error { try agent.send([UInt8](repeating: 0, count: ICEAgent.maxDatagramSize + 1)) }, .datagramTooLarge(ICEAgent.maxDatagramSize + 1))
+        XCTAssertNoThrow(try agent.send([UInt8](repeating: 0, count: ICEAgent.maxDatagramSize)), "dropped (no pair yet), not refused")
+    }
+
+    func testAPeerThatNeverAnswersChecksFailsOnceItsCandidatesHaveEnded() throws {
+        let log = ICEEventLog()
+        let agent = try ICEAgent(ICEConfiguration(role: .controlling, localAddresses: ["127.0.0.1"]), handler: log.record)
+        defer { agent.close() }
+        try agent.setRemoteCredentials(.random())
+        try agent.startGathering()
+        // A port nothing listens on: every check goes unanswered (or is refused by ICMP).
+        try agent.addRemoteCandidate("candidate:1 1 UDP 2015364095 127.0.0.1 \(Self.unusedPort()) typ host")
+        try agent.endOfRemoteCandidates()
+        XCTAssertTrue(log.waitForFailure(40), "\(log.states)")
+        XCTAssertEqual(log.failure, .connectivityChecksFailed)
+        guard case .failed? = log.states.last else { return XCTFail("failed is final: \(log.states)") }
+    }
+
+    static func unusedPort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}
