@@ -1,4 +1,4 @@
-public import TetherCrypto
+import TetherCrypto
 
 /// ICE's short-term credentials, `a=ice-ufrag` and `a=ice-pwd` (RFC 8839 §5.4): 4…256 and
 /// 22…256 ice-chars. Tether draws its own rather than taking libnice's, so the SDP can be
