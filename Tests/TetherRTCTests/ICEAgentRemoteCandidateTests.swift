@@ -1,6 +1,6 @@
 import Foundation
-import Glibc
 import TetherRTC
+import TetherTestSupport
 import TetherWire
 import XCTest
 
@@ -86,23 +86,11 @@ final class ICEAgentRemoteCandidateTests: XCTestCase {
         defer { agent.close() }
         try agent.setRemoteCredentials(.random())
         try agent.startGathering()
-        // A port nothing listens on: every check goes unanswered (or is refused by ICMP).
-        try agent.addRemoteCandidate("candidate:1 1 UDP 2015364095 127.0.0.1 \(Self.unusedPort()) typ host")
+        // A port that was free: nothing there answers a check signed with these credentials.
+        try agent.addRemoteCandidate("candidate:1 1 UDP 2015364095 127.0.0.1 \(RelayProcess.freePort()) typ host")
         try agent.endOfRemoteCandidates()
         XCTAssertTrue(log.waitForFailure(40), "\(log.states)")
         XCTAssertEqual(log.failure, .connectivityChecksFailed)
         guard case .failed? = log.states.last else { return XCTFail("failed is final: \(log.states)") }
-    }
-
-    static func unusedPort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return UInt16(bigEndian: address.sin_port)
     }
 }

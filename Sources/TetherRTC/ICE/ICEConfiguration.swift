@@ -18,8 +18,8 @@ public struct ICEConfiguration: Sendable {
     /// ICE-TCP candidates (RFC 6544). Off: every WebRTC peer speaks ICE over UDP, and a TURN
     /// server reached over TCP or TLS already covers networks that block UDP.
     public var tcpCandidates: Bool
-    /// The interface addresses host candidates are gathered on; empty means every interface
-    /// libnice finds (it leaves out loopback unless nothing else is up).
+    /// The interface addresses host candidates are gathered on (IP literals); empty means the
+    /// addresses of every interface libnice finds.
     public var localAddresses: [String]
     /// The local UDP ports candidates may bind (a firewall's pinhole); nil for any.
     public var portRange: ClosedRange<UInt16>?
