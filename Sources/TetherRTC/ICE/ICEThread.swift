@@ -1,0 +1,139 @@
+import CNice
+import CTetherNice
+import Glibc
+import Synchronization
+
+/// One agent's own thread, running a GLib main loop on a private main context: libnice's
+/// sockets, timers and signals live there, never on a Tether event loop. Other threads hand it
+/// work through a mailbox that one idle source drains in order, so jobs posted from any thread
+/// run one at a time, first in first out, and never inside a libnice call already on the stack
+/// (`g_main_context_invoke` would run them inline when posted from this thread).
+final class ICEThread: @unchecked Sendable {
+    // @unchecked: the pointers never change, GLib's context and loop calls used here are
+    // thread-safe, and everything mutable is behind the mailbox's mutex.
+    let context: OpaquePointer
+    private let loop: OpaquePointer
+    private let name: String
+    private let mailbox = Mutex(Mailbox())
+    private let handle = Mutex<pthread_t?>(nil)
+
+    private struct Mailbox {
+        var jobs: [@Sendable () -> Void] = []
+        var scheduled = false
+        /// No job is accepted once the final one (the teardown) is in.
+        var closed = false
+        /// Set when the thread was closed from itself and so cannot be joined.
+        var detachAtExit = false
+    }
+
+    init(name: String) {
+        context = g_main_context_new()
+        loop = g_main_loop_new(context, 0)
+        self.name = name
+    }
+
+    func start() {
+        var all = sigset_t()
+        sigfillset(&all)
+        var previous = sigset_t()
+        // Blocked in the creator around pthread_create, so the new thread starts with every
+        // signal blocked: process-directed signals belong to the owner's signal handling.
+        pthread_sigmask(SIG_BLOCK, &all, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { context in
+            Unmanaged<ICEThread>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, Unmanaged.passRetained(self).toOpaque())
+        precondition(status == 0, "pthread_create failed: \(status)")
+        handle.withLock { $0 = thread }
+    }
+
+    private func run() {
+        tether_nice_name_thread(name)
+        g_main_context_push_thread_default(context)
+        g_main_loop_run(loop)
+        g_main_context_pop_thread_default(context)
+        g_main_loop_unref(loop)
+        // Destroys every source still attached (a mailbox source that never ran among them,
+        // releasing what it holds). The agent, which held the other reference, is gone by now.
+        g_main_context_unref(context)
+        let detach = mailbox.withLock { state in
+            state.jobs.removeAll()
+            return state.detachAtExit
+        }
+        if detach { pthread_detach(pthread_self()) }
+    }
+
+    /// True on this thread. (Not `g_main_context_is_owner`: the context is gone once the thread ended.)
+    var isCurrent: Bool {
+        guard let thread = handle.withLock({ $0 }) else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// Queues `job` for the thread; false (and the job dropped) once closed.
+    @discardableResult
+    func post(_ job: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(job, final: false)
+    }
+
+    /// Queues the last job. `teardown` gets a function to call once everything it releases is
+    /// released; that ends the loop and the thread. False if already closed.
+    func close(_ teardown: @escaping @Sendable (_ finished: @escaping @Sendable () -> Void) -> Void) -> Bool {
+        let loop = UncheckedPointer(loop)
+        return enqueue({ teardown { g_main_loop_quit(loop.pointer) } }, final: true)
+    }
+
+    /// Waits for the thread to end; when called from the thread itself (an owner closing from
+    /// inside its handler), the thread detaches itself instead.
+    func join() {
+        if isCurrent {
+            mailbox.withLock { $0.detachAtExit = true }
+            return
+        }
+        guard let thread = handle.withLock({ $0 }) else { return }
+        pthread_join(thread, nil)
+    }
+
+    private func enqueue(_ job: @escaping @Sendable () -> Void, final: Bool) -> Bool {
+        let schedule: Bool? = mailbox.withLock { state in
+            guard !state.closed else { return nil }
+            state.closed = final
+            state.jobs.append(job)
+            defer { state.scheduled = true }
+            return !state.scheduled
+        }
+        guard let schedule else { return false }
+        // The context is alive here: it is only released after the final job ran, and no job
+        // is accepted after that one.
+        if schedule { attachDrain() }
+        return true
+    }
+
+    private func attachDrain() {
+        let source = g_idle_source_new()
+        g_source_set_callback(source, { data in
+            Unmanaged<ICEThread>.fromOpaque(data!).takeUnretainedValue().drain()
+            return 0  // G_SOURCE_REMOVE
+        }, Unmanaged.passRetained(self).toOpaque(), { data in
+            Unmanaged<ICEThread>.fromOpaque(data!).release()
+        })
+        g_source_attach(source, context)
+        g_source_unref(source)
+    }
+
+    private func drain() {
+        let jobs = mailbox.withLock { state in
+            state.scheduled = false
+            defer { state.jobs.removeAll(keepingCapacity: true) }
+            return state.jobs
+        }
+        for job in jobs { job() }
+    }
+}
+
+/// A C pointer carried into a `@Sendable` job that only ever runs on the ICE thread.
+struct UncheckedPointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}

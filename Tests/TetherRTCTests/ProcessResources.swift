@@ -1,0 +1,49 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// The process's open descriptors (/proc/self/fd) and threads (/proc/self/task) at one moment,
+/// and the check that they came back to it.
+struct ProcessResources {
+    let descriptors: Int
+    let threads: Int
+    /// Thread names other than libdispatch's workers (named after their root queue's QoS),
+    /// which come and go with whatever the test harness runs.
+    let namedThreads: [String]
+
+    init() {
+        descriptors = Self.descriptors
+        threads = Self.threads
+        namedThreads = Self.threadsNotDispatchWorkers
+    }
+
+    static func entries(_ directory: String) -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] }
+    static var descriptors: Int { entries("/proc/self/fd").count }
+    static var threads: Int { entries("/proc/self/task").count }
+
+    static var descriptorTargets: [String] {
+        entries("/proc/self/fd").map { $0 + "->" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) ?? "?") }.sorted()
+    }
+
+    static var threadNames: [String] {
+        entries("/proc/self/task").compactMap {
+            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }.sorted()
+    }
+
+    static var threadsNotDispatchWorkers: [String] { threadNames.filter { !$0.contains("qos") } }
+
+    /// Waits (up to 10 s: an exiting thread leaves /proc/self/task a moment after it is joined or
+    /// detached) for the same number of descriptors, no thread that was not there, and no more
+    /// threads in all (dispatch workers may have retired meanwhile); then asserts it.
+    func assertReturned(file: StaticString = #filePath, line: UInt = #line) {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, Self.descriptors != descriptors || Self.threads > threads || Self.threadsNotDispatchWorkers != namedThreads {
+            usleep(20_000)
+        }
+        XCTAssertEqual(Self.descriptors, descriptors, "open descriptors \(Self.descriptorTargets)", file: file, line: line)
+        XCTAssertLessThanOrEqual(Self.threads, threads, "threads: \(Self.threadNames)", file: file, line: line)
+        XCTAssertEqual(Self.threadsNotDispatchWorkers, namedThreads, file: file, line: line)
+        XCTAssertFalse(Self.threadNames.contains("tether-ice"), file: file, line: line)
+    }
+}
