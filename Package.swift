@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherPushTests", dependencies: ["TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSignal", "TetherCall", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSignal", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherCallTests", dependencies: ["TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),

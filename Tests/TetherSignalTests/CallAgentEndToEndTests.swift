@@ -1,6 +1,7 @@
 import Foundation
 import TetherCall
 import TetherNet
+import TetherRTC
 import TetherTestSupport
 import TetherWire
 import XCTest
@@ -188,6 +189,33 @@ final class CallAgentEndToEndTests: XCTestCase {
         try manual.loops[0].submitAndWait { manual.loops[0].runTimers() }
         XCTAssertEqual(ended(events), .timeout(.ringing))
         XCTAssertEqual(ended(bob.1), .peerTimedOut)
+    }
+
+    /// The same call over the real WebRTC data channel (TetherRTC: libnice ICE on loopback,
+    /// DTLS 1.2, usrsctp and DCEP) instead of the in-memory transport.
+    func testTwoClientsCallOverTheWebRTCDataChannelAndChat() throws {
+        func rtcAgent() throws -> (CallAgent, EventLog<CallAgent.Event>) {
+            let events = EventLog<CallAgent.Event>()
+            let agent = try CallAgent(identity: CallIdentity(), endpoint: endpoint, loop: group.next(), media: { _, servers in
+                RTCMediaTransport(iceServers: servers, options: .init(localAddresses: ["127.0.0.1"]))
+            }) { events.append($0) }
+            agent.start()
+            XCTAssertNotNil(events.first(within: 10) { if case .online = $0 { true } else { nil } }, "registered")
+            return (agent, events)
+        }
+        let alice = try rtcAgent(), bob = try rtcAgent()
+        defer { alice.0.stop(); bob.0.stop() }
+        let started = Date()
+        let call = try connect(alice, bob)
+        let setup = Date().timeIntervalSince(started)
+        alice.0.send("hello over WebRTC", on: call)
+        XCTAssertEqual(texts(bob.1, atLeast: 1), ["hello over WebRTC"])
+        bob.0.send(String(repeating: "b", count: 4000), on: call)
+        XCTAssertEqual(texts(alice.1, atLeast: 1), [String(repeating: "b", count: 4000)])
+        alice.0.hangUp(call)
+        XCTAssertEqual(ended(alice.1), .hungUp)
+        XCTAssertEqual(ended(bob.1), .peerHungUp)
+        print("webrtc call setup (dial to both secured) on loopback: \(Int(setup * 1000)) ms")
     }
 
     /// Runs an async read from a synchronous test.
