@@ -218,6 +218,47 @@ final class CallAgentEndToEndTests: XCTestCase {
         print("webrtc call setup (dial to both secured) on loopback: \(Int(setup * 1000)) ms")
     }
 
+    /// §7.5's relay-only policy through a real coturn whose REST credentials a real `tether
+    /// signal` issued: the call connects and both ends' selected pair is relayed.
+    func testARelayOnlyCallRunsThroughCoturnWithTheCredentialsTheServerIssued() throws {
+        let secret = "tether-relay-" + UUID().uuidString
+        let coturn = try ServiceProcess(ServiceProcess.python, [ServiceProcess.peer("coturn_fixture.py"), "serve", "--secret", secret],
+                                        expecting: "listening on")
+        let turn = "turn:127.0.0.1:\(coturn.port)?transport=udp"
+        let signal = try ServiceProcess(TetherBinary.url, ["signal", "--signal-port", String(RelayProcess.freePort())],
+                                        environment: ["TURN_MODE": "coturn", "TURN_SECRET": secret, "TURN_URLS": turn], expecting: "signal: listening on")
+        defer { signal.stop(); coturn.stop() }
+        let relayEndpoint = try SignalingEndpoint("ws://127.0.0.1:\(signal.port)/signal", allowLoopbackWS: true)
+        let made = MediaLog()
+        func relayAgent() throws -> (CallAgent, EventLog<CallAgent.Event>) {
+            let events = EventLog<CallAgent.Event>()
+            let agent = try CallAgent(identity: CallIdentity(), endpoint: relayEndpoint, loop: group.next(), media: { _, servers in
+                let transport = RTCMediaTransport(iceServers: servers, options: .init(relayOnly: true, localAddresses: ["127.0.0.1"]))
+                made.append(transport)
+                return transport
+            }) { events.append($0) }
+            agent.start()
+            let registration = try XCTUnwrap(events.first(within: 10) { if case let .online(r) = $0 { r } else { nil } })
+            XCTAssertEqual(registration.iceServers.flatMap(\.urls), [turn])
+            XCTAssertNotNil(registration.iceServers.first?.credential, "TURN REST credentials issued")
+            return (agent, events)
+        }
+        let alice = try relayAgent(), bob = try relayAgent()
+        defer { alice.0.stop(); bob.0.stop() }
+        let call = try connect(alice, bob)
+        alice.0.send("through the relay", on: call)
+        XCTAssertEqual(texts(bob.1, atLeast: 1), ["through the relay"])
+        let transports = made.all
+        XCTAssertEqual(transports.count, 2)
+        for transport in transports {
+            let pair = try XCTUnwrap(transport.selectedPair())
+            XCTAssertEqual(pair.local.type, .relay, "\(pair)")
+            XCTAssertEqual(pair.remote.type, .relay, "\(pair)")
+        }
+        alice.0.hangUp(call)
+        XCTAssertEqual(ended(bob.1), .peerHungUp)
+    }
+
     /// Runs an async read from a synchronous test.
     func awaitValue<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
         let box = EventLog<T>()
@@ -236,4 +277,13 @@ final class TransportLog: @unchecked Sendable {  // `lock` guards `made`
     }
 
     func transport(call: CallUUID, id: SignalingID) -> InMemoryMediaTransport? { lock.withLock { made[call.text + id.canonical] } }
+}
+
+/// The WebRTC transports the agents made.
+final class MediaLog: @unchecked Sendable {  // `lock` guards `made`
+    private let lock = NSLock()
+    private var made: [RTCMediaTransport] = []
+
+    func append(_ transport: RTCMediaTransport) { lock.withLock { made.append(transport) } }
+    var all: [RTCMediaTransport] { lock.withLock { made } }
 }

@@ -45,6 +45,7 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
     private var isOfferer = false
     private var iceConnected = false
     private var closed = false
+    private var pair: (local: ICECandidate, remote: ICECandidate)?
 
     public init(iceServers: [ICEServer], options: Options = Options()) {
         self.iceServers = iceServers
@@ -161,8 +162,8 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
             case let .failed(failure): fail("ICE: \(failure)")
             case .disconnected, .gathering, .connecting: break
             }
-        case .selectedPair:
-            break
+        case let .selectedPair(local, remote):
+            pair = (local, remote)
         case let .datagram(bytes):
             dtls?.receive(bytes)
             rescheduleDTLSTimer()
@@ -252,6 +253,12 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
     private func send(_ frame: [UInt8]) {
         guard let sctp else { return fail("a message before the data channel opened") }
         do throws(DataChannelSendError) { try sctp.send(frame) } catch { fail("send: \(error)") }
+    }
+
+    /// The candidate pair ICE selected, once it did (diagnostics and tests: a relay-only call
+    /// must run over `relay` candidates on both ends). Never call it from a delegate callback.
+    public func selectedPair() -> (local: ICECandidate, remote: ICECandidate)? {
+        queue.sync { pair }
     }
 
     // MARK: Ending
