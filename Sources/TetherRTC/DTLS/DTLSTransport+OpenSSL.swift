@@ -22,6 +22,13 @@ extension DTLSTransport {
         // the peer's certificate.
         _ = SSL_CTX_set_options(ctx, tether_SSL_OP_NO_QUERY_MTU() | tether_SSL_OP_NO_TICKET() | tether_SSL_OP_NO_RENEGOTIATION())
         _ = tether_SSL_CTX_disable_session_cache(ctx)
+        // The use_srtp extension (RFC 5764), although a data channel carries no media: WebRTC
+        // stacks negotiate it on every peer connection, and some (aiortc) fail a handshake that
+        // selects no profile. Tether offers and selects the profiles browsers use and never
+        // exports SRTP keys. (The call returns 0 on success.)
+        guard SSL_CTX_set_tlsext_use_srtp(ctx, "SRTP_AEAD_AES_128_GCM:SRTP_AES128_CM_SHA1_80") == 0 else {
+            throw .configuration("use_srtp: \(openSSLError())")
+        }
         // Both sides demand a certificate. The fingerprint decides, in place of chain
         // verification (the certificates are self-signed): see `verifyPeer`.
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)

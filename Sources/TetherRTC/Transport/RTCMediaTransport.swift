@@ -278,12 +278,14 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
         certificate = nil
     }
 
-    /// What failed is for diagnostics only; the call learns `.failed` and ends with `close` `error`.
-    private(set) var lastProblem: String?
+    /// What failed, for diagnostics only (no keys or addresses): the call learns `.failed` and
+    /// ends with `close` `error`.
+    public var lastProblem: String? { queue.sync { problem } }
+    private var problem: String?
 
     private func fail(_ problem: String) {
         guard !closed else { return }
-        lastProblem = problem
+        self.problem = problem
         report(.failed)
         close()
     }

@@ -1,0 +1,188 @@
+import Foundation
+import TetherCall
+import TetherRTC
+import TetherTestSupport
+import XCTest
+
+/// `RTCMediaTransport` against an independent WebRTC stack, aiortc (Tests/Peers/rtc_peer.py),
+/// on loopback in both directions: Tether offers and aiortc answers, aiortc offers and Tether
+/// answers; the `cryptext` channel opens on both sides and binary messages (up to a whole
+/// secure-channel frame) cross both ways.
+final class RTCAiortcInteropTests: XCTestCase {
+    func transport() -> (RTCMediaTransport, MediaEvents) {
+        let transport = RTCMediaTransport(iceServers: [], options: .init(localAddresses: ["127.0.0.1"]))
+        let events = MediaEvents()
+        transport.delegate = events
+        return (transport, events)
+    }
+
+    /// The description with every gathered candidate in it: aiortc takes no trickled ones.
+    func complete(_ events: MediaEvents) throws -> String {
+        let sdp = try XCTUnwrap(events.first(within: 10) { if case let .localDescription(sdp) = $0 { sdp } else { nil } })
+        XCTAssertNotNil(events.first(within: 10) { if case let .localCandidate(c) = $0, c.isEndOfCandidates { true } else { nil } }, "gathering ends")
+        let candidates = events.all.compactMap { if case let .localCandidate(c) = $0, !c.isEndOfCandidates { c.candidate } else { nil } }
+        XCTAssertFalse(candidates.isEmpty)
+        return sdp + candidates.map { "a=\($0)\r\n" }.joined() + "a=end-of-candidates\r\n"
+    }
+
+    func exchangeMessages(_ transport: RTCMediaTransport, _ events: MediaEvents, _ peer: RTCPeer, file: StaticString = #filePath, line: UInt = #line) throws {
+        guard events.first(within: 15, { if case .channelOpen = $0 { true } else { nil } }) != nil,
+              peer.record(within: 15, { $0["event"] as? String == "open" ? true : nil }) != nil else {
+            return XCTFail("the channel did not open on both sides: Tether \(events.summary), aiortc \(peer.summary)", file: file, line: line)
+        }
+        let small = Array("hello aiortc".utf8), frame = (0..<32_785).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        for message in [small, frame] { transport.perform(.send(message)) }
+        // aiortc prints what it got and echoes it.
+        let seen = peer.records(within: 15, atLeast: 2) { ($0["message"] as? String).flatMap { Data(base64Encoded: $0) }.map(Array.init) }
+        XCTAssertTrue(seen == [small, frame], "aiortc received both, whole and in order: \(seen.map(\.count))", file: file, line: line)
+        let echoed = events.values(within: 15, atLeast: 2) { if case let .channelMessage(bytes) = $0 { bytes } else { nil } }
+        XCTAssertTrue(echoed == [small, frame], "the echoes came back: \(echoed.map(\.count))", file: file, line: line)
+        try peer.send(["send": Data("from aiortc".utf8).base64EncodedString()])
+        let third = events.values(within: 15, atLeast: 3) { if case let .channelMessage(bytes) = $0 { bytes } else { nil } }
+        XCTAssertTrue(third.last == Array("from aiortc".utf8), "aiortc's own message: \(third.map(\.count))", file: file, line: line)
+        XCTAssertFalse(events.all.contains(.failed), file: file, line: line)
+    }
+
+    func testTetherOffersAiortcAnswersAndMessagesCrossBothWays() throws {
+        let (transport, events) = transport()
+        let peer = try RTCPeer("answer")
+        transport.perform(.createOffer)
+        try peer.send(["sdp": try complete(events)])
+        let answer = try XCTUnwrap(peer.record(within: 15) { $0["sdp"] as? String }, peer.errors)
+        transport.perform(.setRemoteAnswer(sdp: answer))
+        try exchangeMessages(transport, events, peer)
+        transport.perform(.close)
+        try peer.send(["close": true])
+        XCTAssertEqual(peer.finish(), 0, peer.errors)
+    }
+
+    func testAiortcOffersTetherAnswersAndMessagesCrossBothWays() throws {
+        let (transport, events) = transport()
+        let peer = try RTCPeer("offer")
+        let offer = try XCTUnwrap(peer.record(within: 15) { $0["sdp"] as? String }, peer.errors)
+        transport.perform(.acceptOffer(sdp: offer))
+        try peer.send(["sdp": try complete(events)])
+        try exchangeMessages(transport, events, peer)
+        transport.perform(.close)
+        try peer.send(["close": true])
+        XCTAssertEqual(peer.finish(), 0, peer.errors)
+    }
+
+    func testAMalformedOfferIsAFailureAndNothingElse() {
+        let (transport, events) = transport()
+        transport.perform(.acceptOffer(sdp: "v=0\r\nthis is not SDP\r\n"))
+        XCTAssertNotNil(events.first(within: 5) { $0 == .failed ? true : nil })
+        XCTAssertEqual(events.all, [.failed], "no description, no candidate after a refused offer")
+    }
+}
+
+/// What a transport reported, in order; tests wait on it.
+final class MediaEvents: CallMediaTransportDelegate, @unchecked Sendable {  // `lock` guards `events`
+    private let lock = NSLock()
+    private var events: [CallMediaEvent] = []
+
+    func mediaTransport(_ transport: any CallMediaTransport, didReport event: CallMediaEvent) { lock.withLock { events.append(event) } }
+
+    var all: [CallMediaEvent] { lock.withLock { events } }
+
+    /// The events without message payloads, for failure messages.
+    var summary: String {
+        all.map { event in
+            switch event {
+            case let .channelMessage(bytes): "message(\(bytes.count) bytes)"
+            case .localDescription: "localDescription"
+            case let .localCandidate(candidate): candidate.isEndOfCandidates ? "endOfCandidates" : "candidate"
+            default: "\(event)"
+            }
+        }.joined(separator: ", ")
+    }
+
+    func first<T>(within seconds: Double, _ match: (CallMediaEvent) -> T?) -> T? {
+        values(within: seconds, atLeast: 1, match).first
+    }
+
+    func values<T>(within seconds: Double, atLeast count: Int, _ match: (CallMediaEvent) -> T?) -> [T] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var seen: [T] = []
+        repeat {
+            seen = all.compactMap(match)
+            if seen.count >= count { return seen }
+            Thread.sleep(forTimeInterval: 0.01)
+        } while Date() < deadline
+        return seen
+    }
+}
+
+/// `Tests/Peers/rtc_peer.py`: JSON lines in and out, killed after 60 s.
+final class RTCPeer: @unchecked Sendable {  // `lock` guards `lines`, `pending` and `stderrText`
+    private let process = Process()
+    private let input = Pipe(), output = Pipe(), errorPipe = Pipe()
+    private let lock = NSLock()
+    private var lines: [[String: Any]] = []
+    private var pending = Data()
+    private var stderrText = ""
+
+    init(_ command: String) throws {
+        process.executableURL = PythonPackageVectors.virtualenv.appendingPathComponent("bin/python")
+        process.arguments = [Vectors.packageRoot().appendingPathComponent("Tests/Peers/rtc_peer.py").path, command]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errorPipe
+        signal(SIGPIPE, SIG_IGN)
+        try process.run()
+        output.fileHandleForReading.readabilityHandler = { [weak self] handle in self?.take(handle.availableData) }
+        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            self?.lock.withLock { self?.stderrText += text }
+        }
+        let process = self.process
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if process.isRunning { process.terminate() } }
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+
+    private func take(_ data: Data) {
+        lock.withLock {
+            pending.append(data)
+            while let newline = pending.firstIndex(of: 0x0A) {
+                let line = pending[pending.startIndex..<newline]
+                pending = Data(pending[(newline + 1)...])
+                if let record = try? JSONSerialization.jsonObject(with: line) as? [String: Any] { lines.append(record) }
+            }
+        }
+    }
+
+    var summary: String { lock.withLock { lines.map { $0.keys.sorted().joined(separator: "+") }.joined(separator: ", ") } + "; " + errors }
+
+    var errors: String { lock.withLock { stderrText + lines.compactMap { $0["error"] as? String }.joined(separator: "; ") } }
+
+    func send(_ record: [String: Any]) throws {
+        var data = try JSONSerialization.data(withJSONObject: record)
+        data.append(0x0A)
+        try input.fileHandleForWriting.write(contentsOf: data)
+    }
+
+    func record<T>(within seconds: Double, _ match: ([String: Any]) -> T?) -> T? { records(within: seconds, atLeast: 1, match).first }
+
+    func records<T>(within seconds: Double, atLeast count: Int, _ match: ([String: Any]) -> T?) -> [T] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var seen: [T] = []
+        repeat {
+            seen = lock.withLock { lines }.compactMap(match)
+            if seen.count >= count { return seen }
+            Thread.sleep(forTimeInterval: 0.01)
+        } while Date() < deadline
+        return seen
+    }
+
+    /// Waits for the peer to exit; its status.
+    func finish() -> Int32 {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        output.fileHandleForReading.readabilityHandler = nil
+        errorPipe.fileHandleForReading.readabilityHandler = nil
+        return process.terminationStatus
+    }
+}
