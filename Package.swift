@@ -100,7 +100,7 @@ let package = Package(
                 swiftSettings: strict),
 
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
+        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherRTC", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode"],
                           swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),

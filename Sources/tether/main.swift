@@ -28,6 +28,8 @@ commands:
   unpair    end a pairing, on either side (tether unpair --help)
   id        show this device's calling ID and contact link, made on first use (tether id --help)
   presence  ask a signaling server which contacts are online, for scripts (tether presence --help)
+  call      call a contact over WebRTC through a signaling server, then chat (tether call --help)
+  answer    wait for a call, accept or decline it, then chat (tether answer --help)
   demo      watch a whole pairing on a local relay, narrated (tether demo --help)
   attester  make a software App Attest root for tests (tether attester --help)
 
@@ -157,6 +159,8 @@ case "push":
     if arguments.first == "send" { await runPushSendCommand(Array(arguments.dropFirst())) } else { runPushCommand(arguments) }
 case "signal": runSignalCommand(arguments)
 case "presence": await runPresenceCommand(arguments)
+case "call": await runCallCommand(arguments)
+case "answer": await runAnswerCommand(arguments)
 case "shardmap":
     let help = """
     usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]

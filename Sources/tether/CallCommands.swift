@@ -1,0 +1,249 @@
+import Foundation
+import Glibc
+import TetherCall
+import TetherClient
+import TetherNet
+import TetherRTC
+import TetherWire
+
+/// `tether call <contact> --signal URL` and `tether answer --signal URL`: a real call over the
+/// WebRTC data channel (TetherRTC), set up through a signaling server, with an end-to-end
+/// encrypted line chat once the secure channel is up (signaling.md §7, §9, §11).
+///
+/// Every event is one line on standard output, in both modes, so scripts and people read the
+/// same thing: `calling <ID>`, `incoming <ID>`, `answered`, `secured <safety number>`,
+/// `message <text>`, `receipt`, `rotated <epoch>`, `ended <reason>`. Standard input carries the
+/// consent (`yes`/`no`, for `answer`) and then the chat: one line, one text. EOF or Ctrl-C hangs
+/// up. A call that ends after it was secured exits 0; one that never got there (declined, busy,
+/// offline, a timeout, a failure) exits 1 with one `tether: <reason>` line.
+func runCallCommand(_ arguments: [String]) async {
+    let help = """
+    usage: tether call <contact link or ID> --signal URL [--state DIR] [--relay-only] [--ca FILE]
+
+    Rings the contact through the signaling server at URL (wss://host/signal; ws:// for loopback
+    hosts) with this device's identity (`tether id`), over a WebRTC data channel. Once the
+    secure channel is up both sides show the safety number (compare it out of band), and each
+    line typed is sent as one end-to-end encrypted text. --relay-only uses TURN-relayed
+    candidates only (hides this device's address from the peer). Events are printed one per line:
+    calling, answered, secured <safety number>, message <text>, receipt, ended <reason>.
+    EOF or Ctrl-C hangs up. Exit 0 after a secured call, 1 when it never got there.
+
+    """
+    await runCall(arguments, help: help, command: "call")
+}
+
+func runAnswerCommand(_ arguments: [String]) async {
+    let help = """
+    usage: tether answer --signal URL [--state DIR] [--relay-only] [--ca FILE]
+
+    Waits at the signaling server at URL for one call to this device's identity (`tether id`),
+    prints `incoming <caller ID>` and reads the consent from standard input (`yes` accepts; `no`
+    or anything else declines). Then as `tether call`: the safety number, the chat (one line, one
+    text), EOF or Ctrl-C to hang up. Exit 0 after a secured call, 1 when it never got there.
+
+    """
+    await runCall(arguments, help: help, command: "answer")
+}
+
+private func runCall(_ arguments: [String], help: String, command: String) async -> Never {
+    if PeerOptions.asksForHelp(arguments) {
+        print(help, terminator: "")
+        exit(0)
+    }
+    signal(SIGPIPE, SIG_IGN)
+    var arguments = arguments
+    let relayOnly = arguments.contains("--relay-only")
+    arguments.removeAll { $0 == "--relay-only" }
+    let options = PeerOptions(arguments, command: command, valued: ["signal"])
+    guard let signalURL = options.values["signal"] else { fail("\(command): --signal URL is required") }
+    let endpoint = signalingEndpoint(signalURL, command: command)
+    var peer: SignalingID?
+    if command == "call" {
+        guard options.rest.count == 1 else { fail("call: name exactly one contact (a cryptext://contact/v2/… link or an ID)") }
+        peer = callContact(options.rest[0])
+    } else if !options.rest.isEmpty {
+        fail("answer: unexpected argument \(options.rest[0])")
+    }
+    let (identity, _) = loadCallIdentity(options.stateDirectory(name: callStateName), command: command)
+    if peer == identity.id { fail("call: that is this device's own ID") }
+
+    let console = Console()
+    let session = CallSession(console: console, command: command)
+    let group: EventLoopGroup
+    do { group = try EventLoopGroup(count: 1) } catch { fail("\(command): \(error)", code: 1) }
+    let transportOptions = RTCMediaTransport.Options(relayOnly: relayOnly)
+    let agent: CallAgent
+    do throws(NetError) {
+        agent = try CallAgent(identity: identity, endpoint: endpoint, loop: group.next(), tls: options.tls(), media: { _, servers in
+            RTCMediaTransport(iceServers: servers, options: transportOptions)
+        }) { event in session.handle(event) }
+    } catch {
+        fail("\(command): --signal: \(error)", code: 1)
+    }
+    session.agent = agent
+    session.peer = peer
+    var signalSources: [any DispatchSourceSignal] = []
+    for number in [SIGINT, SIGTERM] {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler { session.hangUp(reason: "interrupted") }
+        source.resume()
+        signalSources.append(source)
+    }
+    console.note("\(command): your ID \(identity.id.display); connecting to \(endpoint.url)")
+    agent.start()
+    let lines = LineQueue()
+    lines.startReadingStandardInput()
+    Task {
+        while let line = await lines.next() { session.typed(line) }
+        session.hangUp(reason: "end of input")
+    }
+    let status = await session.finished()
+    withExtendedLifetime(signalSources) {}
+    exit(status)
+}
+
+/// A contact link or a typed ID, checked as a key someone could register.
+private func callContact(_ text: String) -> SignalingID {
+    if text.lowercased().hasPrefix("cryptext:") {
+        do throws(ContactLinkError) { return try ContactLink.parse(text, allowLoopbackWS: true).id } catch { fail("call: \(error)") }
+    }
+    let id: SignalingID
+    do throws(SignalingID.ParseError) { id = try SignalingID.parse(userInput: text) } catch { fail("call: \(text): \(error)") }
+    guard IdentityVerification.signingKey(of: id) != nil else { fail("call: \(id.display) is not a valid public key (mistyped?)") }
+    return id
+}
+
+/// One call's progress as the command shows it; events come from the agent's loop, lines
+/// from the input thread, signals from a dispatch queue.
+private final class CallSession: @unchecked Sendable {  // `lock` guards every mutable member
+    let console: Console
+    let command: String
+    var agent: CallAgent?
+    var peer: SignalingID?
+    private let lock = NSLock()
+    private var call: CallUUID?
+    private var secured = false
+    private var awaitingConsent = false
+    private var done = false
+    private var completed = false
+    private var status: Int32 = 1
+    private var waiter: CheckedContinuation<Int32, Never>?
+
+    init(console: Console, command: String) {
+        self.console = console
+        self.command = command
+    }
+
+    /// The exit status, once the call is over and the agent has left the server.
+    func finished() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let ready: Int32? = lock.withLock {
+                if completed { return status }
+                waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// The first call decides the status; the others are late echoes of the same end.
+    private func finish(_ code: Int32, reason: String?) {
+        let first: Bool = lock.withLock {
+            guard !done else { return false }
+            done = true
+            status = code
+            return true
+        }
+        guard first else { return }
+        if let reason, code != 0 { console.note("tether: \(command): \(reason)") }
+        agent?.stop()
+        // A moment for the close signal and the socket's close frame to leave.
+        usleep(200_000)
+        let continuation: CheckedContinuation<Int32, Never>? = lock.withLock {
+            completed = true
+            defer { waiter = nil }
+            return waiter
+        }
+        continuation?.resume(returning: code)
+    }
+
+    func handle(_ event: CallAgent.Event) {
+        switch event {
+        case .online:
+            if let peer, lock.withLock({ call == nil }) {
+                let id = agent?.dial(peer)
+                lock.withLock { call = id }
+                console.output("calling \(peer.canonical)")
+            } else if peer == nil {
+                console.say("\(command): waiting for a call")
+            }
+        case let .offline(failure, retryIn):
+            if retryIn == nil { finish(1, reason: failure.description) }
+            else { console.note("\(command): \(failure); retrying") }
+        case let .call(notice):
+            handle(notice)
+        case .signalRefused:
+            break
+        }
+    }
+
+    private func handle(_ notice: CallNotice) {
+        switch notice {
+        case let .dialRefused(_, refusal):
+            finish(1, reason: refusal.description)
+        case let .incoming(from, id):
+            lock.withLock {
+                call = id
+                awaitingConsent = true
+            }
+            console.output("incoming \(from.canonical)")
+            if console.interactive { console.say("Accept the call from \(from.display)? Type yes or no.") }
+        case .answered:
+            console.output("answered")
+        case let .secured(_, number):
+            lock.withLock { secured = true }
+            console.output("secured \(number)")
+            if console.interactive { console.say("Compare the safety number with your contact; each line you type is sent encrypted.") }
+        case let .message(_, .text(_, text, _)):
+            console.output("message " + Console.printable(Array(text.utf8)))
+        case .message(_, .receipt):
+            console.output("receipt")
+        case let .sendRefused(_, _, error):
+            console.note("\(command): not sent: \(error)")
+        case let .rotated(_, epoch):
+            console.output("rotated \(epoch)")
+        case let .ended(_, reason):
+            console.output("ended \(reason)")
+            let wasSecured = lock.withLock { secured }
+            finish(wasSecured ? 0 : 1, reason: "the call ended: \(reason)")
+        }
+    }
+
+    func typed(_ line: String) {
+        let (id, consent, isSecured) = lock.withLock { () -> (CallUUID?, Bool, Bool) in
+            let consent = awaitingConsent
+            awaitingConsent = false
+            return (call, consent, secured)
+        }
+        guard let id, let agent else { return }
+        if consent {
+            let yes = ["yes", "y", "accept"].contains(line.trimmingCharacters(in: .whitespaces).lowercased())
+            if yes { agent.accept(id) } else { agent.decline(id) }
+            return
+        }
+        guard isSecured, !line.isEmpty else { return }
+        if line == "/rotate" { return agent.rotate(id) }
+        agent.send(line, on: id)
+    }
+
+    func hangUp(reason: String) {
+        let (id, isSecured) = lock.withLock { (call, secured) }
+        if let id { agent?.hangUp(id) }
+        // The ended notice finishes a live call; without one there is nothing to wait for.
+        if id == nil || !isSecured { finish(isSecured ? 0 : 1, reason: reason) }
+        else {
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { [self] in finish(0, reason: nil) }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+import TetherTestSupport
+import XCTest
+
+/// `tether call` and `tether answer` as two real processes, driven like a script through a real
+/// `tether signal`, over the real WebRTC data channel (Tests/Peers/call_cli.py): consent, equal
+/// safety numbers, chat both ways with receipts, rotation, hang-up; a declined call, a busy
+/// callee, an offline one, each with its line and exit status.
+final class CallCommandEndToEndTests: XCTestCase {
+    func testTwoTetherProcessesCallChatRotateAndHangUpAndADeclinedBusyOrOfflineCallSaysSo() throws {
+        let (status, output) = try ServiceProcess.runPeer("call_cli.py", ["--tether", TetherBinary.url.path])
+        let lines = output.split(separator: "\n")
+        XCTAssertEqual(lines.filter { $0.hasPrefix("PASS ") }.count, 4, output)
+        for failure in lines where !failure.hasPrefix("PASS ") { XCTFail(String(failure)) }
+        XCTAssertEqual(status, 0, output)
+    }
+}
