@@ -30,7 +30,7 @@ commands:
   presence  ask a signaling server which contacts are online, for scripts (tether presence --help)
   call      call a contact over WebRTC through a signaling server, then chat (tether call --help)
   answer    wait for a call, accept or decline it, then chat (tether answer --help)
-  demo      watch a whole pairing on a local relay, narrated (tether demo --help)
+  demo      watch a whole pairing on a local relay, narrated (tether demo --help); tether demo call: a call
   attester  make a software App Attest root for tests (tether attester --help)
 
 tether --version prints the release; tether <command> --help explains a command.
@@ -152,7 +152,8 @@ switch command {
 case "mac": await runMacCommand(arguments)
 case "phone": await runPhoneCommand(arguments)
 case "unpair": await runUnpairCommand(arguments)
-case "demo": await runDemoCommand(arguments)
+case "demo":
+    if arguments.first == "call" { await runDemoCallCommand(Array(arguments.dropFirst())) } else { await runDemoCommand(arguments) }
 case "attester": runAttesterCommand(arguments)
 case "id": runIdCommand(arguments)
 case "push":

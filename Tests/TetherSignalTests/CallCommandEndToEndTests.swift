@@ -13,4 +13,13 @@ final class CallCommandEndToEndTests: XCTestCase {
         for failure in lines where !failure.hasPrefix("PASS ") { XCTFail(String(failure)) }
         XCTAssertEqual(status, 0, output)
     }
+
+    func testTetherDemoCallRunsAWholeCallNarratedAndExitsZero() throws {
+        let (status, output) = try TetherBinary.run(["demo", "call"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.contains("(equal)"), "both sides show the same safety number: \(output)")
+        XCTAssertTrue(output.contains("Bob reads: Hello Bob, can you read this?"), output)
+        XCTAssertTrue(output.contains("both now use epoch 1"), output)
+        XCTAssertTrue(output.contains("9. Alice hung up; Bob's device says: the peer hung up."), output)
+    }
 }
