@@ -157,15 +157,19 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
         }
         guard first else { return }
         if let reason, code != 0 { console.note("tether: \(command): \(reason)") }
-        agent?.stop()
-        // A moment for the close signal and the socket's close frame to leave.
-        usleep(200_000)
-        let continuation: CheckedContinuation<Int32, Never>? = lock.withLock {
-            completed = true
-            defer { waiter = nil }
-            return waiter
+        // Off the agent's loop (this may run on it, inside the `ended` notice): the loop must
+        // finish its iteration to send the `close` signal and the socket's close frame, which
+        // the pause then gives a moment to leave before the process exits.
+        DispatchQueue.global().async { [self] in
+            agent?.stop()
+            usleep(300_000)
+            let continuation: CheckedContinuation<Int32, Never>? = lock.withLock {
+                completed = true
+                defer { waiter = nil }
+                return waiter
+            }
+            continuation?.resume(returning: code)
         }
-        continuation?.resume(returning: code)
     }
 
     func handle(_ event: CallAgent.Event) {
