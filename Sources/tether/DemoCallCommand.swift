@@ -87,36 +87,8 @@ func runDemoCallCommand(_ arguments: [String]) async -> Never {
 private final class DemoCaller: @unchecked Sendable {  // `agent` is set once before any event
     let name: String
     let identity = CallIdentity()
-    let events = DemoEvents()
+    let events = EventCursor<CallAgent.Event>()
     var agent: CallAgent!
 
     init(name: String) { self.name = name }
-}
-
-private final class DemoEvents: @unchecked Sendable {  // `lock` guards every member
-    private let lock = NSLock()
-    private var events: [CallAgent.Event] = []
-    private var cursor = 0
-
-    func append(_ event: CallAgent.Event) { lock.withLock { events.append(event) } }
-
-    struct Missing: Error, CustomStringConvertible { let description: String }
-
-    /// The next event from the cursor on that `match` accepts.
-    func next<T>(within seconds: Double = 20, _ what: String, _ match: (CallAgent.Event) -> T?) async throws -> T {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            let found: T? = lock.withLock {
-                while cursor < events.count {
-                    let event = events[cursor]
-                    cursor += 1
-                    if let value = match(event) { return value }
-                }
-                return nil
-            }
-            if let found { return found }
-            try await Task.sleep(nanoseconds: 20_000_000)
-        }
-        throw Missing(description: "no \(what) within \(Int(seconds)) s")
-    }
 }

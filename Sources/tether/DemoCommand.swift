@@ -4,33 +4,6 @@ import TetherClient
 import TetherNet
 import TetherWire
 
-/// Events of one demo device, waited for in order.
-private final class EventLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var events: [EndpointEvent] = []
-    private var cursor = 0
-
-    func append(_ event: EndpointEvent) { lock.withLock { events.append(event) } }
-
-    /// The first event from the cursor on that `match` accepts (the cursor moves past it).
-    func next<T>(within seconds: Double = 30, _ what: String, _ match: (EndpointEvent) -> T?) async throws -> T {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            let found: T? = lock.withLock {
-                while cursor < events.count {
-                    let event = events[cursor]
-                    cursor += 1
-                    if let value = match(event) { return value }
-                }
-                return nil
-            }
-            if let found { return found }
-            try await Task.sleep(nanoseconds: 20_000_000)
-        }
-        throw DemoFailure("no \(what) within \(Int(seconds)) s")
-    }
-}
-
 private struct DemoFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -120,7 +93,7 @@ private func demo(scratch: URL, relay: Process) async throws {
     step(1, "Started a private relay at \(origin) (open mode: no App Attest, loopback only).")
 
     let group = try EventLoopGroup(count: 1)
-    let macLog = EventLog(), phoneLog = EventLog()
+    let macLog = EventCursor<EndpointEvent>(), phoneLog = EventCursor<EndpointEvent>()
     let handOff = CodeHandOff()
     func endpoints() throws -> (MacEndpoint, PhoneEndpoint) {
         let macState = try StateDirectory(scratch.appendingPathComponent("mac"))
