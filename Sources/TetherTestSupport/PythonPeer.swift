@@ -15,33 +15,15 @@ public final class PythonPeer {
         }
     }
 
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private let errors = Pipe()
-    private let watchdog: DispatchWorkItem
+    private let launched: PythonProcess
+    private var input: Pipe { launched.input }
+    private var output: Pipe { launched.output }
+    private var errors: Pipe { launched.errors }
+    private var process: Process { launched.process }
 
     /// Starts `Tests/Peers/<script>` with `arguments`; the peer is killed after `timeout` seconds.
     public init(script: String, arguments: [String], timeout: TimeInterval = 30) throws {
-        let root = Vectors.packageRoot()
-        let python = PythonPackageVectors.virtualenv.appendingPathComponent("bin/python")
-        guard FileManager.default.isExecutableFile(atPath: python.path) else { throw Failure.interpreterMissing(python.path) }
-        process.executableURL = python
-        process.arguments = [root.appendingPathComponent("Tests/Peers/\(script)").path] + arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        // A peer that died must surface as a thrown write error, not kill the test run.
-        signal(SIGPIPE, SIG_IGN)
-        let process = self.process
-        watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        try process.run()
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-    }
-
-    deinit {
-        watchdog.cancel()
-        if process.isRunning { process.terminate() }
+        launched = try PythonProcess(script: script, arguments: arguments, timeout: timeout)
     }
 
     public func send(kind: UInt8, _ body: [UInt8]) throws {
@@ -71,7 +53,6 @@ public final class PythonPeer {
     public func finish() -> Int32 {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
-        watchdog.cancel()
         return process.terminationStatus
     }
 

@@ -115,32 +115,20 @@ final class MediaEvents: CallMediaTransportDelegate, @unchecked Sendable {  // `
 
 /// `Tests/Peers/rtc_peer.py`: JSON lines in and out, killed after 60 s.
 final class RTCPeer: @unchecked Sendable {  // `lock` guards `lines`, `pending` and `stderrText`
-    private let process = Process()
-    private let input = Pipe(), output = Pipe(), errorPipe = Pipe()
+    private let launched: PythonProcess
+    private var process: Process { launched.process }
     private let lock = NSLock()
     private var lines: [[String: Any]] = []
     private var pending = Data()
     private var stderrText = ""
 
     init(_ command: String) throws {
-        process.executableURL = PythonPackageVectors.virtualenv.appendingPathComponent("bin/python")
-        process.arguments = [Vectors.packageRoot().appendingPathComponent("Tests/Peers/rtc_peer.py").path, command]
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errorPipe
-        signal(SIGPIPE, SIG_IGN)
-        try process.run()
-        output.fileHandleForReading.readabilityHandler = { [weak self] handle in self?.take(handle.availableData) }
-        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+        launched = try PythonProcess(script: "rtc_peer.py", arguments: [command], timeout: 60)
+        launched.output.fileHandleForReading.readabilityHandler = { [weak self] handle in self?.take(handle.availableData) }
+        launched.errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let text = String(decoding: handle.availableData, as: UTF8.self)
             self?.lock.withLock { self?.stderrText += text }
         }
-        let process = self.process
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if process.isRunning { process.terminate() } }
-    }
-
-    deinit {
-        if process.isRunning { process.terminate() }
     }
 
     private func take(_ data: Data) {
@@ -161,7 +149,7 @@ final class RTCPeer: @unchecked Sendable {  // `lock` guards `lines`, `pending` 
     func send(_ record: [String: Any]) throws {
         var data = try JSONSerialization.data(withJSONObject: record)
         data.append(0x0A)
-        try input.fileHandleForWriting.write(contentsOf: data)
+        try launched.input.fileHandleForWriting.write(contentsOf: data)
     }
 
     func record<T>(within seconds: Double, _ match: ([String: Any]) -> T?) -> T? { records(within: seconds, atLeast: 1, match).first }
@@ -179,10 +167,10 @@ final class RTCPeer: @unchecked Sendable {  // `lock` guards `lines`, `pending` 
 
     /// Waits for the peer to exit; its status.
     func finish() -> Int32 {
-        try? input.fileHandleForWriting.close()
+        try? launched.input.fileHandleForWriting.close()
         process.waitUntilExit()
-        output.fileHandleForReading.readabilityHandler = nil
-        errorPipe.fileHandleForReading.readabilityHandler = nil
+        launched.output.fileHandleForReading.readabilityHandler = nil
+        launched.errors.fileHandleForReading.readabilityHandler = nil
         return process.terminationStatus
     }
 }

@@ -4,29 +4,14 @@ import TetherTestSupport
 /// `Tests/Peers/rtc_sdp_peer.py` (aiortc, an independent WebRTC stack) run in the project's
 /// virtualenv: one subcommand, SDP in on stdin and out on stdout, killed after 30 s.
 final class RTCSDPPeer {
-    private let process = Process()
-    private let input = Pipe(), output = Pipe(), errors = Pipe()
-    private let watchdog: DispatchWorkItem
+    private let launched: PythonProcess
+    private var process: Process { launched.process }
+    private var input: Pipe { launched.input }
+    private var output: Pipe { launched.output }
+    private var errors: Pipe { launched.errors }
 
     init(_ command: String) throws {
-        let python = PythonPackageVectors.virtualenv.appendingPathComponent("bin/python")
-        guard FileManager.default.isExecutableFile(atPath: python.path) else { throw PythonPeer.Failure.interpreterMissing(python.path) }
-        process.executableURL = python
-        process.arguments = [Vectors.packageRoot().appendingPathComponent("Tests/Peers/rtc_sdp_peer.py").path, command]
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        // A peer that died must surface as its exit status, not kill the test run on a write.
-        signal(SIGPIPE, SIG_IGN)
-        let process = self.process
-        watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        try process.run()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
-    }
-
-    deinit {
-        watchdog.cancel()
-        if process.isRunning { process.terminate() }
+        launched = try PythonProcess(script: "rtc_sdp_peer.py", arguments: [command])
     }
 
     /// Everything the peer prints, once it closes its stdout (at exit, or after an `exchange` offer).
@@ -40,7 +25,6 @@ final class RTCSDPPeer {
         if let text { try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8)) }
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
-        watchdog.cancel()
         return (process.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
