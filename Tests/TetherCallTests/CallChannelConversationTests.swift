@@ -205,7 +205,7 @@ final class CallChannelConversationTests: XCTestCase {
         }
     }
 
-    func testFortyFramesLeaveInOneSecondAndTheFortyFirstAfterIt() throws {
+    func testFortyFramesLeaveAtOnceAndTheFortyFirstAfterThePacingWindow() throws {
         let pair = ChannelPair()
         pair.connect()
         pair.advance(by: Fixture.seconds(2))
@@ -216,10 +216,12 @@ final class CallChannelConversationTests: XCTestCase {
         }
         XCTAssertEqual(out, 40)
         XCTAssertEqual(pair.alice.pacedFrameCount, 1)
-        // The peer's window includes its last nanosecond, so the 41st waits one more.
-        XCTAssertEqual(pair.alice.nextTick, start + Fixture.seconds(1) + 1)
-        XCTAssertEqual(pair.alice.tick(now: start + Fixture.seconds(1)), [])
-        XCTAssertEqual(pair.alice.tick(now: start + Fixture.seconds(1) + 1).frames.count, 1)
+        // 1.25 s, not the peer's 1 s (jitter margin), and one nanosecond more: windows include
+        // their last instant.
+        let window = CallChannelLimits.pacingWindow
+        XCTAssertEqual(pair.alice.nextTick, start + window + 1)
+        XCTAssertEqual(pair.alice.tick(now: start + window), [])
+        XCTAssertEqual(pair.alice.tick(now: start + window + 1).frames.count, 1)
         XCTAssertEqual(pair.alice.pacedFrameCount, 0)
         XCTAssertEqual(pair.alice.nextTick, Fixture.start + CallChannelLimits.sessionDuration, "only the session's end remains")
     }
@@ -233,7 +235,7 @@ final class CallChannelConversationTests: XCTestCase {
         XCTAssertEqual(pair.texts(.bob).count, 200)
         XCTAssertEqual(pair.receipts(.alice).count, 200)
         XCTAssertNil(pair.failure(.bob) ?? pair.failure(.alice))
-        XCTAssertGreaterThanOrEqual(pair.now - Fixture.start, Fixture.seconds(5), "202 frames need at least five windows")
+        XCTAssertGreaterThanOrEqual(pair.now - Fixture.start, 5 * CallChannelLimits.pacingWindow, "202 frames need at least five windows")
     }
 
     func testTheRotationQueueFlushIsPacedToo() throws {
@@ -253,3 +255,4 @@ final class CallChannelConversationTests: XCTestCase {
         XCTAssertNil(pair.failure(.bob))
     }
 }
+

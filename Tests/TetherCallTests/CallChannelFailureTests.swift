@@ -306,9 +306,10 @@ final class CallChannelFailureTests: XCTestCase {
         var (channel, peer) = try rawSession(channelRole: .initiator)
         var sent = 2, rotations = 0, t = now
         var failure: CallChannelFailure?
-        // One text per 30 ms stays under the pace; the peer answers each rotation in turn.
+        // One text per 33 ms stays under the pace (40 per 1.25 s); the peer answers each
+        // rotation in turn.
         while failure == nil {
-            t += Fixture.ms(30)
+            t += Fixture.ms(33)
             var pending = try channel.sendText("x", id: .random(), sentAt: 0, now: t) + channel.tick(now: t)
             while !pending.isEmpty {
                 switch pending.removeFirst() {

@@ -9,6 +9,16 @@ public enum CallChannelLimits {
     /// to stay under it in any window (§9.6, §13.1).
     public static let framesPerWindow = 40
     public static let rateWindow: UInt64 = 1_000_000_000
+    /// The sender's window for those 40 frames: longer than the receiver's, because the
+    /// receiver counts arrival times. Frames that left a full window apart arrive closer
+    /// together when the earlier one was delayed more (a TURN hop, a retransmission), and 40
+    /// per 1,000 ms of sending then became 41 in one of the peer's windows and closed the call
+    /// (seen in 1 of 5 benchmark bursts on loopback). With 1.25 s, a 1 s receiving window sees
+    /// at most 40 while delivery jitter stays under 250 ms; the sender still never exceeds 40 in
+    /// any 1,000 ms (§13.1), and sustained it carries 32 frames a second, so the session's
+    /// 100,000 frames remain reachable within its hour. (No sender-side window survives every
+    /// case: an ordered channel that loses a packet delivers what queued behind it at once.)
+    public static let pacingWindow: UInt64 = 1_250_000_000
     /// 1 type byte + 32,768 bytes of plaintext + the 16-byte tag (§9.6).
     public static let maxFrameBytes = 32_785
     /// The largest encoded application payload (§9.5).

@@ -66,7 +66,7 @@ public struct CallSecureChannel: Sendable {
     var ignoredPeerRequest = false
     var framesSent = 0
     var framesReceived = 0
-    var pacer = FramePacer(limit: CallChannelLimits.framesPerWindow, window: CallChannelLimits.rateWindow)
+    var pacer = FramePacer(limit: CallChannelLimits.framesPerWindow, window: CallChannelLimits.pacingWindow)
     var incoming = IncomingFrameWindow(limit: CallChannelLimits.framesPerWindow, window: CallChannelLimits.rateWindow)
     var receivedTexts = RecentMessageIDs(capacity: CallChannelLimits.dedupWindow)
     var awaitingReceipt = RecentMessageIDs(capacity: CallChannelLimits.receiptWindow)

@@ -1,7 +1,8 @@
 /// Sender pacing (signaling.md §13.1): frames leave in order, never more than `limit` in any
 /// `window`. The peer counts in fixed windows that include both ends (`now − start > window`
 /// starts the next) and closes on the 41st frame; a sliding bound over closed windows on this
-/// side keeps every one of the peer's within the limit, wherever it starts.
+/// side keeps every one of the peer's within the limit, wherever it starts, once `window`
+/// exceeds the peer's by the delivery jitter to absorb (`CallChannelLimits.pacingWindow`).
 struct FramePacer: Sendable {
     let limit: Int
     let window: UInt64
