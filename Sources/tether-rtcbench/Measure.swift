@@ -24,6 +24,9 @@ func measureSetup(runs: Int, options: RTCMediaTransport.Options) throws(BenchFai
 struct Throughput {
     var bytes: Int
     var seconds: Double
+    /// CPU time the whole process used meanwhile (both transports, every thread): near
+    /// `seconds` x cores means the run was CPU-bound, far below it that it waited.
+    var cpuSeconds: Double?
     var megabytesPerSecond: Double { Double(bytes) / seconds / 1e6 }
 }
 
@@ -42,7 +45,7 @@ func measureRawThroughput(total: Int, size: Int, window: Int, options: RTCMediaT
         progress.received(bytes.count)
     }
     let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-    let start = monotonicNow()
+    let start = monotonicNow(), cpuStart = processCPUSeconds()
     for sent in 0..<count {
         guard progress.waitUntil(received: sent - window + 1, timeout: 30) else {
             throw BenchFailure("the receiver stalled at \(progress.count) of \(count) messages: \(pair.failed ?? "no failure reported")")
@@ -53,7 +56,13 @@ func measureRawThroughput(total: Int, size: Int, window: Int, options: RTCMediaT
         throw BenchFailure("\(progress.count) of \(count) messages arrived: \(pair.failed ?? "no failure reported")")
     }
     let end = progress.lastAt
-    return Throughput(bytes: progress.bytes, seconds: Double(end - start) / 1e9)
+    return Throughput(bytes: progress.bytes, seconds: Double(end - start) / 1e9, cpuSeconds: processCPUSeconds() - cpuStart)
+}
+
+func processCPUSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
 }
 
 /// Messages counted as they arrive, with the time of the last; the sender waits on it.
@@ -120,27 +129,44 @@ struct SecureThroughput {
     var megabytesPerSecond: Double { Double(textBytes) / seconds / 1e6 }
 }
 
+/// How the benchmark hands texts to the caller's channel.
+enum SecureSending {
+    /// One text every `interval` nanoseconds, after a quiet second so the handshake's frames
+    /// are out of the receiver's first window: the pacer never has to hold one back, and the
+    /// receiver's fixed window sees at most one frame per interval whatever the latency.
+    case spaced(interval: UInt64)
+    /// Every text at once, left to the channel's own pacer (the §9.6 sender rule).
+    case burst
+}
+
+struct SecureRun {
+    var result: SecureThroughput
+    /// Why a channel ended the session before every text arrived, if one did.
+    var failure: String?
+}
+
 /// `texts` of the largest text from the caller's CallSecureChannel to the callee's over a real
 /// RTCMediaTransport pair, from the first send after key confirmation to the last delivery. Both
-/// channels live on one serial queue and are ticked at `nextTick`, as CallAgent runs them, so the
-/// sender's §9.6 pacing is what it is in a call.
-func measureSecureThroughput(texts: Int, options: RTCMediaTransport.Options) throws(BenchFailure) -> SecureThroughput {
+/// channels live on one serial queue and are ticked at `nextTick`, as CallAgent runs them.
+func measureSecureThroughput(texts: Int, sending: SecureSending, options: RTCMediaTransport.Options) throws(BenchFailure) -> SecureRun {
     let pair = TransportPair(options: options)
     defer { pair.close() }
     if case let .failure(failure) = pair.connect(timeout: 15) { throw failure }
-    let link = SecureLink(pair: pair, texts: texts)
+    let link = SecureLink(pair: pair, texts: texts, sending: sending)
     pair.onMessage { role, bytes in link.frame(bytes, to: role) }
     link.start()
-    guard link.waitForDeliveries(timeout: Double(texts) / Double(CallChannelLimits.framesPerWindow) + 30) else {
-        throw BenchFailure("the secure channel delivered \(link.outcome.delivered) of \(texts) texts: \(link.outcome.failure ?? pair.failed ?? "no failure reported")")
-    }
+    let delivered = link.waitForDeliveries(timeout: Double(texts) / Double(CallChannelLimits.framesPerWindow) + 30)
     let outcome = link.outcome
-    return SecureThroughput(texts: outcome.delivered, textBytes: outcome.textBytes, frameBytes: outcome.frameBytes,
-                            seconds: Double(outcome.end - outcome.start) / 1e9)
+    guard delivered || outcome.failure != nil else {
+        throw BenchFailure("the secure channel delivered \(outcome.delivered) of \(texts) texts: \(pair.failed ?? "no failure reported")")
+    }
+    let result = SecureThroughput(texts: outcome.delivered, textBytes: outcome.textBytes, frameBytes: outcome.frameBytes,
+                                  seconds: Double(outcome.end > outcome.start ? outcome.end - outcome.start : 0) / 1e9)
+    return SecureRun(result: result, failure: delivered ? nil : outcome.failure)
 }
 
 /// The two secure channels over a transport pair.
-final class SecureLink: @unchecked Sendable {  // every var is touched only on `queue`, `outcome` also under `condition`
+final class SecureLink: @unchecked Sendable {  // every var is touched only on `queue`, `state` under `condition`
     struct Outcome {
         var start: UInt64 = 0
         var end: UInt64 = 0
@@ -152,6 +178,7 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
 
     private let pair: TransportPair
     private let texts: Int
+    private let sending: SecureSending
     private let queue = DispatchQueue(label: "tether.rtcbench.secure")
     private var initiator: CallSecureChannel
     private var responder: CallSecureChannel
@@ -159,9 +186,10 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
     private let condition = NSCondition()
     private var state = Outcome()
 
-    init(pair: TransportPair, texts: Int) {
+    init(pair: TransportPair, texts: Int, sending: SecureSending) {
         self.pair = pair
         self.texts = texts
+        self.sending = sending
         (initiator, responder) = Identities.channels(now: monotonicNow())
     }
 
@@ -204,7 +232,7 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
                 if role == .offerer { update { $0.frameBytes += frame.count } }
                 (role == .offerer ? pair.offerer : pair.answerer).perform(.send(frame))
             case .authenticated:
-                if role == .offerer { sendAll() }
+                if role == .offerer { beginSending() }
             case let .deliver(.text(_, text, _)) where role == .answerer:
                 let now = monotonicNow()
                 update {
@@ -213,7 +241,7 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
                     $0.end = now
                 }
             case let .terminate(failure):
-                update { $0.failure = "\(role): \(failure)" }
+                update { if $0.failure == nil { $0.failure = "\(role == .offerer ? "caller" : "callee"): \(failure)" } }
             case .deliver, .rotated:
                 break
             }
@@ -221,19 +249,27 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
         scheduleTick()
     }
 
-    /// Every text at once: the channel's pacer holds what §9.6 does not let out yet, so the
-    /// sender is never the bottleneck and the figure is the channel's own.
-    private func sendAll() {
-        let now = monotonicNow()
-        update { $0.start = now }
-        for _ in 0..<texts {
-            do throws(CallSendError) {
-                let actions = try initiator.sendText(Identities.largestText, id: .random(), sentAt: 1_700_000_000_000, now: now)
-                absorb(actions, from: .offerer)
-            } catch {
-                update { $0.failure = "sendText: \(error)" }
-                return
+    private func beginSending() {
+        switch sending {
+        case .burst:
+            update { $0.start = monotonicNow() }
+            for _ in 0..<texts { sendText() }
+        case let .spaced(interval):
+            let first = monotonicNow() + CallChannelLimits.rateWindow + CallChannelLimits.rateWindow / 10
+            update { $0.start = first }
+            for index in 0..<texts {
+                queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: first + UInt64(index) * interval)) { [self] in sendText() }
             }
+        }
+    }
+
+    private func sendText() {
+        guard outcome.failure == nil else { return }
+        do throws(CallSendError) {
+            absorb(try initiator.sendText(Identities.largestText, id: .random(), sentAt: 1_700_000_000_000, now: monotonicNow()),
+                   from: .offerer)
+        } catch {
+            update { if $0.failure == nil { $0.failure = "sendText: \(error)" } }
         }
     }
 
