@@ -24,8 +24,9 @@ struct Aiortc {
         }
     }
 
-    func setup(runs: Int) throws(BenchFailure) -> [Double] {
-        let times = try run(["setup", "--runs", "\(runs)"]).compactMap { $0["ms"] as? Double }
+    func setup(runs: Int, turn: Coturn? = nil) throws(BenchFailure) -> [Double] {
+        let relay = turn.map { ["--turn", $0.url, "--username", $0.username, "--password", $0.password] } ?? []
+        let times = try run(["setup", "--runs", "\(runs)"] + relay).compactMap { $0["ms"] as? Double }
         guard times.count == runs else { throw BenchFailure("aiortc reported \(times.count) of \(runs) setups") }
         return times
     }
@@ -36,5 +37,56 @@ struct Aiortc {
             throw BenchFailure("aiortc reported no throughput")
         }
         return Throughput(bytes: bytes, seconds: seconds)
+    }
+}
+
+/// Tests/Peers/coturn_fixture.py serving a real coturn on loopback with a fresh REST secret, and
+/// one §8.2 credential for it (the fixture computes it, so the benchmark shares no code with the
+/// server side it exercises).
+final class Coturn {
+    let url: String
+    let username: String
+    let password: String
+    private let process: Process
+
+    init(python: String, script: String) throws(BenchFailure) {
+        let secret = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script, "serve", "--secret", secret]
+        let output = Pipe()
+        process.standardOutput = output
+        do { try process.run() } catch { throw BenchFailure("cannot start \(script): \(error)") }
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let port = text.split(separator: "\n").first.flatMap({ $0.hasPrefix("listening on ") ? Int($0.dropFirst(13)) : nil }) else {
+            process.terminate()
+            throw BenchFailure("coturn did not start: \(text)")
+        }
+        url = "turn:127.0.0.1:\(port)?transport=udp"
+        let credentials = Process()
+        credentials.executableURL = URL(fileURLWithPath: python)
+        credentials.arguments = [script, "credentials", "--secret", secret]
+        let printed = Pipe()
+        credentials.standardOutput = printed
+        do { try credentials.run() } catch { throw BenchFailure("cannot run \(script) credentials: \(error)") }
+        let lines = String(decoding: printed.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        credentials.waitUntilExit()
+        guard lines.count >= 2 else {
+            process.terminate()
+            throw BenchFailure("\(script) credentials printed \(lines.count) lines")
+        }
+        username = String(lines[0])
+        password = String(lines[1])
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
     }
 }

@@ -7,10 +7,10 @@ import TetherWire
 
 /// Call setup, `runs` times: createOffer to the channel open on both sides, each run on a fresh
 /// pair (fresh certificates, agents and associations, as every call gets).
-func measureSetup(runs: Int, options: RTCMediaTransport.Options) throws(BenchFailure) -> [Double] {
+func measureSetup(runs: Int, iceServers: [ICEServer] = [], options: RTCMediaTransport.Options) throws(BenchFailure) -> [Double] {
     var milliseconds: [Double] = []
     for _ in 0..<runs {
-        let pair = TransportPair(options: options)
+        let pair = TransportPair(iceServers: iceServers, options: options)
         let result = pair.connect(timeout: 15)
         pair.close()
         switch result {

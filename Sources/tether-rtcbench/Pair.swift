@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import TetherCall
 import TetherRTC
+import TetherWire
 
 /// Monotonic nanoseconds: the one clock every measurement and the secure channel use.
 func monotonicNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -21,9 +22,9 @@ final class TransportPair: @unchecked Sendable {  // `lock` guards every var
     private var failure: String?
     private var handler: (@Sendable (Role, [UInt8]) -> Void)?
 
-    init(options: RTCMediaTransport.Options) {
-        offerer = RTCMediaTransport(iceServers: [], options: options)
-        answerer = RTCMediaTransport(iceServers: [], options: options)
+    init(iceServers: [ICEServer] = [], options: RTCMediaTransport.Options) {
+        offerer = RTCMediaTransport(iceServers: iceServers, options: options)
+        answerer = RTCMediaTransport(iceServers: iceServers, options: options)
         offererEvents = Forwarder()
         answererEvents = Forwarder()
         offerer.delegate = offererEvents

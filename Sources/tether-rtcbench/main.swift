@@ -1,6 +1,7 @@
 import Foundation
 import TetherCall
 import TetherRTC
+import TetherWire
 
 // tether-rtcbench: RTCMediaTransport beside aiortc on loopback, in one run — call setup time,
 // raw data-channel throughput, and throughput through the Noise secure channel (which §9.6
@@ -9,7 +10,7 @@ import TetherRTC
 let usage = """
 usage: tether-rtcbench [--runs N] [--bytes B] [--aiortc-bytes B] [--size S] [--window W] [--texts T]
                        [--burst-runs R] [--burst-texts T]
-                       [--python PATH] [--script PATH] [--no-aiortc]
+                       [--python PATH] [--script PATH] [--no-aiortc] [--no-relay]
   --runs          setups per stack (20)
   --bytes         bytes one way for Tether's raw throughput (64 MiB)
   --aiortc-bytes  the same for aiortc (default --bytes; aiortc is slow, a smaller run saves time)
@@ -20,6 +21,7 @@ usage: tether-rtcbench [--runs N] [--bytes B] [--aiortc-bytes B] [--size S] [--w
   --burst-texts   texts in each of those (100)
   --python        the virtualenv's python with aiortc (.venv/bin/python)
   --script        Tests/Peers/rtc_bench_peer.py
+  --no-relay      skip the setups relayed through coturn (Tests/Peers/coturn_fixture.py, turnserver)
 """
 
 struct Options {
@@ -34,6 +36,8 @@ struct Options {
     var python = ".venv/bin/python"
     var script = "Tests/Peers/rtc_bench_peer.py"
     var aiortc = true
+    var relay = true
+    var coturnScript = "Tests/Peers/coturn_fixture.py"
 
     init(_ arguments: ArraySlice<String>) {
         var rest = arguments
@@ -58,6 +62,7 @@ struct Options {
             case "--python": python = text()
             case "--script": script = text()
             case "--no-aiortc": aiortc = false
+            case "--no-relay": relay = false
             case "-h", "--help": print(usage); exit(0)
             default: fail(usage)
             }
@@ -116,6 +121,33 @@ do throws(BenchFailure) {
         rows.append(Row(name: "setup, aiortc direct (median / p90)", target: "(reference)",
                         measured: "\(rounded(theirMedian)) / \(rounded(theirP90)) ms",
                         ratio: "Tether \(rounded(median / theirMedian, 2))x aiortc's time", met: nil))
+    }
+
+    // 1b. Setup relayed through a real coturn on loopback: relay candidates only on both stacks,
+    // so the TURN allocations and permissions are part of every call's setup.
+    if options.relay {
+        let coturn = try Coturn(python: options.python, script: options.coturnScript)
+        defer { coturn.stop() }
+        let server = ICEServer(urls: [coturn.url], username: coturn.username, credential: coturn.password)
+        let relayed = try measureSetup(runs: options.runs, iceServers: [server],
+                                       options: RTCMediaTransport.Options(relayOnly: true, localAddresses: ["127.0.0.1"]))
+        for (run, ms) in relayed.enumerated() { emit(["stack": "tether", "measure": "setup", "relayed": true, "run": run, "ms": rounded(ms, 2)]) }
+        let median = percentile(relayed, 0.5), p90 = percentile(relayed, 0.9)
+        emit(["stack": "tether", "measure": "setup-summary", "relayed": true, "runs": relayed.count, "medianMs": rounded(median, 2), "p90Ms": rounded(p90, 2)])
+        var reference: Row?
+        var ratio = "-"
+        if options.aiortc {
+            let theirs = try aiortc.setup(runs: options.runs, turn: coturn)
+            for (run, ms) in theirs.enumerated() { emit(["stack": "aiortc", "measure": "setup", "relayed": true, "run": run, "ms": rounded(ms, 2)]) }
+            let theirMedian = percentile(theirs, 0.5), theirP90 = percentile(theirs, 0.9)
+            emit(["stack": "aiortc", "measure": "setup-summary", "relayed": true, "runs": theirs.count, "medianMs": rounded(theirMedian, 2), "p90Ms": rounded(theirP90, 2)])
+            reference = Row(name: "setup, aiortc relayed via coturn (median / p90)", target: "(reference)",
+                            measured: "\(rounded(theirMedian)) / \(rounded(theirP90)) ms", ratio: "-", met: nil)
+            ratio = "Tether \(rounded(median / theirMedian, 2))x aiortc's time"
+        }
+        rows.append(Row(name: "setup, Tether relayed via coturn (median / p90)", target: "(no target)",
+                        measured: "\(rounded(median)) / \(rounded(p90)) ms", ratio: ratio, met: nil))
+        if let reference { rows.append(reference) }
     }
 
     // 2. Raw data-channel throughput.

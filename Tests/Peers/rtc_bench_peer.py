@@ -3,7 +3,9 @@
 loopback, timed the way the benchmark times two RTCMediaTransports, so both stacks are measured
 on the same machine in the same run. Prints one JSON line per measurement.
 
-  setup --runs N            createOffer -> the data channel open on both sides, N times
+  setup --runs N [--turn URL --username U --password P]
+                            createOffer -> the data channel open on both sides, N times; with
+                            --turn, relayed candidates only (iceTransportPolicy relay)
                             {"stack": "aiortc", "measure": "setup", "run": i, "ms": t}
   throughput --bytes B --size S
                             B bytes in S-byte binary messages one way, back to back, the sender
@@ -21,7 +23,7 @@ import sys
 import time
 
 import aioice.ice
-from aiortc import RTCConfiguration, RTCPeerConnection
+from aiortc import RTCConfiguration, RTCIceServer, RTCIceTransportPolicy, RTCPeerConnection
 
 
 def loopback_only(use_ipv4, use_ipv6):
@@ -40,11 +42,19 @@ def emit(record):
     sys.stdout.flush()
 
 
-async def connected_pair():
+def configuration(turn):
+    if turn is None:
+        return RTCConfiguration(iceServers=[])
+    url, username, password = turn
+    return RTCConfiguration(iceServers=[RTCIceServer(urls=url, username=username, credential=password)],
+                            iceTransportPolicy=RTCIceTransportPolicy.RELAY)
+
+
+async def connected_pair(turn=None):
     """The two peer connections and the offerer's channel, once it is open on both sides; the time
     from createOffer to that moment."""
-    offerer = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    answerer = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    offerer = RTCPeerConnection(configuration(turn))
+    answerer = RTCPeerConnection(configuration(turn))
     opened_offerer, opened_answerer = asyncio.Event(), asyncio.Event()
     remote = {}
     start = time.perf_counter()
@@ -67,10 +77,10 @@ async def connected_pair():
     return offerer, answerer, channel, remote["channel"], time.perf_counter() - start
 
 
-async def setup(runs):
+async def setup(runs, turn):
     for run in range(runs):
-        offerer, answerer, _, _, elapsed = await connected_pair()
-        emit({"stack": "aiortc", "measure": "setup", "run": run, "ms": elapsed * 1000})
+        offerer, answerer, _, _, elapsed = await connected_pair(turn)
+        emit({"stack": "aiortc", "measure": "setup", "relayed": turn is not None, "run": run, "ms": elapsed * 1000})
         await offerer.close()
         await answerer.close()
 
@@ -111,12 +121,16 @@ def main():
     commands = parser.add_subparsers(dest="command", required=True)
     setup_parser = commands.add_parser("setup")
     setup_parser.add_argument("--runs", type=int, default=20)
+    setup_parser.add_argument("--turn")
+    setup_parser.add_argument("--username")
+    setup_parser.add_argument("--password")
     throughput_parser = commands.add_parser("throughput")
     throughput_parser.add_argument("--bytes", type=int, default=64 << 20)
     throughput_parser.add_argument("--size", type=int, default=16 << 10)
     arguments = parser.parse_args()
     if arguments.command == "setup":
-        asyncio.run(setup(arguments.runs))
+        turn = (arguments.turn, arguments.username, arguments.password) if arguments.turn else None
+        asyncio.run(setup(arguments.runs, turn))
     else:
         asyncio.run(throughput(arguments.bytes, arguments.size))
 
