@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: build-deps fuzz bench-relay bench-storage bench-push bench-push-soak bench-signal deps build test bench relay demo clean
+.PHONY: build-deps fuzz bench-relay bench-storage bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -54,6 +54,15 @@ bench-signal: build-deps
 	$(SWIFT) build -c release --product tether
 	$(SWIFT) build -c release --product tether-signalbench
 	.build/release/tether-signalbench run --tether .build/release/tether $(SIGNALBENCH_ARGS)
+
+# The WebRTC data channel beside aiortc on loopback (tether-rtcbench): setup time (median, p90
+# over 20 calls), raw 16 KiB-message throughput, and the Noise secure channel over it (capped by
+# §9.6's 40 frames a second). The aiortc side is Tests/Peers/rtc_bench_peer.py in .venv, so this
+# needs `make deps`. RTCBENCH_ARGS adds options (tether-rtcbench --help).
+RTCBENCH_ARGS ?=
+bench-rtc: deps
+	$(SWIFT) build -c release --product tether-rtcbench
+	.build/release/tether-rtcbench $(RTCBENCH_ARGS)
 
 # libFuzzer on the CBOR decoder (App Attest input): FUZZ_SECONDS, default 600.
 FUZZ_SECONDS ?= 600

@@ -30,6 +30,7 @@ let package = Package(
         .executable(name: "tether-netbench", targets: ["tether-netbench"]),
         .executable(name: "tether-relaybench", targets: ["tether-relaybench"]),
         .executable(name: "tether-signalbench", targets: ["tether-signalbench"]),
+        .executable(name: "tether-rtcbench", targets: ["tether-rtcbench"]),
     ],
     targets: [
         // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
@@ -114,6 +115,10 @@ let package = Package(
         // The signaling server's benchmark: forwarding rate and latency, registrations against
         // the Ed25519 verify rate, RSS per idle client (`make bench-signal`).
         .executableTarget(name: "tether-signalbench", dependencies: ["TetherCall", "TetherNet", "TetherWire", "TetherCrypto"],
+                          swiftSettings: strict),
+        // The WebRTC data channel beside aiortc on loopback: setup time, raw and secure-channel
+        // throughput (`make bench-rtc`).
+        .executableTarget(name: "tether-rtcbench", dependencies: ["TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto"],
                           swiftSettings: strict),
 
         // MARK: Test support and tests
