@@ -279,7 +279,7 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
     }
 
     /// What failed, for diagnostics only (no keys or addresses): the call learns `.failed` and
-    /// ends with `close` `error`.
+    /// ends with `close` `error`. Never call it from a delegate callback (it waits for the queue).
     public var lastProblem: String? { queue.sync { problem } }
     private var problem: String?
 
