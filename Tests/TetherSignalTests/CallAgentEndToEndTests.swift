@@ -259,6 +259,37 @@ final class CallAgentEndToEndTests: XCTestCase {
         XCTAssertEqual(ended(bob.1), .peerHungUp)
     }
 
+    /// A peer whose media sends a malformed candidate: the callee's WebRTC transport refuses
+    /// it, the call ends with `close` `error` on both sides, and both agents stay registered and
+    /// can call again.
+    func testAMalformedCandidateEndsTheCallAndTheNextCallWorks() throws {
+        let firstCall = EventLog<Bool>()
+        func rtcAgent(garbling: Bool) throws -> (CallAgent, EventLog<CallAgent.Event>) {
+            let events = EventLog<CallAgent.Event>()
+            let agent = try CallAgent(identity: CallIdentity(), endpoint: endpoint, loop: group.next(), media: { _, servers in
+                let real = RTCMediaTransport(iceServers: servers, options: .init(localAddresses: ["127.0.0.1"]))
+                guard garbling, firstCall.all.isEmpty else { return real }
+                firstCall.append(true)
+                return GarblingTransport(real)
+            }) { events.append($0) }
+            agent.start()
+            XCTAssertNotNil(events.first(within: 10) { if case .online = $0 { true } else { nil } })
+            return (agent, events)
+        }
+        let alice = try rtcAgent(garbling: true), bob = try rtcAgent(garbling: false)
+        defer { alice.0.stop(); bob.0.stop() }
+        let call = alice.0.dial(bob.0.identity.id)
+        XCTAssertNotNil(bob.1.first(within: 10) { if case .call(.incoming) = $0 { true } else { nil } })
+        bob.0.accept(call)
+        XCTAssertEqual(ended(bob.1), .mediaFailed, "Bob's transport refused the candidate")
+        XCTAssertEqual(ended(alice.1), .peerFailed, "and told Alice with close error")
+        // Both still serve: Bob calls Alice back (Alice's transport garbles only its first call).
+        let again = bob.0.dial(alice.0.identity.id)
+        XCTAssertNotNil(alice.1.first(within: 10) { if case let .call(.incoming(_, id)) = $0, id == again { true } else { nil } })
+        alice.0.accept(again)
+        XCTAssertNotNil(bob.1.first(within: 20) { if case let .call(.secured(id, _)) = $0, id == again { true } else { nil } }, "the next call is secured")
+    }
+
     /// Runs an async read from a synchronous test.
     func awaitValue<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
         let box = EventLog<T>()
@@ -286,4 +317,29 @@ final class MediaLog: @unchecked Sendable {  // `lock` guards `made`
 
     func append(_ transport: RTCMediaTransport) { lock.withLock { made.append(transport) } }
     var all: [RTCMediaTransport] { lock.withLock { made } }
+}
+
+/// A media transport that reports one malformed local candidate before the real ones, as a
+/// buggy or hostile peer would send it.
+final class GarblingTransport: CallMediaTransport, CallMediaTransportDelegate, @unchecked Sendable {  // `lock` guards `sent`
+    private let real: RTCMediaTransport
+    private let lock = NSLock()
+    private var sent = false
+    weak var delegate: (any CallMediaTransportDelegate)?
+
+    init(_ real: RTCMediaTransport) {
+        self.real = real
+        real.delegate = self
+    }
+
+    func perform(_ command: CallMediaCommand) { real.perform(command) }
+
+    func mediaTransport(_ transport: any CallMediaTransport, didReport event: CallMediaEvent) {
+        if case let .localCandidate(candidate) = event, !candidate.isEndOfCandidates, lock.withLock({ !sent }) {
+            lock.withLock { sent = true }
+            delegate?.mediaTransport(self, didReport: .localCandidate(CallCandidate(candidate: "candidate:1 1 UDP 99999999999 127.0.0.1 70000 typ host",
+                                                                                   sdpMid: candidate.sdpMid, sdpMLineIndex: candidate.sdpMLineIndex)))
+        }
+        delegate?.mediaTransport(self, didReport: event)
+    }
 }
