@@ -60,7 +60,7 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     var peer: SignalingID?
     if command == "call" {
         guard options.rest.count == 1 else { fail("call: name exactly one contact (a cryptext://contact/v2/… link or an ID)") }
-        peer = callContact(options.rest[0])
+        peer = contactID(options.rest[0], command: "call")
     } else if !options.rest.isEmpty {
         fail("answer: unexpected argument \(options.rest[0])")
     }
@@ -101,17 +101,6 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     let status = await session.finished()
     withExtendedLifetime(signalSources) {}
     exit(status)
-}
-
-/// A contact link or a typed ID, checked as a key someone could register.
-private func callContact(_ text: String) -> SignalingID {
-    if text.lowercased().hasPrefix("cryptext:") {
-        do throws(ContactLinkError) { return try ContactLink.parse(text, allowLoopbackWS: true).id } catch { fail("call: \(error)") }
-    }
-    let id: SignalingID
-    do throws(SignalingID.ParseError) { id = try SignalingID.parse(userInput: text) } catch { fail("call: \(text): \(error)") }
-    guard IdentityVerification.signingKey(of: id) != nil else { fail("call: \(id.display) is not a valid public key (mistyped?)") }
-    return id
 }
 
 /// One call's progress as the command shows it; events come from the agent's loop, lines

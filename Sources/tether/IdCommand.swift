@@ -17,6 +17,18 @@ func signalingEndpoint(_ text: String, command: String) -> SignalingEndpoint {
     }
 }
 
+/// A contact as the user gave it: a contact link (its `relay=` is never applied by itself,
+/// §3.4) or a typed ID (§3.1), which must be a key someone could register.
+func contactID(_ text: String, command: String) -> SignalingID {
+    if text.lowercased().hasPrefix("cryptext:") {
+        do throws(ContactLinkError) { return try ContactLink.parse(text, allowLoopbackWS: true).id } catch { fail("\(command): \(error)") }
+    }
+    let id: SignalingID
+    do throws(SignalingID.ParseError) { id = try SignalingID.parse(userInput: text) } catch { fail("\(command): \(text): \(error)") }
+    guard IdentityVerification.signingKey(of: id) != nil else { fail("\(command): \(id.display) is not a valid public key (mistyped?)") }
+    return id
+}
+
 /// The identity in `state`, made now if there is none; a damaged or unreadable one is a
 /// failure (exit 1), never replaced.
 func loadCallIdentity(_ state: StateDirectory, command: String) -> (identity: CallIdentity, created: Bool) {

@@ -31,7 +31,7 @@ func runPresenceCommand(_ arguments: [String]) async {
     guard !options.rest.isEmpty else { fail("presence: name at least one contact (a cryptext://contact/v2/… link or an ID)") }
     var contacts: [SignalingID] = []
     for argument in options.rest {
-        let id = presenceContact(argument)
+        let id = contactID(argument, command: "presence")
         guard !contacts.contains(id) else { fail("presence: \(id.display) is named twice") }
         contacts.append(id)
     }
@@ -72,20 +72,6 @@ func runPresenceCommand(_ arguments: [String]) async {
     case let .failure(failure):
         fail("presence: \(failure)", code: 1)
     }
-}
-
-/// A contact as the user gave it: a contact link (its `relay=` is not used, §3.4) or a typed ID
-/// (§3.1), which must be a key someone could register.
-private func presenceContact(_ text: String) -> SignalingID {
-    if text.lowercased().hasPrefix("cryptext:") {
-        do throws(ContactLinkError) { return try ContactLink.parse(text, allowLoopbackWS: true).id } catch {
-            fail("presence: \(error)")
-        }
-    }
-    let id: SignalingID
-    do throws(SignalingID.ParseError) { id = try SignalingID.parse(userInput: text) } catch { fail("presence: \(text): \(error)") }
-    guard IdentityVerification.signingKey(of: id) != nil else { fail("presence: \(id.display) is not a valid public key (mistyped?)") }
-    return id
 }
 
 private enum PresenceFailure: Error, CustomStringConvertible {
