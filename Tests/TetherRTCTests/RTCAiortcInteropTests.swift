@@ -77,13 +77,8 @@ final class RTCAiortcInteropTests: XCTestCase {
 }
 
 /// What a transport reported, in order; tests wait on it.
-final class MediaEvents: CallMediaTransportDelegate, @unchecked Sendable {  // `lock` guards `events`
-    private let lock = NSLock()
-    private var events: [CallMediaEvent] = []
-
-    func mediaTransport(_ transport: any CallMediaTransport, didReport event: CallMediaEvent) { lock.withLock { events.append(event) } }
-
-    var all: [CallMediaEvent] { lock.withLock { events } }
+final class MediaEvents: WaitableLog<CallMediaEvent>, CallMediaTransportDelegate, @unchecked Sendable {  // the log's lock guards its events
+    func mediaTransport(_ transport: any CallMediaTransport, didReport event: CallMediaEvent) { append(event) }
 
     /// The events without message payloads, for failure messages.
     var summary: String {
@@ -95,21 +90,6 @@ final class MediaEvents: CallMediaTransportDelegate, @unchecked Sendable {  // `
             default: "\(event)"
             }
         }.joined(separator: ", ")
-    }
-
-    func first<T>(within seconds: Double, _ match: (CallMediaEvent) -> T?) -> T? {
-        values(within: seconds, atLeast: 1, match).first
-    }
-
-    func values<T>(within seconds: Double, atLeast count: Int, _ match: (CallMediaEvent) -> T?) -> [T] {
-        let deadline = Date().addingTimeInterval(seconds)
-        var seen: [T] = []
-        repeat {
-            seen = all.compactMap(match)
-            if seen.count >= count { return seen }
-            Thread.sleep(forTimeInterval: 0.01)
-        } while Date() < deadline
-        return seen
     }
 }
 

@@ -31,8 +31,8 @@ final class CallAgentEndToEndTests: XCTestCase {
 
     var endpoint: SignalingEndpoint { try! SignalingEndpoint("ws://127.0.0.1:\(server.port)/signal", allowLoopbackWS: true) }
 
-    func agent(_ identity: CallIdentity = CallIdentity()) throws -> (CallAgent, EventLog<CallAgent.Event>) {
-        let events = EventLog<CallAgent.Event>()
+    func agent(_ identity: CallIdentity = CallIdentity()) throws -> (CallAgent, WaitableLog<CallAgent.Event>) {
+        let events = WaitableLog<CallAgent.Event>()
         let network = self.network, transports = self.transports, id = identity.id
         let agent = try CallAgent(identity: identity, endpoint: endpoint, loop: group.next(), media: { call, _ in
             let transport = network.makeTransport()
@@ -45,7 +45,7 @@ final class CallAgentEndToEndTests: XCTestCase {
     }
 
     /// Alice rings Bob, Bob accepts; both sides secured.
-    func connect(_ alice: (CallAgent, EventLog<CallAgent.Event>), _ bob: (CallAgent, EventLog<CallAgent.Event>),
+    func connect(_ alice: (CallAgent, WaitableLog<CallAgent.Event>), _ bob: (CallAgent, WaitableLog<CallAgent.Event>),
                  file: StaticString = #filePath, line: UInt = #line) throws -> CallUUID {
         let call = alice.0.dial(bob.0.identity.id)
         let invitation = try XCTUnwrap(bob.1.first(within: 10) { if case let .call(.incoming(from, id)) = $0 { (from, id) } else { nil } },
@@ -61,11 +61,11 @@ final class CallAgentEndToEndTests: XCTestCase {
         return call
     }
 
-    func texts(_ events: EventLog<CallAgent.Event>, atLeast count: Int) -> [String] {
+    func texts(_ events: WaitableLog<CallAgent.Event>, atLeast count: Int) -> [String] {
         events.values(within: 15, atLeast: count) { if case let .call(.message(_, .text(_, text, _))) = $0 { text } else { nil } }
     }
 
-    func ended(_ events: EventLog<CallAgent.Event>) -> CallEndReason? {
+    func ended(_ events: WaitableLog<CallAgent.Event>) -> CallEndReason? {
         events.first(within: 15) { if case let .call(.ended(_, reason)) = $0 { reason } else { nil } }
     }
 
@@ -170,7 +170,7 @@ final class CallAgentEndToEndTests: XCTestCase {
         let clock = ManualClock()
         let manual = try EventLoopGroup(count: 1, clock: clock)
         defer { manual.shutdown() }
-        let events = EventLog<CallAgent.Event>()
+        let events = WaitableLog<CallAgent.Event>()
         let network = self.network
         let alice = try CallAgent(identity: CallIdentity(), endpoint: endpoint, loop: manual.next(), media: { _, _ in network.makeTransport() }) {
             events.append($0)
@@ -194,8 +194,8 @@ final class CallAgentEndToEndTests: XCTestCase {
     /// The same call over the real WebRTC data channel (TetherRTC: libnice ICE on loopback,
     /// DTLS 1.2, usrsctp and DCEP) instead of the in-memory transport.
     func testTwoClientsCallOverTheWebRTCDataChannelAndChat() throws {
-        func rtcAgent() throws -> (CallAgent, EventLog<CallAgent.Event>) {
-            let events = EventLog<CallAgent.Event>()
+        func rtcAgent() throws -> (CallAgent, WaitableLog<CallAgent.Event>) {
+            let events = WaitableLog<CallAgent.Event>()
             let agent = try CallAgent(identity: CallIdentity(), endpoint: endpoint, loop: group.next(), media: { _, servers in
                 RTCMediaTransport(iceServers: servers, options: .init(localAddresses: ["127.0.0.1"]))
             }) { events.append($0) }
@@ -230,8 +230,8 @@ final class CallAgentEndToEndTests: XCTestCase {
         defer { signal.stop(); coturn.stop() }
         let relayEndpoint = try SignalingEndpoint("ws://127.0.0.1:\(signal.port)/signal", allowLoopbackWS: true)
         let made = MediaLog()
-        func relayAgent() throws -> (CallAgent, EventLog<CallAgent.Event>) {
-            let events = EventLog<CallAgent.Event>()
+        func relayAgent() throws -> (CallAgent, WaitableLog<CallAgent.Event>) {
+            let events = WaitableLog<CallAgent.Event>()
             let agent = try CallAgent(identity: CallIdentity(), endpoint: relayEndpoint, loop: group.next(), media: { _, servers in
                 let transport = RTCMediaTransport(iceServers: servers, options: .init(relayOnly: true, localAddresses: ["127.0.0.1"]))
                 made.append(transport)
@@ -263,9 +263,9 @@ final class CallAgentEndToEndTests: XCTestCase {
     /// it, the call ends with `close` `error` on both sides, and both agents stay registered and
     /// can call again.
     func testAMalformedCandidateEndsTheCallAndTheNextCallWorks() throws {
-        let firstCall = EventLog<Bool>()
-        func rtcAgent(garbling: Bool) throws -> (CallAgent, EventLog<CallAgent.Event>) {
-            let events = EventLog<CallAgent.Event>()
+        let firstCall = WaitableLog<Bool>()
+        func rtcAgent(garbling: Bool) throws -> (CallAgent, WaitableLog<CallAgent.Event>) {
+            let events = WaitableLog<CallAgent.Event>()
             let agent = try CallAgent(identity: CallIdentity(), endpoint: endpoint, loop: group.next(), media: { _, servers in
                 let real = RTCMediaTransport(iceServers: servers, options: .init(localAddresses: ["127.0.0.1"]))
                 guard garbling, firstCall.all.isEmpty else { return real }
@@ -292,7 +292,7 @@ final class CallAgentEndToEndTests: XCTestCase {
 
     /// Runs an async read from a synchronous test.
     func awaitValue<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
-        let box = EventLog<T>()
+        let box = WaitableLog<T>()
         Task { box.append(await body()) }
         return try XCTUnwrap(box.first(within: 10) { $0 })
     }

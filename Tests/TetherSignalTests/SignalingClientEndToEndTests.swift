@@ -174,37 +174,4 @@ extension SignalingClientEndToEndTests {
     }
 }
 
-/// What a handler heard, in order; tests wait on it from their own thread.
-final class EventLog<Event: Sendable>: @unchecked Sendable {  // `lock` guards `events`
-    private let lock = NSLock()
-    private var events: [Event] = []
-
-    func append(_ event: Event) { lock.withLock { events.append(event) } }
-
-    var all: [Event] { lock.withLock { events } }
-
-    /// The first event `match` maps to a value, waiting up to `seconds` for it.
-    func first<T>(within seconds: Double, _ match: (Event) -> T?) -> T? {
-        let deadline = Date().addingTimeInterval(seconds)
-        repeat {
-            if let found = all.lazy.compactMap(match).first { return found }
-            Thread.sleep(forTimeInterval: 0.02)
-        } while Date() < deadline
-        return nil
-    }
-
-    /// Every value `match` maps an event to, once there are at least `count` of them or when
-    /// `seconds` have passed.
-    func values<T>(within seconds: Double, atLeast count: Int, _ match: (Event) -> T?) -> [T] {
-        let deadline = Date().addingTimeInterval(seconds)
-        var seen: [T] = []
-        repeat {
-            seen = all.compactMap(match)
-            if seen.count >= count { return seen }
-            Thread.sleep(forTimeInterval: 0.02)
-        } while Date() < deadline
-        return seen
-    }
-}
-
-typealias ClientEvents = EventLog<SignalingClient.Event>
+typealias ClientEvents = WaitableLog<SignalingClient.Event>
