@@ -36,6 +36,7 @@ let package = Package(
         // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // QR codes for the pairing link in the terminal (Debian: libqrencode-dev).
         .systemLibrary(name: "CQRencode", path: "Sources/CQRencode"),
         // libcurl with nghttp2 (Debian: libcurl4-openssl-dev): the push relay's HTTP/2 client to APNs.
@@ -71,7 +72,7 @@ let package = Package(
 
         // MARK: Storage
         // The store protocols, their SQLite backend and the executor that keeps storage off the loops.
-        .target(name: "TetherStore", dependencies: ["TetherWire", "TetherCrypto", "CSQLite", "CTetherSystem"], swiftSettings: strict),
+        .target(name: "TetherStore", dependencies: ["TetherWire", "TetherCrypto", "CSQLite", "CPostgres", "CTetherSystem"], swiftSettings: strict),
         // The store contract every backend's tests run unchanged (XCTest assertions; test-only).
         .target(name: "TetherStoreContract", dependencies: ["TetherStore", "TetherWire"], swiftSettings: strict),
 
@@ -140,7 +141,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "TetherRTCTests", dependencies: ["TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite"], swiftSettings: strict),
+        .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

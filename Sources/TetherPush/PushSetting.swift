@@ -17,7 +17,7 @@ public enum PushSetting {
     static let host = Setting<String>("PUSH_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")
     static let port = Setting<UInt16>("PUSH_PORT", default: 8788, parser: .port, help: "port")
     static let database = Setting<String>("PUSH_DB", default: "push.db", parser: .text,
-                                          help: "SQLite database of registrations (:memory: for none)")
+                                          help: "SQLite database of registrations, or a postgres:// URL every node shares (:memory: for none)")
     static let profiles = Setting<PushProfiles>("PUSH_PROFILES", default: [.mytty], defaultText: "mytty", parser: profileList,
                                                 help: "mytty, iterm2, or mytty,iterm2: the client-facing protocols served")
     static let teamID = Setting<String?>("APNS_TEAM_ID", default: nil, defaultText: "(required)", parser: appleIdentifier,

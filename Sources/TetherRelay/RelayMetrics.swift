@@ -30,6 +30,8 @@ public final class RelayMetrics: Sendable {
     private let httpRequests: Counter
     private let wsUpgrades: Counter
     private let httpErrors: Counter
+    private let storageErrors: Counter
+    private let storageAvailable: Gauge
     /// One child per reason, made up front so counting a refusal takes no lock.
     private let rejected: [Rejection: Counter]
     private let roomsLive, socketsLive, roomsBoth, roomsMacOnly, roomsPhoneOnly, roomsNeither: Gauge
@@ -49,7 +51,7 @@ public final class RelayMetrics: Sendable {
         phoneNoMac = counter("phone_no_mac_total", "Phone sockets closed because no mac was admitted.")
         keepaliveTerminated = counter("ws_keepalive_terminated_total", "WebSockets terminated for not answering a keepalive ping.")
         pushErrors = counter("metrics_push_errors_total", "Failed outbound metrics pushes.")
-        processExceptions = counter("process_exceptions_total", "Internal faults (storage errors) survived by the process.")
+        processExceptions = counter("process_exceptions_total", "Internal faults survived by the process (a failing store is counted in relay_storage_errors_total instead).")
         // These three appear only once they have happened, as the reference's do.
         httpRequests = counter("http_requests_total", "HTTP requests that passed the gate.", hiddenAtZero: true)
         wsUpgrades = counter("ws_upgrades_total", "Accepted WebSocket upgrades.", hiddenAtZero: true)
@@ -64,10 +66,19 @@ public final class RelayMetrics: Sendable {
         roomsPhoneOnly = gauge("rooms_phone_only", "Resident rooms with only an admitted phone.")
         roomsNeither = gauge("rooms_neither", "Resident rooms with no admitted socket.")
         lifetime = registry.histogram("relay_socket_lifetime_seconds", help: "Lifetime of accepted WebSockets.", buckets: Self.lifetimeBounds)
+        // Tether's own, after the reference's series so the dashboard's parse is unchanged.
+        storageErrors = counter("storage_errors_total", "Store calls that failed (database down, disk full); each refused what needed it.")
+        storageAvailable = gauge("storage_available", "1 while the store answers, 0 from a failed call until one succeeds.")
+        storageAvailable.set(1)
     }
 
     public func httpRequest() { httpRequests.increment() }
     public func httpError() { httpErrors.increment() }
+    public func storageFailed() {
+        storageErrors.increment()
+        storageAvailable.set(0)
+    }
+    public func storageAnswered() { storageAvailable.set(1) }
     /// An internal fault the process survived (§7.1 process protection).
     public func processException() { processExceptions.increment() }
     public func upgradeAccepted() { wsUpgrades.increment() }

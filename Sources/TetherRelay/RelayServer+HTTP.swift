@@ -65,6 +65,7 @@ extension RelayServer {
         storage.submit(RoomKey(room)) { [self] store in
             let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: clock.wallMs()) { SecureRandom.bytes($0) }
             if outcome.status == 500 { metrics.httpError() }
+            if let failure = outcome.storageFailure { storageFailed(failure) }
             diagnostic("relay \(room.logTag) POST \(path) -> \(outcome.status)\(outcome.diagnostic.map { " (\($0))" } ?? "")")
             guard outcome.tearDown else { return reply(.json(outcome.status, Array(outcome.json.utf8))) }
             group.loops[index].execute { [self] in

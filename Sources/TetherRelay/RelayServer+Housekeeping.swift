@@ -22,17 +22,30 @@ extension RelayServer {
     /// wall-clock ms (activity is persisted); `done` runs once every part has finished.
     public func housekeep(now: UInt64, done: (@Sendable () -> Void)? = nil) {
         storage.submit(lane: 0) { [self] store in
-            store.pruneExpired(now: now)
             let ttl = UInt64(configuration.establishedIdleTTLms)
-            let idle = now > ttl ? store.idleRooms(lastActivityBefore: now - ttl, limit: Self.reapBatch) : []
+            let idle: [RoomKey]
+            do throws(StoreError) {
+                try store.pruneExpired(now: now)
+                idle = now > ttl ? try store.idleRooms(lastActivityBefore: now - ttl, limit: Self.reapBatch) : []
+            } catch {
+                // The next sweep tries again; nothing is reaped on a read that did not happen.
+                storageFailed(error)
+                done?()
+                return
+            }
             guard !idle.isEmpty else { done?(); return }
             let cutoff = now - ttl
             let remaining = Countdown(idle.count, then: done)
             for key in idle {
                 storage.submit(key) { [self] store in
-                    guard let last = store.lastActivity(of: key), last < cutoff else { return remaining.finish() }
+                    do throws(StoreError) {
+                        guard let last = try store.lastActivity(of: key), last < cutoff else { return remaining.finish() }
+                        try store.deleteRoom(key)
+                    } catch {
+                        storageFailed(error)
+                        return remaining.finish()
+                    }
                     write("relay \(key.logTag) teardown reason=room expired")
-                    store.deleteRoom(key)
                     let index = key.bucket % group.loops.count
                     let table = rooms[index]
                     group.loops[index].execute {

@@ -1,5 +1,5 @@
 import TetherNet
-import TetherStore
+public import TetherStore
 public import TetherWire
 
 extension RelayServer {
@@ -25,8 +25,8 @@ extension RelayServer {
 
     /// Publishes `map` to the shared store (versions only grow) and adopts it here at once. It
     /// blocks on the store: call it from a command or a test, never on a loop.
-    public func publish(_ map: ShardMap) -> Bool {
-        let stored = store.publishShardMap(map)
+    public func publish(_ map: ShardMap) throws(StoreError) -> Bool {
+        let stored = try store.publishShardMap(map)
         adoptStoredMap(from: store)
         return stored
     }
@@ -43,7 +43,15 @@ extension RelayServer {
     /// the close: it is the relay's, so peer propagation does not apply. Reads the store, so it
     /// runs on a store lane (or a caller's own thread).
     func adoptStoredMap(from store: any RoomStore) {
-        guard let map = store.shardMap(), sharding.adopt(map) else { return }
+        let stored: ShardMap?
+        do {
+            stored = try store.shardMap()
+        } catch {
+            // The map in force stays: a node never drops buckets because it could not read.
+            return storageFailed(error)
+        }
+        storageAnswered()
+        guard let map = stored, sharding.adopt(map) else { return }
         write("relay: shard map version \(map.version) adopted; this node (\(sharding.host)) owns \(sharding.ownedBuckets(in: map)) of \(RoomName.bucketCount) buckets")
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]

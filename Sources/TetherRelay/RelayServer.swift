@@ -47,6 +47,8 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     public let metrics = RelayMetrics()
     /// What `/readyz` on the admin listener checks.
     public let readiness = ReadinessChecks()
+    /// Whether the store answers (a networked database can be down while the relay splices on).
+    public let storageHealth = StoreHealth()
     private let verboseFlag: Atomic<Bool>
     private let draining = Atomic<Bool>(false)
     private let faults = Mutex<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
@@ -84,13 +86,12 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         machineContext = Self.machineContext(configuration)
         sharding = ShardOwnership(origin: configuration.origin)
         verboseFlag = Atomic(configuration.verboseLog)
-        store.setFaultHandler { [weak self] in self?.fault("storage error", $0) }
         for table in rooms { table.server = self }
         let router = Self.router(for: self)
         routes.withLock { $0 = router }
         registerChassisMetrics()
         readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
-        readiness.register("storage") { [storage] in storage.backlog < Self.storageBacklogLimit }
+        readiness.register("storage") { [storage, storageHealth] in storageHealth.isAvailable && storage.backlog < Self.storageBacklogLimit }
     }
 
     /// Called when internal faults exceed the budget (§7.1); `tether relay` exits 1 so its
@@ -146,10 +147,10 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     /// shard map): nothing is being served yet, and this is not a loop thread.
     @discardableResult
     public func start() throws -> UInt16 {
-        if let map = configuration.shardMap, !store.publishShardMap(map) {
-            write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(store.shardMap()?.version ?? 0), and versions only grow")
+        if let map = configuration.shardMap, try !store.publishShardMap(map) {
+            write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(try store.shardMap()?.version ?? 0), and versions only grow")
         }
-        if let map = store.shardMap() { sharding.adopt(map) }
+        if let map = try store.shardMap() { sharding.adopt(map) }
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness)
         listeners.withLock { $0 = started }

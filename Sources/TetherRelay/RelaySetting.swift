@@ -24,7 +24,7 @@ public enum RelaySetting {
     static let host = Setting<String>("RELAY_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")
     static let port = Setting<UInt16>("RELAY_PORT", default: 8787, fallbacks: ["PORT"], parser: .port,
                                       help: "port (PORT is read when RELAY_PORT is unset)")
-    static let database = Setting<String>("RELAY_DB", default: "relay.db", parser: .text, help: "SQLite database path (:memory: for none)")
+    static let database = Setting<String>("RELAY_DB", default: "relay.db", parser: .text, help: "SQLite database path, or a postgres:// URL every node shares (:memory: for none)")
     static let origin = Setting<String?>("RELAY_ORIGIN", defaultText: "(required)",
                                          help: "public origin clients connect to, exactly as in their pairing links, e.g. https://relay.example.com")
     static let attestationRequired = Setting<Bool>("ATTEST_REQUIRED", default: true, defaultText: "required", parser: .unlessExactlyFalse,

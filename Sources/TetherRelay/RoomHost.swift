@@ -182,8 +182,10 @@ final class RoomHost: WebSocketDelegate {
         case let .deliver(source, target, isText, payload): forward(payload, isText: isText, from: source, to: target)
         case let .load(query, join): load(query, join)
         case let .persist(write):
-            let key = machine.key
-            table.store(key) { $0.apply(write, to: key) }
+            let key = machine.key, server = self.server
+            table.store(key) { store in
+                do throws(StoreError) { try store.apply(write, to: key) } catch { server.storageFailed(error) }
+            }
         case let .holdReading(id): hold(id, Hold.storage)
         case let .resumeReading(id): release(id, Hold.storage)
         }
@@ -196,8 +198,19 @@ final class RoomHost: WebSocketDelegate {
     private func load(_ query: AdmissionQuery, _ join: JoinCheck?) {
         let host = UncheckedTransfer(self)
         let loop = self.loop, key = machine.key
+        let server = self.server
         table.store(key) { store in
-            let read = store.admission(query, of: key)
+            let read: AdmissionRead
+            do throws(StoreError) {
+                read = try store.admission(query, of: key)
+            } catch {
+                server.storageFailed(error)
+                return loop.execute {
+                    let room = host.value
+                    room.perform(room.machine.admissionFailed(now: room.table.clock.now()))
+                    room.armDeadline()
+                }
+            }
             // The signature check is CPU work: done here, on the lane, not on the splicing loop.
             let verified = JoinCheck.verdict(join, against: read)
             loop.execute {

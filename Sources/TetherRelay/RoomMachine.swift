@@ -368,6 +368,27 @@ public struct RoomMachine {
         if case .challenged? = sockets[pending.id]?.state {
             actions += continueProof(pending, read, joinVerified: joinVerified, now: now)
         }
+        return actions + resumeDeferred(after: pending, now: now)
+    }
+
+    /// Storage could not answer the outstanding `.load` (a database that is down, a full disk):
+    /// the proving socket is closed 1011 `internal error` — the spec's answer to a failed handler,
+    /// and never a verdict on its credentials (a "not established" would make a client re-pair) —
+    /// and the frames that waited behind it run as usual. Sockets already admitted are untouched.
+    public mutating func admissionFailed(now: RoomTime) -> [RoomAction] {
+        guard let pending = admission else { return [] }
+        admission = nil
+        var actions: [RoomAction] = []
+        if case .challenged? = sockets[pending.id]?.state {
+            actions += close(pending.id, 1011, "internal error")
+        }
+        return actions + resumeDeferred(after: pending, now: now)
+    }
+
+    /// The frames that waited behind `pending`'s load run in order, and their sockets are read
+    /// again — unless one of them is another Proof, which loads in its turn.
+    private mutating func resumeDeferred(after pending: Admission, now: RoomTime) -> [RoomAction] {
+        var actions: [RoomAction] = []
         var deferred = pending.deferred[...]
         while admission == nil, let next = deferred.popFirst() {
             for action in receive(from: next.id, isText: next.isText, payload: next.payload, now: now).actions {

@@ -30,74 +30,71 @@ public final class DelayedRoomStore: RoomStore, Sendable {
         if delayMicroseconds > 0 { usleep(delayMicroseconds) }
     }
 
-    public func verifier(of room: RoomKey) -> String? { wait(); return base.verifier(of: room) }
-    public func admissionState(of room: RoomKey) -> AdmissionState { wait(); return base.admissionState(of: room) }
+    public func verifier(of room: RoomKey) throws(StoreError) -> String? { wait(); return try base.verifier(of: room) }
+    public func admissionState(of room: RoomKey) throws(StoreError) -> AdmissionState { wait(); return try base.admissionState(of: room) }
     /// One delay: a backend answers the whole admission step in one round trip.
-    public func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead { wait(); return base.admission(query, of: room) }
-    public func pairingCycles(of room: RoomKey) -> Int { wait(); return base.pairingCycles(of: room) }
-    public func setPairingCycles(_ cycles: Int, of room: RoomKey) { wait(); base.setPairingCycles(cycles, of: room) }
-    public func touch(_ room: RoomKey, at now: UInt64) { wait(); base.touch(room, at: now) }
+    public func admission(_ query: AdmissionQuery, of room: RoomKey) throws(StoreError) -> AdmissionRead { wait(); return try base.admission(query, of: room) }
+    public func pairingCycles(of room: RoomKey) throws(StoreError) -> Int { wait(); return try base.pairingCycles(of: room) }
+    public func setPairingCycles(_ cycles: Int, of room: RoomKey) throws(StoreError) { wait(); try base.setPairingCycles(cycles, of: room) }
+    public func touch(_ room: RoomKey, at now: UInt64) throws(StoreError) { wait(); try base.touch(room, at: now) }
 
-    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) -> TicketRecord? {
+    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) throws(StoreError) -> TicketRecord? {
         wait()
-        return base.consumeTicket(ticket, in: room, now: now)
+        return try base.consumeTicket(ticket, in: room, now: now)
     }
 
-    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) {
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) throws(StoreError) {
         wait()
-        base.putRegistrationToken(token, record, in: room)
+        try base.putRegistrationToken(token, record, in: room)
     }
 
-    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) {
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) throws(StoreError) {
         wait()
-        base.putChallenge(challenge, expiresAt: expiresAt, in: room)
+        try base.putChallenge(challenge, expiresAt: expiresAt, in: room)
     }
 
-    public func liveChallenges(in room: RoomKey, now: UInt64) -> Int { wait(); return base.liveChallenges(in: room, now: now) }
+    public func liveChallenges(in room: RoomKey, now: UInt64) throws(StoreError) -> Int { wait(); return try base.liveChallenges(in: room, now: now) }
 
-    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) -> Bool {
+    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) throws(StoreError) -> Bool {
         wait()
-        return base.consumeChallenge(challenge, in: room, now: now)
+        return try base.consumeChallenge(challenge, in: room, now: now)
     }
 
-    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) { wait(); base.putTicket(ticket, record, in: room) }
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) throws(StoreError) { wait(); try base.putTicket(ticket, record, in: room) }
 
-    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) -> RegistrationTokenRecord? {
+    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) throws(StoreError) -> RegistrationTokenRecord? {
         wait()
-        return base.registrationToken(token, in: room, now: now)
+        return try base.registrationToken(token, in: room, now: now)
     }
 
-    public func deleteRegistrationToken(_ token: String, in room: RoomKey) { wait(); base.deleteRegistrationToken(token, in: room) }
+    public func deleteRegistrationToken(_ token: String, in room: RoomKey) throws(StoreError) { wait(); try base.deleteRegistrationToken(token, in: room) }
 
     @discardableResult
-    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) -> Bool {
+    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) throws(StoreError) -> Bool {
         wait()
-        return base.setVerifier(verifier, of: room, now: now)
+        return try base.setVerifier(verifier, of: room, now: now)
     }
 
-    public func assertionCounter(for keyID: String, in room: RoomKey) -> UInt32? { wait(); return base.assertionCounter(for: keyID, in: room) }
+    public func assertionCounter(for keyID: String, in room: RoomKey) throws(StoreError) -> UInt32? { wait(); return try base.assertionCounter(for: keyID, in: room) }
 
-    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) {
+    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) throws(StoreError) {
         wait()
-        base.setAssertionCounter(counter, for: keyID, in: room)
+        try base.setAssertionCounter(counter, for: keyID, in: room)
     }
 
-    public func quota(of room: RoomKey) -> QuotaRecord? { wait(); return base.quota(of: room) }
-    public func setQuota(_ record: QuotaRecord, of room: RoomKey) { wait(); base.setQuota(record, of: room) }
-    public func deleteRoom(_ key: RoomKey) { wait(); base.deleteRoom(key) }
-    public func pruneExpired(now: UInt64) { wait(); base.pruneExpired(now: now) }
+    public func quota(of room: RoomKey) throws(StoreError) -> QuotaRecord? { wait(); return try base.quota(of: room) }
+    public func setQuota(_ record: QuotaRecord, of room: RoomKey) throws(StoreError) { wait(); try base.setQuota(record, of: room) }
+    public func deleteRoom(_ key: RoomKey) throws(StoreError) { wait(); try base.deleteRoom(key) }
+    public func pruneExpired(now: UInt64) throws(StoreError) { wait(); try base.pruneExpired(now: now) }
 
-    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey] {
+    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) throws(StoreError) -> [RoomKey] {
         wait()
-        return base.idleRooms(lastActivityBefore: cutoff, limit: limit)
+        return try base.idleRooms(lastActivityBefore: cutoff, limit: limit)
     }
 
-    public func lastActivity(of key: RoomKey) -> UInt64? { wait(); return base.lastActivity(of: key) }
-    public var roomCount: Int { wait(); return base.roomCount }
-    public func shardMap() -> ShardMap? { wait(); return base.shardMap() }
-    public func publishShardMap(_ map: ShardMap) -> Bool { wait(); return base.publishShardMap(map) }
+    public func lastActivity(of key: RoomKey) throws(StoreError) -> UInt64? { wait(); return try base.lastActivity(of: key) }
+    public var roomCount: Int { get throws(StoreError) { wait(); return try base.roomCount } }
+    public func shardMap() throws(StoreError) -> ShardMap? { wait(); return try base.shardMap() }
+    public func publishShardMap(_ map: ShardMap) throws(StoreError) -> Bool { wait(); return try base.publishShardMap(map) }
 
-    /// Forwarded, not left to the protocol's do-nothing default: the base store's faults must
-    /// still reach the relay's fault budget. Configuration, not a database call: no delay.
-    public func setFaultHandler(_ handler: @escaping @Sendable (String) -> Void) { base.setFaultHandler(handler) }
 }

@@ -26,17 +26,32 @@ public final class InMemoryRoomStore: RoomStore {
 
     public init() {}
 
-    private func read<R>(_ body: ([RoomKey: Room]) -> R) -> R { rooms.withLock { body($0) } }
-    private func change<R>(_ body: (inout [RoomKey: Room]) -> R) -> R { rooms.withLock { body(&$0) } }
+    private let failure = Mutex<StoreError?>(nil)
 
-    public func verifier(of room: RoomKey) -> String? { read { $0[room]?.verifier } }
-    public func admissionState(of room: RoomKey) -> AdmissionState {
-        read { AdmissionState(verifier: $0[room]?.verifier, pairingCycles: $0[room]?.pairingCycles ?? 0) }
+    /// Makes every call fail with `failure` until it is set back to nil: a database that is down,
+    /// for tests of what a service answers then.
+    public func setFailure(_ failure: StoreError?) { self.failure.withLock { $0 = failure } }
+
+    private func available() throws(StoreError) {
+        if let failure = failure.withLock({ $0 }) { throw failure }
     }
-    public func pairingCycles(of room: RoomKey) -> Int { read { $0[room]?.pairingCycles ?? 0 } }
-    public func setPairingCycles(_ cycles: Int, of room: RoomKey) {
+    private func read<R>(_ body: ([RoomKey: Room]) -> R) throws(StoreError) -> R {
+        try available()
+        return rooms.withLock { body($0) }
+    }
+    private func change<R>(_ body: (inout [RoomKey: Room]) -> R) throws(StoreError) -> R {
+        try available()
+        return rooms.withLock { body(&$0) }
+    }
+
+    public func verifier(of room: RoomKey) throws(StoreError) -> String? { try read { $0[room]?.verifier } }
+    public func admissionState(of room: RoomKey) throws(StoreError) -> AdmissionState {
+        try read { AdmissionState(verifier: $0[room]?.verifier, pairingCycles: $0[room]?.pairingCycles ?? 0) }
+    }
+    public func pairingCycles(of room: RoomKey) throws(StoreError) -> Int { try read { $0[room]?.pairingCycles ?? 0 } }
+    public func setPairingCycles(_ cycles: Int, of room: RoomKey) throws(StoreError) {
         let key = room
-        change { rooms in
+        try change { rooms in
             guard cycles > 0 else {
                 rooms[key]?.pairingCycles = 0
                 if rooms[key]?.holdsNothing == true { rooms[key] = nil }
@@ -45,35 +60,35 @@ public final class InMemoryRoomStore: RoomStore {
             rooms[key, default: Room()].pairingCycles = cycles
         }
     }
-    public func touch(_ room: RoomKey, at now: UInt64) {
-        change { rooms in
+    public func touch(_ room: RoomKey, at now: UInt64) throws(StoreError) {
+        try change { rooms in
             guard rooms[room]?.verifier != nil else { return }
             rooms[room]?.lastActivity = now
         }
     }
 
-    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) -> TicketRecord? {
-        change { rooms in
+    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) throws(StoreError) -> TicketRecord? {
+        try change { rooms in
             guard let record = rooms[room]?.tickets.removeValue(forKey: ticket) else { return nil }
             return record.expiresAt < now ? nil : record
         }
     }
 
-    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) {
-        change { $0[room, default: Room()].registrationTokens[token] = record }
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) throws(StoreError) {
+        try change { $0[room, default: Room()].registrationTokens[token] = record }
     }
 
-    public func quota(of room: RoomKey) -> QuotaRecord? { read { $0[room]?.quota } }
-    public func setQuota(_ record: QuotaRecord, of room: RoomKey) { change { $0[room, default: Room()].quota = record } }
+    public func quota(of room: RoomKey) throws(StoreError) -> QuotaRecord? { try read { $0[room]?.quota } }
+    public func setQuota(_ record: QuotaRecord, of room: RoomKey) throws(StoreError) { try change { $0[room, default: Room()].quota = record } }
 
-    public func deleteRoom(_ key: RoomKey) { change { $0[key] = nil } }
+    public func deleteRoom(_ key: RoomKey) throws(StoreError) { try change { $0[key] = nil } }
 
-    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) {
-        change { $0[room, default: Room()].challenges[challenge] = expiresAt }
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) throws(StoreError) {
+        try change { $0[room, default: Room()].challenges[challenge] = expiresAt }
     }
 
-    public func liveChallenges(in room: RoomKey, now: UInt64) -> Int {
-        change { rooms in
+    public func liveChallenges(in room: RoomKey, now: UInt64) throws(StoreError) -> Int {
+        try change { rooms in
             guard var entry = rooms[room] else { return 0 }
             entry.challenges = entry.challenges.filter { $0.value >= now }
             rooms[room] = entry
@@ -81,23 +96,23 @@ public final class InMemoryRoomStore: RoomStore {
         }
     }
 
-    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) -> Bool {
-        change { rooms in
+    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) throws(StoreError) -> Bool {
+        try change { rooms in
             guard let expiresAt = rooms[room]?.challenges.removeValue(forKey: challenge) else { return false }
             return expiresAt >= now
         }
     }
 
-    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) { change { $0[room, default: Room()].tickets[ticket] = record } }
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) throws(StoreError) { try change { $0[room, default: Room()].tickets[ticket] = record } }
 
-    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) -> RegistrationTokenRecord? {
-        read { rooms in rooms[room]?.registrationTokens[token].flatMap { $0.expiresAt >= now ? $0 : nil } }
+    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) throws(StoreError) -> RegistrationTokenRecord? {
+        try read { rooms in rooms[room]?.registrationTokens[token].flatMap { $0.expiresAt >= now ? $0 : nil } }
     }
 
-    public func deleteRegistrationToken(_ token: String, in room: RoomKey) { change { $0[room]?.registrationTokens[token] = nil } }
+    public func deleteRegistrationToken(_ token: String, in room: RoomKey) throws(StoreError) { try change { $0[room]?.registrationTokens[token] = nil } }
 
-    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) -> Bool {
-        change { rooms in
+    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) throws(StoreError) -> Bool {
+        try change { rooms in
             guard rooms[room]?.verifier == nil else { return false }
             rooms[room, default: Room()].verifier = verifier
             rooms[room]?.lastActivity = now
@@ -106,8 +121,8 @@ public final class InMemoryRoomStore: RoomStore {
         }
     }
 
-    public func pruneExpired(now: UInt64) {
-        change { rooms in
+    public func pruneExpired(now: UInt64) throws(StoreError) {
+        try change { rooms in
             for name in Array(rooms.keys) {
                 var room = rooms[name]!
                 room.tickets = room.tickets.filter { $0.value.expiresAt >= now }
@@ -120,25 +135,29 @@ public final class InMemoryRoomStore: RoomStore {
         }
     }
 
-    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey] {
-        read { rooms in
+    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) throws(StoreError) -> [RoomKey] {
+        try read { rooms in
             Array(rooms.lazy.filter { $0.value.verifier != nil && ($0.value.lastActivity ?? .max) < cutoff }.map(\.key).prefix(limit))
         }
     }
 
-    public func lastActivity(of key: RoomKey) -> UInt64? {
-        read { rooms in rooms[key].flatMap { $0.verifier != nil ? $0.lastActivity : nil } }
+    public func lastActivity(of key: RoomKey) throws(StoreError) -> UInt64? {
+        try read { rooms in rooms[key].flatMap { $0.verifier != nil ? $0.lastActivity : nil } }
     }
 
-    public func assertionCounter(for keyID: String, in room: RoomKey) -> UInt32? { read { $0[room]?.assertionCounters[keyID] } }
-    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) {
-        change { $0[room, default: Room()].assertionCounters[keyID] = counter }
+    public func assertionCounter(for keyID: String, in room: RoomKey) throws(StoreError) -> UInt32? { try read { $0[room]?.assertionCounters[keyID] } }
+    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) throws(StoreError) {
+        try change { $0[room, default: Room()].assertionCounters[keyID] = counter }
     }
 
-    public func shardMap() -> ShardMap? { map.withLock { $0 } }
+    public func shardMap() throws(StoreError) -> ShardMap? {
+        try available()
+        return map.withLock { $0 }
+    }
 
-    public func publishShardMap(_ map: ShardMap) -> Bool {
-        self.map.withLock { stored in
+    public func publishShardMap(_ map: ShardMap) throws(StoreError) -> Bool {
+        try available()
+        return self.map.withLock { stored in
             guard map.version > stored?.version ?? -1 else { return false }
             stored = map
             return true
@@ -146,7 +165,7 @@ public final class InMemoryRoomStore: RoomStore {
     }
 
     // Test helpers.
-    public var roomCount: Int { read { $0.count } }
-    public func setVerifier(_ verifier: String?, of room: RoomName) { change { $0[RoomKey(room), default: Room()].verifier = verifier } }
-    public func room(_ room: RoomName) -> Room? { read { $0[RoomKey(room)] } }
+    public var roomCount: Int { get throws(StoreError) { try read { $0.count } } }
+    public func setVerifier(_ verifier: String?, of room: RoomName) { rooms.withLock { $0[RoomKey(room), default: Room()].verifier = verifier } }
+    public func room(_ room: RoomName) -> Room? { rooms.withLock { $0[RoomKey(room)] } }
 }

@@ -43,23 +43,23 @@ public enum RoomWrite: Sendable, Equatable {
 
 extension RoomStore {
     /// Performs `query` for the room (on its store lane), call by call.
-    public func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead {
-        let state = admissionState(of: room)
-        var read = AdmissionRead(state: state, quota: quota(of: room))
+    public func admission(_ query: AdmissionQuery, of room: RoomKey) throws(StoreError) -> AdmissionRead {
+        let state = try admissionState(of: room)
+        var read = AdmissionRead(state: state, quota: try quota(of: room))
         if state.verifier == nil, let ticket = query.ticket {
-            read.ticket = consumeTicket(ticket, in: room, now: query.now)
+            read.ticket = try consumeTicket(ticket, in: room, now: query.now)
         }
         return read
     }
 
     /// Performs `write` for the room (on its store lane).
-    public func apply(_ write: RoomWrite, to room: RoomKey) {
+    public func apply(_ write: RoomWrite, to room: RoomKey) throws(StoreError) {
         switch write {
-        case let .pairingCycles(cycles): setPairingCycles(cycles, of: room)
-        case let .touch(now): touch(room, at: now)
-        case let .registrationToken(token, record): putRegistrationToken(token, record, in: room)
-        case let .quota(record): setQuota(record, of: room)
-        case .deleteRoom: deleteRoom(room)
+        case let .pairingCycles(cycles): try setPairingCycles(cycles, of: room)
+        case let .touch(now): try touch(room, at: now)
+        case let .registrationToken(token, record): try putRegistrationToken(token, record, in: room)
+        case let .quota(record): try setQuota(record, of: room)
+        case .deleteRoom: try deleteRoom(room)
         }
     }
 }

@@ -9,11 +9,9 @@ public import TetherWire
 public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the connection and statement cache are used only under `lock`
     public enum Failure: Error, CustomStringConvertible {
         case open(String)
-        case statement(String)
         public var description: String {
             switch self {
             case let .open(message): "cannot open the room database: \(message)"
-            case let .statement(message): "room database: \(message)"
             }
         }
     }
@@ -21,7 +19,6 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
     private let db: OpaquePointer
     private let lock = NSLock()
     private var statements: [String: OpaquePointer] = [:]
-    private var faultHandler: (@Sendable (String) -> Void)?
 
     public init(path: String) throws {
         var handle: OpaquePointer?
@@ -60,22 +57,22 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
     /// Schema 1 keys every row by `RoomKey`, never by the room name. A database written before it
     /// (user_version 0, names in the `room` columns) is rewritten in one transaction on open, so
     /// nothing stored is lost and no name stays behind. Fresh databases have no rows to rewrite.
-    private func migrateToRoomKeys() throws {
-        let version = query("PRAGMA user_version", []) { sqlite3_column_int64($0, 0) } ?? 0
+    private func migrateToRoomKeys() throws(StoreError) {
+        let version = try query("PRAGMA user_version", []) { sqlite3_column_int64($0, 0) } ?? 0
         guard version < 1 else { return }
-        let hasBucket = queryAll("PRAGMA table_info(rooms)", []) { text($0, 1) }.contains("bucket")
-        try lock.withLock {
+        let hasBucket = try queryAll("PRAGMA table_info(rooms)", []) { text($0, 1) }.contains("bucket")
+        try locked { () throws(StoreError) in
             try executeLocked("BEGIN IMMEDIATE")
-            do {
+            do throws(StoreError) {
                 if !hasBucket { try executeLocked("ALTER TABLE rooms ADD COLUMN bucket INTEGER NOT NULL DEFAULT 0") }
                 for (table, hasBucketColumn) in [("rooms", true), ("ephemeral", false)] {
-                    for name in queryAllLocked("SELECT DISTINCT room FROM \(table)", [], { text($0, 0) }).compactMap({ $0 }) {
+                    for name in try queryAllLocked("SELECT DISTINCT room FROM \(table)", [], { text($0, 0) }).compactMap({ $0 }) {
                         guard let room = RoomName(header: name) else { continue }
                         let key = RoomKey(room)
                         if hasBucketColumn {
-                            runLocked("UPDATE rooms SET room = ?1, bucket = ?2 WHERE room = ?3", [key.hex, key.bucket, name])
+                            try runLocked("UPDATE rooms SET room = ?1, bucket = ?2 WHERE room = ?3", [key.hex, key.bucket, name])
                         } else {
-                            runLocked("UPDATE \(table) SET room = ?1 WHERE room = ?2", [key.hex, name])
+                            try runLocked("UPDATE \(table) SET room = ?1 WHERE room = ?2", [key.hex, name])
                         }
                     }
                 }
@@ -97,53 +94,53 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
 
     // MARK: RoomStore
 
-    public func verifier(of room: RoomKey) -> String? {
-        query("SELECT verifier FROM rooms WHERE room = ?1", [room.hex]) { text($0, 0) } ?? nil
+    public func verifier(of room: RoomKey) throws(StoreError) -> String? {
+        try query("SELECT verifier FROM rooms WHERE room = ?1", [room.hex]) { text($0, 0) } ?? nil
     }
 
-    public func admissionState(of room: RoomKey) -> AdmissionState {
-        query("SELECT verifier, pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) {
+    public func admissionState(of room: RoomKey) throws(StoreError) -> AdmissionState {
+        try query("SELECT verifier, pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) {
             AdmissionState(verifier: text($0, 0), pairingCycles: Int(sqlite3_column_int64($0, 1)))
         } ?? AdmissionState(verifier: nil, pairingCycles: 0)
     }
 
-    public func admission(_ query: AdmissionQuery, of room: RoomKey) -> AdmissionRead {
+    public func admission(_ query: AdmissionQuery, of room: RoomKey) throws(StoreError) -> AdmissionRead {
         // One statement for the room row (verifier, cycles, quota); the ticket only when needed.
-        let row = self.query("SELECT verifier, pairing_cycles, quota_day_start, quota_bytes FROM rooms WHERE room = ?1", [room.hex]) { row in
+        let row = try self.query("SELECT verifier, pairing_cycles, quota_day_start, quota_bytes FROM rooms WHERE room = ?1", [room.hex]) { row in
             AdmissionRead(state: AdmissionState(verifier: text(row, 0), pairingCycles: Int(sqlite3_column_int64(row, 1))),
                           quota: sqlite3_column_type(row, 2) == SQLITE_NULL ? nil
                               : QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 2)), bytes: sqlite3_column_int64(row, 3)))
         }
         var read = row ?? AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0))
         if read.state.verifier == nil, let ticket = query.ticket {
-            read.ticket = consumeTicket(ticket, in: room, now: query.now)
+            read.ticket = try consumeTicket(ticket, in: room, now: query.now)
         }
         return read
     }
 
-    public func pairingCycles(of room: RoomKey) -> Int {
-        query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+    public func pairingCycles(of room: RoomKey) throws(StoreError) -> Int {
+        try query("SELECT pairing_cycles FROM rooms WHERE room = ?1", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
     }
 
-    public func setPairingCycles(_ cycles: Int, of room: RoomKey) {
+    public func setPairingCycles(_ cycles: Int, of room: RoomKey) throws(StoreError) {
         let key = room
         guard cycles > 0 else {
             // The common case — a fresh room's first mac park — finds no row and writes nothing.
-            lock.withLock {
-                guard runLocked("UPDATE rooms SET pairing_cycles = 0 WHERE room = ?1 AND pairing_cycles != 0", [key.hex]) > 0 else { return }
-                runLocked("DELETE FROM rooms WHERE room = ?1 AND \(Self.holdsNothing)", [key.hex])
+            try locked { () throws(StoreError) in
+                guard try runLocked("UPDATE rooms SET pairing_cycles = 0 WHERE room = ?1 AND pairing_cycles != 0", [key.hex]) > 0 else { return }
+                try runLocked("DELETE FROM rooms WHERE room = ?1 AND \(Self.holdsNothing)", [key.hex])
             }
             return
         }
-        run("INSERT INTO rooms (room, bucket, pairing_cycles) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET pairing_cycles = ?2", [key.hex, cycles, key.bucket])
+        try run("INSERT INTO rooms (room, bucket, pairing_cycles) VALUES (?1, ?3, ?2) ON CONFLICT(room) DO UPDATE SET pairing_cycles = ?2", [key.hex, cycles, key.bucket])
     }
 
-    public func touch(_ room: RoomKey, at now: UInt64) {
-        run("UPDATE rooms SET last_activity = ?2 WHERE room = ?1 AND verifier IS NOT NULL", [room.hex, Int(clamping: now)])
+    public func touch(_ room: RoomKey, at now: UInt64) throws(StoreError) {
+        try run("UPDATE rooms SET last_activity = ?2 WHERE room = ?1 AND verifier IS NOT NULL", [room.hex, Int(clamping: now)])
     }
 
-    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) -> TicketRecord? {
-        let record: TicketRecord?? = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'ticket' AND secret = ?2 RETURNING expires_at, key_id, public_key",
+    public func consumeTicket(_ ticket: String, in room: RoomKey, now: UInt64) throws(StoreError) -> TicketRecord? {
+        let record: TicketRecord?? = try query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'ticket' AND secret = ?2 RETURNING expires_at, key_id, public_key",
                                            [room.hex, ticket]) { row in
             TicketRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), keyID: text(row, 1) ?? "", publicKey: text(row, 2) ?? "")
         }
@@ -151,31 +148,31 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
         return found
     }
 
-    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) {
-        putEphemeral(room, "regtoken", token, record.expiresAt, record.attestKeyID, record.attestPublicKey)
+    public func putRegistrationToken(_ token: String, _ record: RegistrationTokenRecord, in room: RoomKey) throws(StoreError) {
+        try putEphemeral(room, "regtoken", token, record.expiresAt, record.attestKeyID, record.attestPublicKey)
     }
 
-    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) {
-        putEphemeral(room, "challenge", challenge, expiresAt, nil, nil)
+    public func putChallenge(_ challenge: String, expiresAt: UInt64, in room: RoomKey) throws(StoreError) {
+        try putEphemeral(room, "challenge", challenge, expiresAt, nil, nil)
     }
 
-    public func liveChallenges(in room: RoomKey, now: UInt64) -> Int {
-        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND expires_at < ?2", [room.hex, Int(now)])
-        return query("SELECT count(*) FROM ephemeral WHERE room = ?1 AND kind = 'challenge'", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
+    public func liveChallenges(in room: RoomKey, now: UInt64) throws(StoreError) -> Int {
+        try run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND expires_at < ?2", [room.hex, Int(now)])
+        return try query("SELECT count(*) FROM ephemeral WHERE room = ?1 AND kind = 'challenge'", [room.hex]) { Int(sqlite3_column_int64($0, 0)) } ?? 0
     }
 
-    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) -> Bool {
-        let expiresAt = query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND secret = ?2 RETURNING expires_at",
+    public func consumeChallenge(_ challenge: String, in room: RoomKey, now: UInt64) throws(StoreError) -> Bool {
+        let expiresAt = try query("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'challenge' AND secret = ?2 RETURNING expires_at",
                               [room.hex, challenge]) { UInt64(sqlite3_column_int64($0, 0)) }
         return expiresAt.map { $0 >= now } ?? false
     }
 
-    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) {
-        putEphemeral(room, "ticket", ticket, record.expiresAt, record.keyID, record.publicKey)
+    public func putTicket(_ ticket: String, _ record: TicketRecord, in room: RoomKey) throws(StoreError) {
+        try putEphemeral(room, "ticket", ticket, record.expiresAt, record.keyID, record.publicKey)
     }
 
-    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) -> RegistrationTokenRecord? {
-        let record = query("SELECT expires_at, key_id, public_key FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2",
+    public func registrationToken(_ token: String, in room: RoomKey, now: UInt64) throws(StoreError) -> RegistrationTokenRecord? {
+        let record = try query("SELECT expires_at, key_id, public_key FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2",
                            [room.hex, token]) { row in
             RegistrationTokenRecord(expiresAt: UInt64(sqlite3_column_int64(row, 0)), attestKeyID: text(row, 1), attestPublicKey: text(row, 2))
         }
@@ -183,123 +180,129 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
         return record
     }
 
-    public func deleteRegistrationToken(_ token: String, in room: RoomKey) {
-        run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [room.hex, token])
+    public func deleteRegistrationToken(_ token: String, in room: RoomKey) throws(StoreError) {
+        try run("DELETE FROM ephemeral WHERE room = ?1 AND kind = 'regtoken' AND secret = ?2", [room.hex, token])
     }
 
-    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) -> Bool {
+    public func setVerifier(_ verifier: String, of room: RoomKey, now: UInt64) throws(StoreError) -> Bool {
         let key = room
-        return lock.withLock {
+        return try locked { () throws(StoreError) -> Bool in
             _ = try? executeLocked("PRAGMA synchronous=FULL")
             defer { _ = try? executeLocked("PRAGMA synchronous=NORMAL") }
             // The test is in the statement: a verifier already stored is never overwritten.
-            return runLocked("""
+            return try runLocked("""
                 INSERT INTO rooms (room, bucket, verifier, last_activity) VALUES (?1, ?4, ?2, ?3)
                 ON CONFLICT(room) DO UPDATE SET verifier = ?2, last_activity = ?3, pairing_cycles = 0 WHERE rooms.verifier IS NULL
                 """, [key.hex, verifier, Int(clamping: now), key.bucket]) > 0
         }
     }
 
-    public func assertionCounter(for keyID: String, in room: RoomKey) -> UInt32? {
-        query("SELECT counter FROM room_assertion_counters WHERE room = ?1 AND key_id = ?2", [room.hex, keyID]) {
+    public func assertionCounter(for keyID: String, in room: RoomKey) throws(StoreError) -> UInt32? {
+        try query("SELECT counter FROM room_assertion_counters WHERE room = ?1 AND key_id = ?2", [room.hex, keyID]) {
             UInt32(truncatingIfNeeded: sqlite3_column_int64($0, 0))
         }
     }
 
-    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) {
+    public func setAssertionCounter(_ counter: UInt32, for keyID: String, in room: RoomKey) throws(StoreError) {
         // Durable like the verifier it guards: a lost counter would let an assertion replay.
-        run("INSERT INTO room_assertion_counters (room, key_id, counter) VALUES (?1, ?2, ?3) ON CONFLICT(room, key_id) DO UPDATE SET counter = ?3",
+        try run("INSERT INTO room_assertion_counters (room, key_id, counter) VALUES (?1, ?2, ?3) ON CONFLICT(room, key_id) DO UPDATE SET counter = ?3",
             [room.hex, keyID, Int(counter)])
     }
 
-    public func quota(of room: RoomKey) -> QuotaRecord? {
-        query("SELECT quota_day_start, quota_bytes FROM rooms WHERE room = ?1 AND quota_day_start IS NOT NULL", [room.hex]) { row in
+    public func quota(of room: RoomKey) throws(StoreError) -> QuotaRecord? {
+        try query("SELECT quota_day_start, quota_bytes FROM rooms WHERE room = ?1 AND quota_day_start IS NOT NULL", [room.hex]) { row in
             QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 0)), bytes: sqlite3_column_int64(row, 1))
         }
     }
 
-    public func setQuota(_ record: QuotaRecord, of room: RoomKey) {
+    public func setQuota(_ record: QuotaRecord, of room: RoomKey) throws(StoreError) {
         let key = room
-        run("INSERT INTO rooms (room, bucket, quota_day_start, quota_bytes) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET quota_day_start = ?2, quota_bytes = ?3",
+        try run("INSERT INTO rooms (room, bucket, quota_day_start, quota_bytes) VALUES (?1, ?4, ?2, ?3) ON CONFLICT(room) DO UPDATE SET quota_day_start = ?2, quota_bytes = ?3",
             [key.hex, Int(record.dayStart), Int(record.bytes), key.bucket])
     }
 
-    public func deleteRoom(_ key: RoomKey) {
-        lock.withLock {
-            _ = try? executeLocked("BEGIN")
-            runLocked("DELETE FROM ephemeral WHERE room = ?1", [key.hex])
-            runLocked("DELETE FROM room_assertion_counters WHERE room = ?1", [key.hex])
-            runLocked("DELETE FROM rooms WHERE room = ?1", [key.hex])
-            _ = try? executeLocked("COMMIT")
+    public func deleteRoom(_ key: RoomKey) throws(StoreError) {
+        try locked { () throws(StoreError) in
+            // All or nothing: a teardown that fails half-way leaves the room as it was.
+            do throws(StoreError) {
+                try executeLocked("BEGIN")
+                try runLocked("DELETE FROM ephemeral WHERE room = ?1", [key.hex])
+                try runLocked("DELETE FROM room_assertion_counters WHERE room = ?1", [key.hex])
+                try runLocked("DELETE FROM rooms WHERE room = ?1", [key.hex])
+                try executeLocked("COMMIT")
+            } catch {
+                _ = try? executeLocked("ROLLBACK")
+                throw error
+            }
         }
     }
 
-    public func pruneExpired(now: UInt64) {
-        run("DELETE FROM ephemeral WHERE expires_at < ?1", [Int(clamping: now)])
-        run("UPDATE rooms SET last_activity = ?1 WHERE verifier IS NOT NULL AND last_activity IS NULL", [Int(clamping: now)])
+    public func pruneExpired(now: UInt64) throws(StoreError) {
+        try run("DELETE FROM ephemeral WHERE expires_at < ?1", [Int(clamping: now)])
+        try run("UPDATE rooms SET last_activity = ?1 WHERE verifier IS NOT NULL AND last_activity IS NULL", [Int(clamping: now)])
         if now >= QuotaRecord.window {
-            run("UPDATE rooms SET quota_day_start = NULL, quota_bytes = NULL WHERE quota_day_start IS NOT NULL AND quota_day_start <= ?1",
+            try run("UPDATE rooms SET quota_day_start = NULL, quota_bytes = NULL WHERE quota_day_start IS NOT NULL AND quota_day_start <= ?1",
                 [Int(clamping: now - QuotaRecord.window)])
         }
-        run("DELETE FROM rooms WHERE \(Self.holdsNothing)", [])
+        try run("DELETE FROM rooms WHERE \(Self.holdsNothing)", [])
     }
 
-    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) -> [RoomKey] {
-        queryAll("SELECT room, bucket FROM rooms WHERE verifier IS NOT NULL AND last_activity < ?1 LIMIT ?2", [Int(clamping: cutoff), limit]) { row in
+    public func idleRooms(lastActivityBefore cutoff: UInt64, limit: Int) throws(StoreError) -> [RoomKey] {
+        try queryAll("SELECT room, bucket FROM rooms WHERE verifier IS NOT NULL AND last_activity < ?1 LIMIT ?2", [Int(clamping: cutoff), limit]) { row in
             text(row, 0).flatMap { RoomKey(hex: $0, bucket: Int(sqlite3_column_int64(row, 1))) }
         }.compactMap { $0 }
     }
 
-    public func lastActivity(of key: RoomKey) -> UInt64? {
-        query("SELECT last_activity FROM rooms WHERE room = ?1 AND verifier IS NOT NULL AND last_activity IS NOT NULL", [key.hex]) {
+    public func lastActivity(of key: RoomKey) throws(StoreError) -> UInt64? {
+        try query("SELECT last_activity FROM rooms WHERE room = ?1 AND verifier IS NOT NULL AND last_activity IS NOT NULL", [key.hex]) {
             UInt64(sqlite3_column_int64($0, 0))
         }
     }
 
-    public func shardMap() -> ShardMap? {
+    public func shardMap() throws(StoreError) -> ShardMap? {
         // A row that no longer parses (edited by hand) reads as absent rather than as a map
         // clients would refuse; the node then owns everything until a valid map is published.
-        query("SELECT json FROM shard_map WHERE id = 1", []) { text($0, 0) }?.flatMap { try? ShardMap(json: Array($0.utf8)) }
+        try query("SELECT json FROM shard_map WHERE id = 1", []) { text($0, 0) }?.flatMap { try? ShardMap(json: Array($0.utf8)) }
     }
 
-    public func publishShardMap(_ map: ShardMap) -> Bool {
+    public func publishShardMap(_ map: ShardMap) throws(StoreError) -> Bool {
         // The version test is inside the statement, so two nodes publishing at once cannot lower it.
-        query("INSERT INTO shard_map (id, version, json) VALUES (1, ?1, ?2) ON CONFLICT(id) DO UPDATE SET version = ?1, json = ?2 WHERE ?1 > shard_map.version RETURNING version",
+        try query("INSERT INTO shard_map (id, version, json) VALUES (1, ?1, ?2) ON CONFLICT(id) DO UPDATE SET version = ?1, json = ?2 WHERE ?1 > shard_map.version RETURNING version",
               [map.version, map.json]) { _ in true } ?? false
     }
 
     /// Room records held (for tests and operators' checks of §6.10).
-    public var roomCount: Int { query("SELECT count(*) FROM rooms", []) { Int(sqlite3_column_int64($0, 0)) } ?? 0 }
+    public var roomCount: Int {
+        get throws(StoreError) { try query("SELECT count(*) FROM rooms", []) { Int(sqlite3_column_int64($0, 0)) } ?? 0 }
+    }
 
     // MARK: SQLite plumbing
 
     /// A room row with nothing worth keeping (§6.10).
     private static let holdsNothing = "verifier IS NULL AND pairing_cycles = 0 AND last_activity IS NULL AND quota_day_start IS NULL"
 
-    private enum Value { case text(String), integer(Int), null }
-
-    private func putEphemeral(_ room: RoomKey, _ kind: String, _ secret: String, _ expiresAt: UInt64, _ keyID: String?, _ publicKey: String?) {
-        run("INSERT OR REPLACE INTO ephemeral (room, kind, secret, expires_at, key_id, public_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    private func putEphemeral(_ room: RoomKey, _ kind: String, _ secret: String, _ expiresAt: UInt64, _ keyID: String?, _ publicKey: String?) throws(StoreError) {
+        try run("INSERT OR REPLACE INTO ephemeral (room, kind, secret, expires_at, key_id, public_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             [room.hex, kind, secret, Int(expiresAt), keyID as Any, publicKey as Any])
     }
 
-    private func execute(_ sql: String) throws {
-        try lock.withLock { try executeLocked(sql) }
+    private func execute(_ sql: String) throws(StoreError) {
+        try locked { () throws(StoreError) in try executeLocked(sql) }
     }
 
-    private func executeLocked(_ sql: String) throws {
+    private func executeLocked(_ sql: String) throws(StoreError) {
         var error: UnsafeMutablePointer<CChar>?
         guard sqlite3_exec(db, sql, nil, nil, &error) == SQLITE_OK else {
             let message = error.map { String(cString: $0) } ?? "unknown"
             sqlite3_free(error)
-            throw Failure.statement(message)
+            throw StoreError("room database: \(message)")
         }
     }
 
-    private func prepared(_ sql: String) -> OpaquePointer? {
+    private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?
-        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK else { return nil }
+        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK, let statement else { throw failure() }
         statements[sql] = statement
         return statement
     }
@@ -315,61 +318,57 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
         }
     }
 
-    /// Runs a statement; a storage failure is reported and treated as "nothing stored" (fail closed
-    /// for reads: an unreadable verifier reads as absent, which refuses signed joins).
-    private func run(_ sql: String, _ values: [Any]) {
-        _ = lock.withLock { runLocked(sql, values) }
+    /// Runs `body` holding the connection's lock.
+    private func locked<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// Runs a statement.
+    private func run(_ sql: String, _ values: [Any]) throws(StoreError) {
+        _ = try locked { () throws(StoreError) in try runLocked(sql, values) }
     }
 
     /// Runs a statement; returns the rows it changed.
     @discardableResult
-    private func runLocked(_ sql: String, _ values: [Any]) -> Int {
-        guard let statement = prepared(sql) else {
-            report(sql)
-            return 0
-        }
+    private func runLocked(_ sql: String, _ values: [Any]) throws(StoreError) -> Int {
+        let statement = try prepared(sql)
         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
         bind(statement, values)
         var status = sqlite3_step(statement)
         while status == SQLITE_ROW { status = sqlite3_step(statement) }
-        guard status == SQLITE_DONE else {
-            report(sql)
-            return 0
-        }
+        guard status == SQLITE_DONE else { throw failure() }
         return Int(sqlite3_changes(db))
     }
 
     /// The first row's value, or nil if there is none.
-    private func query<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) -> R? {
-        lock.withLock {
-            guard let statement = prepared(sql) else {
-                report(sql)
-                return nil
-            }
+    private func query<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) throws(StoreError) -> R? {
+        try locked { () throws(StoreError) -> R? in
+            let statement = try prepared(sql)
             defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
             bind(statement, values)
             let status = sqlite3_step(statement)
             guard status == SQLITE_ROW else {
-                if status != SQLITE_DONE { report(sql) }
+                if status != SQLITE_DONE { throw failure() }
                 return nil
             }
             let result = row(statement)
             // Finish RETURNING statements so the write commits.
-            while sqlite3_step(statement) == SQLITE_ROW {}
+            var rest = sqlite3_step(statement)
+            while rest == SQLITE_ROW { rest = sqlite3_step(statement) }
+            guard rest == SQLITE_DONE else { throw failure() }
             return result
         }
     }
 
     /// Every row's value.
-    private func queryAll<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) -> [R] {
-        lock.withLock { queryAllLocked(sql, values, row) }
+    private func queryAll<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) throws(StoreError) -> [R] {
+        try locked { () throws(StoreError) in try queryAllLocked(sql, values, row) }
     }
 
-    private func queryAllLocked<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) -> [R] {
-        guard let statement = prepared(sql) else {
-            report(sql)
-            return []
-        }
+    private func queryAllLocked<R>(_ sql: String, _ values: [Any], _ row: (OpaquePointer) -> R) throws(StoreError) -> [R] {
+        let statement = try prepared(sql)
         defer { sqlite3_reset(statement); sqlite3_clear_bindings(statement) }
         bind(statement, values)
         var rows: [R] = []
@@ -378,24 +377,14 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
             rows.append(row(statement))
             status = sqlite3_step(statement)
         }
-        if status != SQLITE_DONE { report(sql) }
+        guard status == SQLITE_DONE else { throw failure() }
         return rows
     }
 
-    /// Receives each storage fault's message (SQLite's text: never a bound value, so never a key,
-    /// secret or room). Unset, faults go to standard error.
-    public func setFaultHandler(_ handler: @escaping @Sendable (String) -> Void) {
-        lock.withLock { faultHandler = handler }
-    }
-
-    /// Called with `lock` held.
-    private func report(_ sql: String) {
-        let message = String(cString: sqlite3_errmsg(db))
-        if let faultHandler {
-            faultHandler(message)
-        } else {
-            FileHandle.standardError.write(Data("relay: storage error: \(message)\n".utf8))
-        }
+    /// The connection's last error as a `StoreError`: SQLite's text (never a bound value, so never
+    /// a key, secret or room). Called with `lock` held.
+    private func failure() -> StoreError {
+        StoreError("room database: \(String(cString: sqlite3_errmsg(db)))")
     }
 }
 

@@ -31,7 +31,8 @@ enum ServeCommand {
 
         let sqlite: SQLiteRoomStore
         do { sqlite = try SQLiteRoomStore(path: path) } catch { Flags.fail("--db: \(error)", usage) }
-        let stored = establish(rooms, in: sqlite)
+        let stored: Int
+        do { stored = try establish(rooms, in: sqlite) } catch { Flags.fail("--db: \(error)", usage) }
 
         var configuration = RelayConfiguration()
         configuration.host = "127.0.0.1"
@@ -80,13 +81,13 @@ enum ServeCommand {
     /// delay: this is set-up, not the measurement). A verifier commits with a full fsync, so a
     /// database kept from an earlier run (`--db`) spares thousands of them. Returns the rooms
     /// stored now.
-    static func establish(_ count: Int, in store: SQLiteRoomStore) -> Int {
+    static func establish(_ count: Int, in store: SQLiteRoomStore) throws(StoreError) -> Int {
         let now = UInt64(Date().timeIntervalSince1970 * 1000)
         var stored = 0
         for index in 0..<count {
             let key = RoomKey(BenchRooms.name(index))
-            guard store.verifier(of: key) == nil else { continue }
-            if store.setVerifier(Base64.encode(BenchRooms.secret(index).verifier), of: key, now: now) { stored += 1 }
+            guard try store.verifier(of: key) == nil else { continue }
+            if try store.setVerifier(Base64.encode(BenchRooms.secret(index).verifier), of: key, now: now) { stored += 1 }
         }
         return stored
     }

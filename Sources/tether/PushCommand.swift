@@ -16,7 +16,7 @@ func runPushCommand(_ arguments: [String]) {
     let configuration = loadSettings("push") { () throws(SettingError) in try PushConfiguration.load(environment: environment, arguments: arguments) }
     let store: any PushStore
     do {
-        store = configuration.databasePath == ":memory:" ? InMemoryPushStore() : try SQLitePushStore(path: configuration.databasePath)
+        store = try StoreLocation(configuration.databasePath).openPushStore()
     } catch {
         fail("push: PUSH_DB: \(error)", code: 1)
     }
@@ -34,7 +34,7 @@ func runPushCommand(_ arguments: [String]) {
     } catch {
         fail("push: cannot start: \(error)", code: 1)
     }
-    FileHandle.standardOutput.write(Data("push: listening on \(configuration.host):\(port) (profiles=\(configuration.profiles), db=\(configuration.databasePath)) tether \(TetherVersion.current)\n".utf8))
+    FileHandle.standardOutput.write(Data("push: listening on \(configuration.host):\(port) (profiles=\(configuration.profiles), db=\(StoreLocation(configuration.databasePath).display)) tether \(TetherVersion.current)\n".utf8))
     if let admin = push.adminPort {
         push.note("push: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }

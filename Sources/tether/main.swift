@@ -162,49 +162,8 @@ case "signal": runSignalCommand(arguments)
 case "presence": await runPresenceCommand(arguments)
 case "call": await runCallCommand(arguments)
 case "answer": await runAnswerCommand(arguments)
-case "shardmap":
-    let help = """
-    usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH]
-           tether shardmap publish MAP.json [--config ENV-FILE] [--relay-db PATH]
-
-    The shard map (resolver v2) lives in the relay database every node shares. `publish`
-    validates MAP.json as clients do and stores it only if its version is above the stored one;
-    running nodes adopt it within a second and close moved rooms with 4421 `reshard <owner>`.
-
-    """
-    if arguments.isEmpty || arguments.contains("--help") || arguments.contains("-h") {
-        print(help, terminator: "")
-        exit(arguments.isEmpty ? 2 : 0)
-    }
-    var environment = serviceEnvironment(&arguments, command: "shardmap")
-    if let index = arguments.firstIndex(of: "--relay-db") {
-        guard index + 1 < arguments.count else { fail("shardmap: --relay-db needs a path") }
-        environment["RELAY_DB"] = arguments[index + 1]
-        arguments.removeSubrange(index...(index + 1))
-    }
-    let path = environment["RELAY_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "relay.db"
-    guard path != ":memory:" else { fail("shardmap: RELAY_DB is :memory:, which no node shares") }
-    // An operator command never creates a database: a mistyped path must not read as "published".
-    guard FileManager.default.fileExists(atPath: path) else {
-        fail("shardmap: no relay database at \(path) (RELAY_DB / --relay-db; a relay creates it on its first start)", code: 1)
-    }
-    let store: SQLiteRoomStore
-    do { store = try SQLiteRoomStore(path: path) } catch { fail("shardmap: RELAY_DB: \(error)", code: 1) }
-    switch (arguments.first, arguments.count) {
-    case ("show", 1):
-        guard let map = store.shardMap() else { fail("shardmap: no map published in \(path) (each node owns every bucket)", code: 1) }
-        print(map.json)
-    case ("publish", 2):
-        let map: ShardMap
-        do { map = try RelayConfiguration.loadShardMap(arguments[1], variable: "shardmap") } catch { fail("\(error)", code: 1) }
-        guard store.publishShardMap(map) else {
-            fail("shardmap: version \(map.version) not published: \(path) holds version \(store.shardMap()?.version ?? 0); every change must raise it", code: 1)
-        }
-        print("shardmap: published version \(map.version) to \(path)")
-    default:
-        fail("shardmap: expected `show` or `publish MAP.json` (see --help)")
-    }
-    exit(0)
+case "shardmap": runShardmapCommand(arguments)
+case "db": runDbCommand(arguments)
 case "relay":
     // Both generated from the relay's settings table (TetherService).
     answerHelpFlags(arguments, help: RelayConfiguration.helpText, markdown: RelayConfiguration.markdownReference)
@@ -219,7 +178,7 @@ case "relay":
     }
     let store: any RoomStore
     do {
-        store = configuration.databasePath == ":memory:" ? InMemoryRoomStore() : try SQLiteRoomStore(path: configuration.databasePath)
+        store = try StoreLocation(configuration.databasePath).openRoomStore()
     } catch {
         fail("relay: RELAY_DB: \(error)", code: 1)
     }
@@ -241,7 +200,7 @@ case "relay":
     // What the relay does, not what was typed: only the exact value false turns attestation off.
     let attest = configuration.attestationRequired ? "required" : "false"
     // Written straight to the descriptor so a supervisor (or a test) sees it at once.
-    FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(configuration.databasePath), attest=\(attest)) tether \(TetherVersion.current)\n".utf8))
+    FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(StoreLocation(configuration.databasePath).display), attest=\(attest)) tether \(TetherVersion.current)\n".utf8))
     if let admin = relay.adminPort {
         relay.note("relay: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }

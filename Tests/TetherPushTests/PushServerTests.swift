@@ -183,7 +183,7 @@ final class PushServerTests: XCTestCase {
 
     func testAStoreThatCannotWriteIsAnsweredHonestlyAndCounted() throws {
         let store = InMemoryPushStore()
-        store.setFailure(PushStoreError("disk full"))
+        store.setFailure(StoreError("disk full"))
         let relay = try PushServerHarness(store: store)
         XCTAssertAnswer(relay.request("/v1/register", body: #"{"deviceToken":"\#(String(repeating: "a", count: 64))","environment":"sandbox"}"#),
                         503, #"{"error":"storage unavailable"}"#)

@@ -21,20 +21,20 @@ final class HousekeepingTests: XCTestCase {
         let idle = RoomName(header: String(repeating: "a", count: 64))!
         let fresh = RoomName(header: String(repeating: "b", count: 64))!
         let pairing = RoomName(header: String(repeating: "c", count: 64))!
-        store.setVerifier("V", of: idle, now: now - 30 * day - 1)
-        store.setVerifier("W", of: fresh, now: now - 30 * day)
-        store.putChallenge("old", expiresAt: now - 1, in: pairing)
-        store.putChallenge("live", expiresAt: now + 1, in: pairing)
-        store.setPairingCycles(2, of: pairing)
+        try store.setVerifier("V", of: idle, now: now - 30 * day - 1)
+        try store.setVerifier("W", of: fresh, now: now - 30 * day)
+        try store.putChallenge("old", expiresAt: now - 1, in: pairing)
+        try store.putChallenge("live", expiresAt: now + 1, in: pairing)
+        try store.setPairingCycles(2, of: pairing)
 
         let swept = expectation(description: "sweep done")
         server.housekeep(now: now) { swept.fulfill() }
         wait(for: [swept], timeout: 10)
 
         XCTAssertNil(store.room(idle), "idle past the TTL: torn down, nothing survives")
-        XCTAssertEqual(store.verifier(of: fresh), "W", "exactly at the TTL is not yet idle")
+        XCTAssertEqual(try store.verifier(of: fresh), "W", "exactly at the TTL is not yet idle")
         XCTAssertEqual(store.room(pairing)?.challenges, ["live": now + 1])
-        XCTAssertEqual(store.pairingCycles(of: pairing), 2)
+        XCTAssertEqual(try store.pairingCycles(of: pairing), 2)
         XCTAssertEqual(lines.all, ["relay \(idle.logTag) teardown reason=room expired"])
     }
 
@@ -46,17 +46,17 @@ final class HousekeepingTests: XCTestCase {
         let store = InMemoryRoomStore()
         let server = RelayServer(configuration: configuration, group: group, store: store, storeLanes: 1) { _ in }
         let room = RoomName(header: String(repeating: "d", count: 64))!
-        store.setVerifier("V", of: room, now: 1)
+        try store.setVerifier("V", of: room, now: 1)
         // Hold the lane so the sweep's re-check queues behind a refresh (a signed join's write,
         // already on the room's lane when the sweep finds the room idle).
         let release = DispatchSemaphore(value: 0)
         server.storage.submit(lane: 0) { _ in release.wait() }
         let swept = expectation(description: "sweep done")
         server.housekeep(now: 5_000) { swept.fulfill() }
-        server.storage.submit(RoomKey(room)) { $0.touch(RoomKey(room), at: 4_999) }
+        server.storage.submit(RoomKey(room)) { try? $0.touch(RoomKey(room), at: 4_999) }
         release.signal()
         wait(for: [swept], timeout: 10)
-        XCTAssertEqual(store.verifier(of: room), "V")
+        XCTAssertEqual(try store.verifier(of: room), "V")
     }
 }
 

@@ -6,16 +6,18 @@ import TetherStore
 import TetherWire
 import XCTest
 
-/// §7.1 process protection on a relay whose storage fails underneath it.
+/// §7.1 process protection on a relay whose storage fails underneath it: a store that cannot
+/// answer is a degraded state, answered honestly, and never a process fault that ends with an
+/// exit dropping every live splice.
 final class ProcessProtectionTests: XCTestCase {
-    func testAStorageFaultIsCountedLoggedFailsClosedAndTooManyTripTheBudgetOnce() throws {
+    func testABrokenDatabaseFailsEachCallHonestlyIsLoggedOnceAndNeverTripsTheFaultBudget() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-fault-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("relay.db").path
         let store = try SQLiteRoomStore(path: path)
         let room = RoomName(header: String(repeating: "a", count: 64))!
-        store.setVerifier("V", of: room, now: 1)
+        try store.setVerifier("V", of: room, now: 1)
 
         let group = try EventLoopGroup(count: 1)
         defer { group.shutdown() }
@@ -30,13 +32,20 @@ final class ProcessProtectionTests: XCTestCase {
         XCTAssertEqual(sqlite3_exec(other, "DROP TABLE rooms", nil, nil, nil), SQLITE_OK)
         sqlite3_close(other)
 
-        XCTAssertNil(store.verifier(of: room), "an unreadable verifier reads as absent: signed joins are refused")
-        XCTAssertEqual(lines.all, ["relay: storage error (continuing): no such table: rooms"])
-        XCTAssertTrue(server.metrics.render(occupancy: .init(), socketsLive: 0).contains("relay_process_exceptions_total 1\n"))
-        XCTAssertEqual(tripped.all, [])
-        for _ in 0..<30 { _ = store.verifier(of: room) }
-        XCTAssertEqual(tripped.all, ["exit"], "the 26th within 60 s trips it, once")
-        XCTAssertTrue(lines.all.contains("relay: more than 25 internal faults within 60 s; exiting for a clean restart"))
+        XCTAssertThrowsError(try store.verifier(of: room), "an unreadable verifier is an error, never \"not established\"") {
+            XCTAssertEqual($0 as? StoreError, StoreError("room database: no such table: rooms"))
+        }
+        for _ in 0..<30 {
+            let swept = expectation(description: "sweep")
+            server.housekeep(now: 1_000) { swept.fulfill() }
+            wait(for: [swept], timeout: 10)
+        }
+        XCTAssertEqual(lines.all, ["relay: storage unavailable: room database: no such table: rooms; refusing what needs it (1011/500 internal error), splicing the rest"])
+        let metrics = server.metrics.render(occupancy: .init(), socketsLive: 0)
+        XCTAssertTrue(metrics.contains("relay_storage_errors_total 30\n"), metrics)
+        XCTAssertTrue(metrics.contains("relay_process_exceptions_total 0\n"), metrics)
+        XCTAssertEqual(tripped.all, [], "30 failed sweeps in a minute are not 30 process faults")
+        XCTAssertEqual(server.readiness.failing(), ["storage"])
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TetherStore
 import TetherTestSupport
 import XCTest
 
@@ -34,7 +35,7 @@ final class RelayEndToEndTests: XCTestCase {
         process.standardError = try FileHandle(forWritingTo: logFile)
         try process.run()
         let line = output.fileHandleForReading.readFirstLine()
-        XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(database), attest=\(local ? "false" : "required"))"),
+        XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(StoreLocation(database).display), attest=\(local ? "false" : "required"))"),
                       line)
     }
 

@@ -44,7 +44,7 @@ extension RelayMetricsExpositionTests {
     # HELP relay_metrics_push_errors_total Failed outbound metrics pushes.
     # TYPE relay_metrics_push_errors_total counter
     relay_metrics_push_errors_total 0
-    # HELP relay_process_exceptions_total Internal faults (storage errors) survived by the process.
+    # HELP relay_process_exceptions_total Internal faults survived by the process (a failing store is counted in relay_storage_errors_total instead).
     # TYPE relay_process_exceptions_total counter
     relay_process_exceptions_total 0
     # HELP relay_rooms_live Resident rooms.
@@ -76,6 +76,12 @@ extension RelayMetricsExpositionTests {
     relay_socket_lifetime_seconds_bucket{le="+Inf"} 0
     relay_socket_lifetime_seconds_sum 0.0
     relay_socket_lifetime_seconds_count 0
+    # HELP relay_storage_errors_total Store calls that failed (database down, disk full); each refused what needed it.
+    # TYPE relay_storage_errors_total counter
+    relay_storage_errors_total 0
+    # HELP relay_storage_available 1 while the store answers, 0 from a failed call until one succeeds.
+    # TYPE relay_storage_available gauge
+    relay_storage_available 1
 
     """#
 
@@ -92,7 +98,7 @@ extension RelayMetricsExpositionTests {
     # HELP relay_metrics_push_errors_total Failed outbound metrics pushes.
     # TYPE relay_metrics_push_errors_total counter
     relay_metrics_push_errors_total 1
-    # HELP relay_process_exceptions_total Internal faults (storage errors) survived by the process.
+    # HELP relay_process_exceptions_total Internal faults survived by the process (a failing store is counted in relay_storage_errors_total instead).
     # TYPE relay_process_exceptions_total counter
     relay_process_exceptions_total 1
     # HELP relay_http_requests_total HTTP requests that passed the gate.
@@ -138,6 +144,12 @@ extension RelayMetricsExpositionTests {
     relay_socket_lifetime_seconds_bucket{le="+Inf"} 6
     relay_socket_lifetime_seconds_sum 86462.25
     relay_socket_lifetime_seconds_count 6
+    # HELP relay_storage_errors_total Store calls that failed (database down, disk full); each refused what needed it.
+    # TYPE relay_storage_errors_total counter
+    relay_storage_errors_total 0
+    # HELP relay_storage_available 1 while the store answers, 0 from a failed call until one succeeds.
+    # TYPE relay_storage_available gauge
+    relay_storage_available 1
 
     """#
 

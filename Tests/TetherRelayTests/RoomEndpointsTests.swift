@@ -34,6 +34,22 @@ final class RoomEndpointsTests: XCTestCase {
         return c
     }
 
+    /// A store that cannot answer: every endpoint says 500 `internal error` (§2.2 step 9) rather
+    /// than "not established" or "bad token", which clients would act on; nothing is reported
+    /// done, and the store's text stays out of the body.
+    func testEveryEndpointAnswersInternalErrorWhenTheStoreCannotAnswer() {
+        store.setFailure(StoreError("room database: disk I/O error"))
+        for path in ["/attest/challenge", "/attest", "/register", "/delete"] {
+            let outcome = call(path, #"{"verifier":"\#(Base64.encode([UInt8](repeating: 1, count: 32)))","registrationToken":"t","challenge":"c","signature":"s","attestationObject":"AA=="}"#, attested: true)
+            XCTAssertEqual(outcome.status, 500, path)
+            XCTAssertEqual(error(outcome), "internal error", path)
+            XCTAssertEqual(outcome.storageFailure, StoreError("room database: disk I/O error"), path)
+            XCTAssertFalse(outcome.tearDown, path)
+        }
+        store.setFailure(nil)
+        XCTAssertEqual(call("/attest/challenge").status, 200, "and answers again once the store does")
+    }
+
     func testChallengesAreCappedAtSixteenLiveAndExpireAfterFiveMinutes() {
         for _ in 0..<16 { XCTAssertEqual(call("/attest/challenge").status, 200) }
         let seventeenth = call("/attest/challenge")
@@ -56,9 +72,9 @@ final class RoomEndpointsTests: XCTestCase {
         XCTAssertEqual(error(call("/attest", #"{"challenge":"\#(c)","attestationObject":"y"}"#, attested: true)), "bad challenge", "consumed")
     }
 
-    func testRegisterChecksInOrderAndConsumesTheTokenOnlyOnSuccess() {
+    func testRegisterChecksInOrderAndConsumesTheTokenOnlyOnSuccess() throws {
         let verifier = Base64.encode(RoomSecret.generate().verifier)
-        store.putRegistrationToken("K", RegistrationTokenRecord(expiresAt: 400_000), in: room)
+        try store.putRegistrationToken("K", RegistrationTokenRecord(expiresAt: 400_000), in: room)
         XCTAssertEqual(error(call("/register", "{")), "bad json")
         XCTAssertEqual(error(call("/register", "null")), "missing verifier")
         XCTAssertEqual(error(call("/register", #"{"verifier":"AAAA"}"#)), "bad verifier")
@@ -67,15 +83,15 @@ final class RoomEndpointsTests: XCTestCase {
         XCTAssertEqual(error(call("/register", #"{"verifier":"\#(verifier)","registrationToken":"K"}"#, now: 400_001)), "bad token", "expired")
         XCTAssertEqual(error(call("/register", #"{"verifier":"\#(verifier)","registrationToken":"K"}"#, attested: true)), "token not attested")
         XCTAssertEqual(call("/register", #"{"verifier":"\#(verifier)","registrationToken":"K"}"#).status, 200)
-        XCTAssertEqual(store.verifier(of: room), verifier)
+        XCTAssertEqual(try store.verifier(of: room), verifier)
         XCTAssertEqual(store.room(room)?.lastActivity, 1_000)
-        XCTAssertNil(store.registrationToken("K", in: room, now: 1_000), "consumed on success")
+        XCTAssertNil(try store.registrationToken("K", in: room, now: 1_000), "consumed on success")
         XCTAssertEqual(error(call("/register", #"{"verifier":"\#(verifier)","registrationToken":"K"}"#)), "already registered")
     }
 
-    func testAttestedRegisterNeedsAnAssertionOverAFreshChallenge() {
+    func testAttestedRegisterNeedsAnAssertionOverAFreshChallenge() throws {
         let verifier = Base64.encode(RoomSecret.generate().verifier)
-        store.putRegistrationToken("K", RegistrationTokenRecord(expiresAt: 400_000, attestKeyID: "kid", attestPublicKey: "pk"), in: room)
+        try store.putRegistrationToken("K", RegistrationTokenRecord(expiresAt: 400_000, attestKeyID: "kid", attestPublicKey: "pk"), in: room)
         XCTAssertEqual(error(call("/register", #"{"verifier":"\#(verifier)","registrationToken":"K"}"#, attested: true)), "assertion required")
         XCTAssertEqual(error(call("/register", #"{"verifier":"\#(verifier)","registrationToken":"K","challenge":"x","assertion":"a"}"#, attested: true)),
                        "bad challenge")
@@ -83,13 +99,13 @@ final class RoomEndpointsTests: XCTestCase {
         let outcome = call("/register", #"{"verifier":"\#(verifier)","registrationToken":"K","challenge":"\#(c)","assertion":"a"}"#, attested: true)
         XCTAssertEqual(outcome.status, 403)
         XCTAssertTrue(error(outcome)?.hasPrefix("assertion rejected: ") ?? false)
-        XCTAssertNotNil(store.registrationToken("K", in: room, now: 1_000), "a failed register keeps the token")
+        XCTAssertNotNil(try store.registrationToken("K", in: room, now: 1_000), "a failed register keeps the token")
     }
 
     func testDeleteNeedsTheRoomsSignatureAndConsumesTheChallengeEvenWhenItFails() throws {
         XCTAssertEqual(error(call("/delete", "{}")), "not established")
         let secret = RoomSecret.generate()
-        store.setVerifier(Base64.encode(secret.verifier), of: room, now: 0)
+        try store.setVerifier(Base64.encode(secret.verifier), of: room, now: 0)
         XCTAssertEqual(error(call("/delete", "[]")), "signature required")
         let c1 = challenge()
         XCTAssertEqual(error(call("/delete", #"{"challenge":"\#(c1)","signature":"AAAA"}"#)), "bad signature")

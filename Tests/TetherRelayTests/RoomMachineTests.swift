@@ -36,9 +36,9 @@ final class RoomMachineTests: XCTestCase {
     /// Connects `id`, sends a Hello and a Proof; returns the Proof's actions and the nonce.
     @discardableResult
     private func join(_ m: inout StoredMachine, _ id: SocketID, role: RelayRole, nonDisplacing: Bool = false,
-                      proof: (([UInt8]) -> String)? = nil, now: RoomTime = 1_000) -> [RoomAction] {
-        _ = m.connected(id, now: now.monotonic)
-        let challenge = m.frame(from: id, isText: true, payload: text(Hello(role: role, nonDisplacing: nonDisplacing).json), now: now)
+                      proof: (([UInt8]) -> String)? = nil, now: RoomTime = 1_000) throws -> [RoomAction] {
+        _ = try m.connected(id, now: now.monotonic)
+        let challenge = try m.frame(from: id, isText: true, payload: text(Hello(role: role, nonDisplacing: nonDisplacing).json), now: now)
         guard let message = sends(challenge, to: id).first, let value = JSONValue.parse(text(message)),
               case let .object(fields) = value, case let .string(nonceText)? = fields["nonce"],
               let nonce = try? Base64.decode(nonceText) else {
@@ -46,35 +46,35 @@ final class RoomMachineTests: XCTestCase {
             return []
         }
         XCTAssertEqual(nonceText.count, 44)
-        return m.frame(from: id, isText: true, payload: text(proof?(nonce) ?? "{}"), now: now)
+        return try m.frame(from: id, isText: true, payload: text(proof?(nonce) ?? "{}"), now: now)
     }
 
     // MARK: Open mode
 
-    func testOpenModePairingAdmitsMacThenPhoneAndSplices() {
+    func testOpenModePairingAdmitsMacThenPhoneAndSplices() throws {
         var m = machine()
         let mac = SocketID(1), phone = SocketID(2)
-        XCTAssertEqual(sends(join(&m, mac, role: .mac), to: mac), [#"{"ok":true}"#])
-        let phoneResult = sends(join(&m, phone, role: .phone), to: phone)
+        XCTAssertEqual(sends(try join(&m, mac, role: .mac), to: mac), [#"{"ok":true}"#])
+        let phoneResult = sends(try join(&m, phone, role: .phone), to: phone)
         XCTAssertEqual(phoneResult.count, 1)
         XCTAssertTrue(phoneResult[0].hasPrefix(#"{"ok":true,"registrationToken":""#))
         XCTAssertEqual(store.room(room)?.registrationTokens.count, 1)
         XCTAssertEqual(store.room(room)?.pairingCycles, 1)
-        XCTAssertEqual(m.frame(from: phone, isText: false, payload: [1, 2, 3], now: 2_000), [.forward(to: mac)])
-        XCTAssertEqual(m.frame(from: mac, isText: false, payload: [4], now: 2_000), [.forward(to: phone)])
+        XCTAssertEqual(try m.frame(from: phone, isText: false, payload: [1, 2, 3], now: 2_000), [.forward(to: mac)])
+        XCTAssertEqual(try m.frame(from: mac, isText: false, payload: [4], now: 2_000), [.forward(to: phone)])
     }
 
-    func testBadHelloClosesWithoutAMessage() {
+    func testBadHelloClosesWithoutAMessage() throws {
         var m = machine()
-        _ = m.connected(SocketID(1), now: 0)
-        let actions = m.frame(from: SocketID(1), isText: true, payload: text(#"{"v":"1","role":"mac"}"#), now: 0)
+        _ = try m.connected(SocketID(1), now: 0)
+        let actions = try m.frame(from: SocketID(1), isText: true, payload: text(#"{"v":"1","role":"mac"}"#), now: 0)
         XCTAssertEqual(actions, [.close(SocketID(1), code: 1008, reason: "bad hello")])
-        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0), [], "frames after a close are dropped")
+        XCTAssertEqual(try m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0), [], "frames after a close are dropped")
     }
 
-    func testPhoneWithoutAParkedMacIsRefusedMacOffline() {
+    func testPhoneWithoutAParkedMacIsRefusedMacOffline() throws {
         var m = machine()
-        let actions = join(&m, SocketID(1), role: .phone)
+        let actions = try join(&m, SocketID(1), role: .phone)
         XCTAssertEqual(sends(actions, to: SocketID(1)), [#"{"ok":false,"error":"mac offline"}"#])
         XCTAssertEqual(closes(actions).map { $0.2 }, ["mac offline"])
         XCTAssertEqual(closes(actions).map { $0.1 }, [1008])
@@ -82,28 +82,28 @@ final class RoomMachineTests: XCTestCase {
 
     func testBadProofJSON() {
         var m = machine()
-        XCTAssertEqual(closes(join(&m, SocketID(1), role: .mac) { _ in "not json" }).map { $0.2 }, ["bad proof"])
+        XCTAssertEqual(closes(try join(&m, SocketID(1), role: .mac) { _ in "not json" }).map { $0.2 }, ["bad proof"])
     }
 
     // MARK: Attestation mode
 
-    func testAttestedPhoneNeedsATicketWhichIsSpentEvenWhenRefused() {
+    func testAttestedPhoneNeedsATicketWhichIsSpentEvenWhenRefused() throws {
         var m = machine(attested: true)
-        store.putTicket("T1", TicketRecord(expiresAt: 10_000, keyID: "kid", publicKey: "pk"), in: room)
-        store.putTicket("T2", TicketRecord(expiresAt: 10_000, keyID: "kid2", publicKey: "pk2"), in: room)
-        store.putTicket("old", TicketRecord(expiresAt: 500, keyID: "k", publicKey: "p"), in: room)
-        XCTAssertEqual(closes(join(&m, SocketID(1), role: .phone)).map { $0.2 }, ["ticket required"])
-        XCTAssertEqual(closes(join(&m, SocketID(2), role: .phone) { _ in #"{"ticket":"nope"}"# }).map { $0.2 }, ["bad ticket"])
-        XCTAssertEqual(closes(join(&m, SocketID(3), role: .phone) { _ in #"{"ticket":"old"}"# }).map { $0.2 }, ["bad ticket"], "expired")
+        try store.putTicket("T1", TicketRecord(expiresAt: 10_000, keyID: "kid", publicKey: "pk"), in: room)
+        try store.putTicket("T2", TicketRecord(expiresAt: 10_000, keyID: "kid2", publicKey: "pk2"), in: room)
+        try store.putTicket("old", TicketRecord(expiresAt: 500, keyID: "k", publicKey: "p"), in: room)
+        XCTAssertEqual(closes(try join(&m, SocketID(1), role: .phone)).map { $0.2 }, ["ticket required"])
+        XCTAssertEqual(closes(try join(&m, SocketID(2), role: .phone) { _ in #"{"ticket":"nope"}"# }).map { $0.2 }, ["bad ticket"])
+        XCTAssertEqual(closes(try join(&m, SocketID(3), role: .phone) { _ in #"{"ticket":"old"}"# }).map { $0.2 }, ["bad ticket"], "expired")
         // A valid ticket with no mac parked: refused, and the ticket is gone.
-        XCTAssertEqual(closes(join(&m, SocketID(4), role: .phone) { _ in #"{"ticket":"T1"}"# }).map { $0.2 }, ["mac offline"])
+        XCTAssertEqual(closes(try join(&m, SocketID(4), role: .phone) { _ in #"{"ticket":"T1"}"# }).map { $0.2 }, ["mac offline"])
         XCTAssertNil(store.room(room)?.tickets["T1"])
         // The mac parks with no credential; a ticketed phone is admitted and its token carries the key.
-        XCTAssertEqual(sends(join(&m, SocketID(5), role: .mac), to: SocketID(5)), [#"{"ok":true}"#])
-        let admitted = join(&m, SocketID(6), role: .phone) { _ in #"{"ticket":"T2","sig":"ignored"}"# }
+        XCTAssertEqual(sends(try join(&m, SocketID(5), role: .mac), to: SocketID(5)), [#"{"ok":true}"#])
+        let admitted = try join(&m, SocketID(6), role: .phone) { _ in #"{"ticket":"T2","sig":"ignored"}"# }
         XCTAssertTrue(sends(admitted, to: SocketID(6))[0].contains("registrationToken"))
         XCTAssertEqual(store.room(room)?.registrationTokens.values.first?.attestKeyID, "kid2")
-        XCTAssertEqual(closes(join(&m, SocketID(7), role: .phone) { _ in #"{"ticket":"T2"}"# }).map { $0.2 }, ["bad ticket"], "single use")
+        XCTAssertEqual(closes(try join(&m, SocketID(7), role: .phone) { _ in #"{"ticket":"T2"}"# }).map { $0.2 }, ["bad ticket"], "single use")
     }
 
     // MARK: Established rooms
@@ -116,14 +116,14 @@ final class RoomMachineTests: XCTestCase {
         func signed(_ role: RelayRole) -> ([UInt8]) -> String {
             { nonce in #"{"sig":"\#(Base64.encode(key.signature(for: JoinTranscript(role: role, nonce: nonce, room: self.room, origin: self.origin).bytes)))"}"# }
         }
-        XCTAssertEqual(closes(join(&m, SocketID(1), role: .mac)).map { $0.2 }, ["signature required"])
-        XCTAssertEqual(closes(join(&m, SocketID(2), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
-        XCTAssertEqual(closes(join(&m, SocketID(3), role: .mac, proof: signed(.phone))).map { $0.2 }, ["bad signature"], "role is bound")
+        XCTAssertEqual(closes(try join(&m, SocketID(1), role: .mac)).map { $0.2 }, ["signature required"])
+        XCTAssertEqual(closes(try join(&m, SocketID(2), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
+        XCTAssertEqual(closes(try join(&m, SocketID(3), role: .mac, proof: signed(.phone))).map { $0.2 }, ["bad signature"], "role is bound")
         XCTAssertNil(store.room(room)?.lastActivity)
-        XCTAssertEqual(closes(join(&m, SocketID(4), role: .phone, proof: signed(.phone), now: 7_000)).map { $0.2 }, ["mac offline"])
+        XCTAssertEqual(closes(try join(&m, SocketID(4), role: .phone, proof: signed(.phone), now: 7_000)).map { $0.2 }, ["mac offline"])
         XCTAssertEqual(store.room(room)?.lastActivity, 7_000, "refreshed before the slot checks")
-        XCTAssertEqual(sends(join(&m, SocketID(5), role: .mac, proof: signed(.mac)), to: SocketID(5)), [#"{"ok":true}"#])
-        XCTAssertTrue(sends(join(&m, SocketID(6), role: .phone, proof: signed(.phone)), to: SocketID(6))[0].contains("registrationToken"),
+        XCTAssertEqual(sends(try join(&m, SocketID(5), role: .mac, proof: signed(.mac)), to: SocketID(5)), [#"{"ok":true}"#])
+        XCTAssertTrue(sends(try join(&m, SocketID(6), role: .phone, proof: signed(.phone)), to: SocketID(6))[0].contains("registrationToken"),
                       "every admitted phone gets a token")
         XCTAssertEqual(store.room(room)?.pairingCycles ?? 0, 0, "established rooms are exempt from the cycle cap")
     }
@@ -131,38 +131,38 @@ final class RoomMachineTests: XCTestCase {
     func testMalformedVerifierMakesEveryJoinBadSignatureWithoutCrashing() {
         store.setVerifier("!!not base64", of: room)
         var m = machine()
-        XCTAssertEqual(closes(join(&m, SocketID(1), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
+        XCTAssertEqual(closes(try join(&m, SocketID(1), role: .mac) { _ in #"{"sig":"AAAA"}"# }).map { $0.2 }, ["bad signature"])
     }
 
     // MARK: Slots
 
-    func testNewestMacDisplacesTheOldAndThePhoneIsReSpliced() {
+    func testNewestMacDisplacesTheOldAndThePhoneIsReSpliced() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
-        join(&m, SocketID(2), role: .phone)
-        let second = join(&m, SocketID(3), role: .mac)
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        let second = try join(&m, SocketID(3), role: .mac)
         XCTAssertEqual(closes(second).map { $0.0 }, [SocketID(1)])
         XCTAssertEqual(closes(second).map { $0.2 }, ["displaced"])
-        XCTAssertEqual(m.frame(from: SocketID(2), isText: false, payload: [9], now: 2_000), [.forward(to: SocketID(3))])
-        XCTAssertEqual(m.disconnected(SocketID(1)), [], "a socket the relay closed never propagates")
+        XCTAssertEqual(try m.frame(from: SocketID(2), isText: false, payload: [9], now: 2_000), [.forward(to: SocketID(3))])
+        XCTAssertEqual(try m.disconnected(SocketID(1)), [], "a socket the relay closed never propagates")
         XCTAssertEqual(store.room(room)?.pairingCycles, 0, "a fresh mac admission resets the cycles")
     }
 
-    func testNonDisplacingPhoneIsRefusedSlotOccupiedButStillChargedACycle() {
+    func testNonDisplacingPhoneIsRefusedSlotOccupiedButStillChargedACycle() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
-        join(&m, SocketID(2), role: .phone)
-        let nse = join(&m, SocketID(3), role: .phone, nonDisplacing: true)
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        let nse = try join(&m, SocketID(3), role: .phone, nonDisplacing: true)
         XCTAssertEqual(closes(nse).map { $0.2 }, ["slot occupied"])
         XCTAssertEqual(m.admitted(.phone), SocketID(2), "the incumbent is untouched")
         XCTAssertEqual(store.room(room)?.pairingCycles, 2)
     }
 
-    func testTheNinthPhoneInOneMacParkTearsTheRoomDown() {
+    func testTheNinthPhoneInOneMacParkTearsTheRoomDown() throws {
         var m = machine()
-        join(&m, SocketID(100), role: .mac)
-        for i in 1...8 { XCTAssertTrue(sends(join(&m, SocketID(UInt64(i)), role: .phone), to: SocketID(UInt64(i)))[0].contains("\"ok\":true")) }
-        let ninth = join(&m, SocketID(9), role: .phone)
+        try join(&m, SocketID(100), role: .mac)
+        for i in 1...8 { XCTAssertTrue(sends(try join(&m, SocketID(UInt64(i)), role: .phone), to: SocketID(UInt64(i)))[0].contains("\"ok\":true")) }
+        let ninth = try join(&m, SocketID(9), role: .phone)
         XCTAssertEqual(sends(ninth, to: SocketID(9)), [], "no Result before the teardown close")
         XCTAssertEqual(Set(closes(ninth).map { $0.0 }), [SocketID(100), SocketID(8), SocketID(9)])
         XCTAssertTrue(closes(ninth).allSatisfy { $0.1 == 1000 && $0.2 == "pairing cycle cap" })
@@ -170,39 +170,39 @@ final class RoomMachineTests: XCTestCase {
         XCTAssertTrue(m.isEmpty)
     }
 
-    func testPreAuthCapClosesTheOldestPending() {
+    func testPreAuthCapClosesTheOldestPending() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)   // admitted: not counted
-        for i in 2...5 { XCTAssertEqual(closes(m.connected(SocketID(UInt64(i)), now: UInt64(i))).count, 0) }
-        let fifth = m.connected(SocketID(6), now: 6)
+        try join(&m, SocketID(1), role: .mac)   // admitted: not counted
+        for i in 2...5 { XCTAssertEqual(closes(try m.connected(SocketID(UInt64(i)), now: UInt64(i))).count, 0) }
+        let fifth = try m.connected(SocketID(6), now: 6)
         XCTAssertEqual(closes(fifth).map { $0.0 }, [SocketID(2)])
         XCTAssertEqual(closes(fifth).map { $0.2 }, ["too many pending"])
     }
 
-    func testTheOldestByArrivalIsEvictedEvenWhenItReachesTheRoomLast() {
+    func testTheOldestByArrivalIsEvictedEvenWhenItReachesTheRoomLast() throws {
         // A socket handed off from another loop can be adopted after later arrivals; the relay
         // gives each socket its arrival time and id, and eviction follows those.
         var m = machine()
-        for i in 2...5 { _ = m.connected(SocketID(UInt64(i)), now: 50) }
-        let late = m.connected(SocketID(1), now: 50)
+        for i in 2...5 { _ = try m.connected(SocketID(UInt64(i)), now: 50) }
+        let late = try m.connected(SocketID(1), now: 50)
         XCTAssertEqual(closes(late).map { $0.0 }, [SocketID(1)], "the first to arrive goes, though adopted last")
     }
 
-    func testAdmissionDeadlineClosesPendingSocketsAfter15Seconds() {
+    func testAdmissionDeadlineClosesPendingSocketsAfter15Seconds() throws {
         var m = machine()
-        _ = m.connected(SocketID(1), now: 0)
-        join(&m, SocketID(2), role: .mac, now: 0)
+        _ = try m.connected(SocketID(1), now: 0)
+        try join(&m, SocketID(2), role: .mac, now: 0)
         XCTAssertEqual(m.nextDeadline, 15_001)
-        XCTAssertEqual(m.tick(now: 15_000), [])
-        XCTAssertEqual(m.tick(now: 15_001), [.close(SocketID(1), code: 1008, reason: "admission timeout")])
+        XCTAssertEqual(try m.tick(now: 15_000), [])
+        XCTAssertEqual(try m.tick(now: 15_001), [.close(SocketID(1), code: 1008, reason: "admission timeout")])
         XCTAssertNil(m.nextDeadline)
     }
 
     func testTheFortyFirstProofInTenSecondsIsRateLimited() {
         var m = machine()
-        for i in 1...40 { XCTAssertNotEqual(closes(join(&m, SocketID(UInt64(i)), role: .mac, now: 100)).last?.2, "rate limited") }
-        XCTAssertEqual(closes(join(&m, SocketID(41), role: .mac, now: 10_100)).map { $0.2 }, ["rate limited"])
-        XCTAssertNotEqual(closes(join(&m, SocketID(42), role: .mac, now: 10_101)).last?.2, "rate limited", "a new window")
+        for i in 1...40 { XCTAssertNotEqual(closes(try join(&m, SocketID(UInt64(i)), role: .mac, now: 100)).last?.2, "rate limited") }
+        XCTAssertEqual(closes(try join(&m, SocketID(41), role: .mac, now: 10_100)).map { $0.2 }, ["rate limited"])
+        XCTAssertNotEqual(closes(try join(&m, SocketID(42), role: .mac, now: 10_101)).last?.2, "rate limited", "a new window")
     }
 
     // MARK: Storage as a two-step transition
@@ -324,111 +324,111 @@ final class RoomMachineTests: XCTestCase {
 
     // MARK: Time
 
-    func testWallClockStepsNeitherClosePendingSocketsNorReopenTheAdmissionWindowNorRollTheQuota() {
+    func testWallClockStepsNeitherClosePendingSocketsNorReopenTheAdmissionWindowNorRollTheQuota() throws {
         var m = machine { $0.dailyByteQuota = 100 }
         let day: UInt64 = 86_400_000
         let wall: UInt64 = 1_800_000_000_000
-        _ = m.connected(SocketID(50), now: 1_000)
+        _ = try m.connected(SocketID(50), now: 1_000)
         for i in 1...40 {
-            _ = join(&m, SocketID(UInt64(i)), role: .mac, now: RoomTime(monotonic: 1_000, wall: i.isMultiple(of: 2) ? wall - day : wall + day))
+            _ = try join(&m, SocketID(UInt64(i)), role: .mac, now: RoomTime(monotonic: 1_000, wall: i.isMultiple(of: 2) ? wall - day : wall + day))
         }
-        XCTAssertEqual(closes(join(&m, SocketID(41), role: .mac, now: RoomTime(monotonic: 1_100, wall: wall + 30 * day))).map { $0.2 },
+        XCTAssertEqual(closes(try join(&m, SocketID(41), role: .mac, now: RoomTime(monotonic: 1_100, wall: wall + 30 * day))).map { $0.2 },
                        ["rate limited"], "a day's jump of the wall clock does not start a new window")
-        XCTAssertEqual(m.tick(now: 15_000), [], "the wall clock has no say in the admission deadline")
-        XCTAssertEqual(m.tick(now: 16_001), [.close(SocketID(50), code: 1008, reason: "admission timeout")])
+        XCTAssertEqual(try m.tick(now: 15_000), [], "the wall clock has no say in the admission deadline")
+        XCTAssertEqual(try m.tick(now: 16_001), [.close(SocketID(50), code: 1008, reason: "admission timeout")])
 
         var n = machine { $0.dailyByteQuota = 100; $0.maxFramesPerSecond = 0 }
-        store.setQuota(QuotaRecord(dayStart: wall, bytes: 90), of: room)
-        join(&n, SocketID(1), role: .mac, now: RoomTime(monotonic: 20_000, wall: wall))
-        join(&n, SocketID(2), role: .phone, now: RoomTime(monotonic: 20_000, wall: wall))
-        let stepped = n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 20), now: RoomTime(monotonic: 20_001, wall: wall - day))
+        try store.setQuota(QuotaRecord(dayStart: wall, bytes: 90), of: room)
+        try join(&n, SocketID(1), role: .mac, now: RoomTime(monotonic: 20_000, wall: wall))
+        try join(&n, SocketID(2), role: .phone, now: RoomTime(monotonic: 20_000, wall: wall))
+        let stepped = try n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 20), now: RoomTime(monotonic: 20_001, wall: wall - day))
         XCTAssertTrue(stepped.contains(.close(SocketID(1), code: 1008, reason: "daily quota exceeded")),
                       "a backwards step does not roll the quota day: \(stepped)")
     }
 
-    func testAnEvictedRoomsRunningAdmissionWindowIsHandedToItsNextInstance() {
+    func testAnEvictedRoomsRunningAdmissionWindowIsHandedToItsNextInstance() throws {
         var m = machine()
-        for i in 1...40 { _ = join(&m, SocketID(UInt64(i)), role: .mac, now: 100) }
+        for i in 1...40 { _ = try join(&m, SocketID(UInt64(i)), role: .mac, now: 100) }
         let kept = m.machine.admissionWindow
         XCTAssertFalse(kept.isExpired(now: 10_100))
         let configuration = RoomMachine.Configuration(origin: origin, attestationRequired: false)
         var next = StoredMachine(RoomMachine(room: room, context: RoomMachine.Context(configuration: configuration), admissionWindow: kept), store: store)
-        XCTAssertEqual(closes(join(&next, SocketID(41), role: .mac, now: 5_000)).map { $0.2 }, ["rate limited"])
+        XCTAssertEqual(closes(try join(&next, SocketID(41), role: .mac, now: 5_000)).map { $0.2 }, ["rate limited"])
         XCTAssertTrue(kept.isExpired(now: 10_101), "past the window it is not worth keeping")
     }
 
     // MARK: Back-pressure
 
-    func testAStalledSocketIsClosedWriteStalledAndItsPeerStaysForTheNextOne() {
+    func testAStalledSocketIsClosedWriteStalledAndItsPeerStaysForTheNextOne() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
-        join(&m, SocketID(2), role: .phone)
-        XCTAssertEqual(m.settle(m.machine.stalled(SocketID(2)), now: 0),
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(try m.settle(m.machine.stalled(SocketID(2)), now: 0),
                        [.log("relay \(RoomKey(room).logTag) stalled role=phone"), .close(SocketID(2), code: 1008, reason: "write stalled")])
         XCTAssertEqual(m.admitted(.mac), SocketID(1), "the sender is not punished for its peer")
-        XCTAssertEqual(m.disconnected(SocketID(2)), [], "the relay's own close never propagates")
-        join(&m, SocketID(3), role: .phone)
-        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [1], now: 2_000), [.forward(to: SocketID(3))])
+        XCTAssertEqual(try m.disconnected(SocketID(2)), [], "the relay's own close never propagates")
+        try join(&m, SocketID(3), role: .phone)
+        XCTAssertEqual(try m.frame(from: SocketID(1), isText: false, payload: [1], now: 2_000), [.forward(to: SocketID(3))])
         XCTAssertEqual(m.machine.stalled(SocketID(99)), [], "only an admitted socket can stall")
     }
 
     // MARK: After admission
 
-    func testAPairingThatNeverCompletesLeavesNothingBehind() {
+    func testAPairingThatNeverCompletesLeavesNothingBehind() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(1), role: .mac)
         XCTAssertNil(store.room(room), "a mac park alone writes nothing")
-        join(&m, SocketID(2), role: .phone)
+        try join(&m, SocketID(2), role: .phone)
         XCTAssertEqual(store.room(room)?.pairingCycles, 1)
-        join(&m, SocketID(3), role: .mac)
+        try join(&m, SocketID(3), role: .mac)
         XCTAssertEqual(store.room(room)?.pairingCycles, 0, "a new park resets the count")
-        join(&m, SocketID(4), role: .phone)
+        try join(&m, SocketID(4), role: .phone)
         XCTAssertEqual(store.room(room)?.pairingCycles, 1)
-        XCTAssertEqual(m.disconnected(SocketID(4)), [.close(SocketID(3), code: 1001, reason: "peer gone")])
+        XCTAssertEqual(try m.disconnected(SocketID(4)), [.close(SocketID(3), code: 1001, reason: "peer gone")])
         XCTAssertEqual(store.room(room)?.pairingCycles, 0, "the park ended with its mac: the count goes")
-        store.pruneExpired(now: 1_000 + 300_001)
+        try store.pruneExpired(now: 1_000 + 300_001)
         XCTAssertNil(store.room(room), "once the registration token expires, nothing is left")
     }
 
-    func testTheCountGoesWhenTheRelayClosesTheMacToo() {
+    func testTheCountGoesWhenTheRelayClosesTheMacToo() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
-        join(&m, SocketID(2), role: .phone)
-        _ = m.closeAll(code: 1001, reason: "server shutting down")
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        _ = try m.closeAll(code: 1001, reason: "server shutting down")
         XCTAssertEqual(store.room(room)?.pairingCycles, 0)
     }
 
-    func testPeerGoneWhenTheOtherSideLeaves() {
+    func testPeerGoneWhenTheOtherSideLeaves() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
-        join(&m, SocketID(2), role: .phone)
-        XCTAssertEqual(m.disconnected(SocketID(2)), [.close(SocketID(1), code: 1001, reason: "peer gone")])
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(try m.disconnected(SocketID(2)), [.close(SocketID(1), code: 1001, reason: "peer gone")])
         XCTAssertTrue(m.isEmpty)
     }
 
-    func testFrameCapsAndRateCloseTheOffenderAndItsPeer() {
+    func testFrameCapsAndRateCloseTheOffenderAndItsPeer() throws {
         var m = machine { $0.maxFramesPerSecond = 3 }
-        _ = m.connected(SocketID(9), now: 0)
-        XCTAssertEqual(m.frame(from: SocketID(9), isText: false, payload: [UInt8](repeating: 0, count: 8_193), now: 0),
+        _ = try m.connected(SocketID(9), now: 0)
+        XCTAssertEqual(try m.frame(from: SocketID(9), isText: false, payload: [UInt8](repeating: 0, count: 8_193), now: 0),
                        [.close(SocketID(9), code: 1009, reason: "frame too large")], "pre-auth cap 8 KiB")
-        join(&m, SocketID(1), role: .mac)
-        join(&m, SocketID(2), role: .phone)
-        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 262_145), now: 2_000),
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(try m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 262_145), now: 2_000),
                        [.close(SocketID(2), code: 1001, reason: "peer gone"), .close(SocketID(1), code: 1009, reason: "frame too large")])
 
         var n = machine { $0.maxFramesPerSecond = 3 }
-        join(&n, SocketID(1), role: .mac)
-        join(&n, SocketID(2), role: .phone)
-        for _ in 0..<3 { XCTAssertEqual(n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_000), [.forward(to: SocketID(1))]) }
-        XCTAssertEqual(n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_500),
+        try join(&n, SocketID(1), role: .mac)
+        try join(&n, SocketID(2), role: .phone)
+        for _ in 0..<3 { XCTAssertEqual(try n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_000), [.forward(to: SocketID(1))]) }
+        XCTAssertEqual(try n.frame(from: SocketID(2), isText: false, payload: [1], now: 5_500),
                        [.close(SocketID(1), code: 1001, reason: "peer gone"), .close(SocketID(2), code: 1008, reason: "frame rate exceeded")])
     }
 
-    func testTextFrameSizeCountsUTF16Units() {
+    func testTextFrameSizeCountsUTF16Units() throws {
         var m = machine()
-        _ = m.connected(SocketID(1), now: 0)
+        _ = try m.connected(SocketID(1), now: 0)
         // 4,097 "é" are 8,194 UTF-8 bytes but 4,097 UTF-16 units: under the 8 KiB cap, so it is parsed (a bad hello).
-        let actions = m.frame(from: SocketID(1), isText: true, payload: Array(String(repeating: "é", count: 4_097).utf8), now: 0)
+        let actions = try m.frame(from: SocketID(1), isText: true, payload: Array(String(repeating: "é", count: 4_097).utf8), now: 0)
         XCTAssertEqual(actions, [.close(SocketID(1), code: 1008, reason: "bad hello")])
     }
 
@@ -438,17 +438,17 @@ final class RoomMachineTests: XCTestCase {
         }
     }
 
-    func testFramesBeforeAPeerIsAdmittedAreDropped() {
+    func testFramesBeforeAPeerIsAdmittedAreDropped() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
-        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [1], now: 2_000), [])
+        try join(&m, SocketID(1), role: .mac)
+        XCTAssertEqual(try m.frame(from: SocketID(1), isText: false, payload: [1], now: 2_000), [])
     }
 
-    func testCloseAllClosesEverySocket() {
+    func testCloseAllClosesEverySocket() throws {
         var m = machine()
-        join(&m, SocketID(1), role: .mac)
-        _ = m.connected(SocketID(2), now: 0)
-        XCTAssertEqual(m.closeAll(code: 1000, reason: "room deleted"),
+        try join(&m, SocketID(1), role: .mac)
+        _ = try m.connected(SocketID(2), now: 0)
+        XCTAssertEqual(try m.closeAll(code: 1000, reason: "room deleted"),
                        [.close(SocketID(1), code: 1000, reason: "room deleted"), .close(SocketID(2), code: 1000, reason: "room deleted")])
     }
 }
@@ -456,50 +456,50 @@ final class RoomMachineTests: XCTestCase {
 final class DailyQuotaTests: XCTestCase {
     private let room = RoomName(header: String(repeating: "b", count: 64))!
 
-    private func admittedPair(_ store: InMemoryRoomStore, quota: Int64, flush: Int64 = 4_194_304) -> StoredMachine {
+    private func admittedPair(_ store: InMemoryRoomStore, quota: Int64, flush: Int64 = 4_194_304) throws -> StoredMachine {
         var configuration = RoomMachine.Configuration(origin: "https://r.example", attestationRequired: false)
         configuration.dailyByteQuota = quota
         configuration.quotaFlushStep = flush
         configuration.maxFramesPerSecond = 0
         var m = StoredMachine(RoomMachine(room: room, configuration: configuration) { [UInt8](repeating: 1, count: $0) }, store: store)
         for (id, role) in [(SocketID(1), RelayRole.mac), (SocketID(2), .phone)] {
-            _ = m.connected(id, now: 0)
-            _ = m.frame(from: id, isText: true, payload: Array(Hello(role: role).json.utf8), now: 0)
-            _ = m.frame(from: id, isText: true, payload: Array("{}".utf8), now: 0)
+            _ = try m.connected(id, now: 0)
+            _ = try m.frame(from: id, isText: true, payload: Array(Hello(role: role).json.utf8), now: 0)
+            _ = try m.frame(from: id, isText: true, payload: Array("{}".utf8), now: 0)
         }
         return m
     }
 
-    func testTrippingTheQuotaClosesEverySocketAndPersistsTheRecord() {
+    func testTrippingTheQuotaClosesEverySocketAndPersistsTheRecord() throws {
         let store = InMemoryRoomStore()
-        var m = admittedPair(store, quota: 100)
-        _ = m.connected(SocketID(3), now: 10)   // a pre-auth socket is closed too
-        XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 60), now: 10), [.forward(to: SocketID(2))])
+        var m = try admittedPair(store, quota: 100)
+        _ = try m.connected(SocketID(3), now: 10)   // a pre-auth socket is closed too
+        XCTAssertEqual(try m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 60), now: 10), [.forward(to: SocketID(2))])
         XCTAssertNil(store.room(room)?.quota, "small counts are not flushed")
-        let tripped = m.frame(from: SocketID(2), isText: false, payload: [UInt8](repeating: 0, count: 41), now: 20)
+        let tripped = try m.frame(from: SocketID(2), isText: false, payload: [UInt8](repeating: 0, count: 41), now: 20)
         XCTAssertEqual(Set(tripped.compactMap { if case let .close(id, 1008, "daily quota exceeded") = $0 { return id } else { return nil } }),
                        [SocketID(1), SocketID(2), SocketID(3)])
         XCTAssertFalse(tripped.contains(.forward(to: SocketID(1))), "the tripping frame is not forwarded")
         XCTAssertEqual(store.room(room)?.quota, QuotaRecord(dayStart: 10, bytes: 101))
     }
 
-    func testARestartedRoomResumesTheWindowAndRollsAfter24Hours() {
+    func testARestartedRoomResumesTheWindowAndRollsAfter24Hours() throws {
         let store = InMemoryRoomStore()
-        store.setQuota(QuotaRecord(dayStart: 0, bytes: 95), of: room)
-        var m = admittedPair(store, quota: 100)
-        XCTAssertTrue(m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 6), now: 1_000).contains {
+        try store.setQuota(QuotaRecord(dayStart: 0, bytes: 95), of: room)
+        var m = try admittedPair(store, quota: 100)
+        XCTAssertTrue(try m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 6), now: 1_000).contains {
             if case .close(_, 1008, "daily quota exceeded") = $0 { return true } else { return false }
         }, "the persisted count carries over")
-        var n = admittedPair(store, quota: 100)
-        XCTAssertEqual(n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 50), now: 86_400_000),
+        var n = try admittedPair(store, quota: 100)
+        XCTAssertEqual(try n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 50), now: 86_400_000),
                        [.forward(to: SocketID(2))], "a new day")
         XCTAssertEqual(store.room(room)?.quota, QuotaRecord(dayStart: 86_400_000, bytes: 50), "the roll-over is persisted, with the frame that rolled it")
     }
 
-    func testCountsAreFlushedEveryStep() {
+    func testCountsAreFlushedEveryStep() throws {
         let store = InMemoryRoomStore()
-        var m = admittedPair(store, quota: 1_000_000, flush: 100)
-        for _ in 0..<3 { _ = m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 40), now: 5) }
+        var m = try admittedPair(store, quota: 1_000_000, flush: 100)
+        for _ in 0..<3 { _ = try m.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 40), now: 5) }
         XCTAssertEqual(store.room(room)?.quota?.bytes, 120)
     }
 }
@@ -525,14 +525,14 @@ final class StoredMachine {
         self.store = store
     }
 
-    func settle(_ actions: [RoomAction], now: RoomTime) -> [RoomAction] {
+    func settle(_ actions: [RoomAction], now: RoomTime) throws -> [RoomAction] {
         var output: [RoomAction] = []
         for action in actions {
             switch action {
-            case let .persist(write): store.apply(write, to: machine.key)
+            case let .persist(write): try store.apply(write, to: machine.key)
             case let .load(query, join):
-                let read = store.admission(query, of: machine.key)
-                output += settle(machine.admissionLoaded(read, joinVerified: JoinCheck.verdict(join, against: read), now: now), now: now)
+                let read = try store.admission(query, of: machine.key)
+                output += try settle(machine.admissionLoaded(read, joinVerified: JoinCheck.verdict(join, against: read), now: now), now: now)
             case .holdReading, .resumeReading: break
             case let .deliver(_, target, _, _): output.append(.forward(to: target))
             default: output.append(action)
@@ -541,13 +541,13 @@ final class StoredMachine {
         return output
     }
 
-    func connected(_ id: SocketID, now: UInt64) -> [RoomAction] { settle(machine.connected(id, now: now), now: RoomTime(integerLiteral: now)) }
-    func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: RoomTime) -> [RoomAction] {
-        settle(machine.frame(from: id, isText: isText, payload: payload, now: now), now: now)
+    func connected(_ id: SocketID, now: UInt64) throws -> [RoomAction] { try settle(machine.connected(id, now: now), now: RoomTime(integerLiteral: now)) }
+    func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: RoomTime) throws -> [RoomAction] {
+        try settle(machine.frame(from: id, isText: isText, payload: payload, now: now), now: now)
     }
-    func disconnected(_ id: SocketID) -> [RoomAction] { settle(machine.disconnected(id), now: 0) }
-    func closeAll(code: UInt16, reason: String) -> [RoomAction] { settle(machine.closeAll(code: code, reason: reason), now: 0) }
-    func tick(now: UInt64) -> [RoomAction] { settle(machine.tick(now: now), now: RoomTime(integerLiteral: now)) }
+    func disconnected(_ id: SocketID) throws -> [RoomAction] { try settle(machine.disconnected(id), now: 0) }
+    func closeAll(code: UInt16, reason: String) throws -> [RoomAction] { try settle(machine.closeAll(code: code, reason: reason), now: 0) }
+    func tick(now: UInt64) throws -> [RoomAction] { try settle(machine.tick(now: now), now: RoomTime(integerLiteral: now)) }
     func admitted(_ role: RelayRole) -> SocketID? { machine.admitted(role) }
     var isEmpty: Bool { machine.isEmpty }
     var nextDeadline: UInt64? { machine.nextDeadline }

@@ -54,6 +54,87 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         for _ in 0..<200 where relay.gate.openSockets > 0 { usleep(10_000) }
         XCTAssertEqual(relay.gate.openSockets, 0, "both places given back")
     }
+
+    /// The store stops answering (a database that is down): a new admission is closed 1011
+    /// `internal error` — never a verdict on its credentials — while the pair already spliced
+    /// goes on; `/readyz` names the storage, one line says so, and when the store answers again
+    /// (the 1 s shard-map read) the relay admits as before, without a restart.
+    func testAStoreThatStopsAnsweringRefusesNewAdmissionsWhileSplicedPairsGoOnAndRecovers() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        var configuration = RelayConfiguration()
+        configuration.attestationRequired = false
+        configuration.origin = "http://relay.test"
+        let store = InMemoryRoomStore()
+        let lines = LogLines()
+        let relay = RelayServer(configuration: configuration, group: group, store: store) { lines.append($0) }
+        let exits = LogLines()
+        relay.onFaultBudgetExceeded = { exits.append("exit") }
+        let loop = group.loops[0]
+        let room = RoomName(header: String(repeating: "f", count: 64))!
+        let other = RoomName(header: String(repeating: "e", count: 64))!
+
+        func attach(_ peer: Peer, to room: RoomName) throws {
+            guard case let .success(arrival) = relay.gate.admitSocketPlace(ip: "in-memory") else { return XCTFail("gate refused") }
+            try loop.submitAndWait {
+                let (server, client) = InMemoryTransport.pair(loop)
+                relay.rooms[0].attach(server, leftover: [], room: room, server: relay, ip: "in-memory",
+                                      id: SocketID(arrival), connectedAt: relay.clock.monotonicMs())
+                peer.socket = WebSocketConnection(connection: client, role: .client, delegate: peer)
+            }
+        }
+        func admit(_ peer: Peer, _ role: RelayRole) -> String? {
+            loop.execute { peer.socket?.send(text: Array(Hello(role: role).json.utf8)) }
+            guard peer.next()?.hasPrefix(#"{"nonce":""#) == true else { return nil }
+            loop.execute { peer.socket?.send(text: Array("{}".utf8)) }
+            return peer.next()
+        }
+
+        let mac = Peer(), phone = Peer()
+        try attach(mac, to: room)
+        try attach(phone, to: room)
+        XCTAssertEqual(admit(mac, .mac), #"{"ok":true}"#)
+        XCTAssertEqual(admit(phone, .phone)?.hasPrefix(#"{"ok":true,"registrationToken":""#), true)
+        relay.storage.drain()
+
+        store.setFailure(StoreError("database is down"))
+        let refused = Peer()
+        try attach(refused, to: other)
+        XCTAssertEqual(admit(refused, .mac), "close:1011:internal error")
+        let alsoRefused = Peer()
+        try attach(alsoRefused, to: other)
+        XCTAssertEqual(admit(alsoRefused, .mac), "close:1011:internal error")
+
+        loop.execute { mac.socket?.send(binary: [1, 2, 3]) }
+        XCTAssertEqual(phone.next(), "binary:010203", "the spliced pair never needed the store")
+        loop.execute { phone.socket?.send(binary: [4]) }
+        XCTAssertEqual(mac.next(), "binary:04")
+
+        XCTAssertEqual(relay.readiness.failing(), ["storage"])
+        XCTAssertEqual(lines.all.filter { $0.hasPrefix("relay: storage") },
+                       ["relay: storage unavailable: database is down; refusing what needs it (1011/500 internal error), splicing the rest"],
+                       "one line for the outage, not one per refused call")
+        let metrics = relay.metrics.render(occupancy: .init(), socketsLive: 0)
+        XCTAssertTrue(metrics.contains("relay_storage_errors_total 2\n"), metrics)
+        XCTAssertTrue(metrics.contains("relay_storage_available 0\n"), metrics)
+        XCTAssertTrue(metrics.contains("relay_process_exceptions_total 0\n"), "an outage is not a process fault")
+        XCTAssertEqual(exits.all, [])
+
+        store.setFailure(nil)
+        relay.adoptStoredMap(from: store)   // the 1 s shard-map read, run now
+        XCTAssertEqual(relay.readiness.failing(), [])
+        XCTAssertEqual(lines.all.last, "relay: storage available again (2 calls failed meanwhile)")
+        let admitted = Peer()
+        try attach(admitted, to: other)
+        XCTAssertEqual(admit(admitted, .mac), #"{"ok":true}"#)
+    }
+}
+
+private final class LogLines: @unchecked Sendable {   // every access under `lock`
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
 }
 
 /// A WebSocket client end that queues what it receives for the test thread.

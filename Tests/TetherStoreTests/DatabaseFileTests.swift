@@ -15,7 +15,7 @@ final class DatabaseFileTests: XCTestCase {
         let relayPath = directory.appendingPathComponent("relay.db").path
         let pushPath = directory.appendingPathComponent("push.db").path
         let relay = try SQLiteRoomStore(path: relayPath)
-        relay.setPairingCycles(1, of: RoomKeyFixture.key)
+        try relay.setPairingCycles(1, of: RoomKeyFixture.key)
         let push = try SQLitePushStore(path: pushPath)
         try push.putITerm(ITermRegistration(secretHash: String(repeating: "a", count: 64), sandbox: false, registeredAt: 1),
                           token: String(repeating: "b", count: 64), expiresAt: 10)

@@ -11,9 +11,9 @@ final class InMemoryPushStoreTests: XCTestCase {
         let store = InMemoryPushStore()
         let registration = MyttyRegistration(deviceToken: String(repeating: "a", count: 64), environment: .production, relaySecret: "S")
         try store.putMytty(registration, pushID: "p", expiresAt: 100)
-        let full = PushStoreError("disk full")
+        let full = StoreError("disk full")
         store.setFailure(full)
-        XCTAssertThrowsError(try store.putMytty(registration, pushID: "q", expiresAt: 100)) { XCTAssertEqual($0 as? PushStoreError, full) }
+        XCTAssertThrowsError(try store.putMytty(registration, pushID: "q", expiresAt: 100)) { XCTAssertEqual($0 as? StoreError, full) }
         XCTAssertThrowsError(try store.putITerm(ITermRegistration(secretHash: "h", sandbox: false, registeredAt: 1), token: "t", expiresAt: 100))
         XCTAssertThrowsError(try store.mytty(pushID: "p", now: 0))
         XCTAssertThrowsError(try store.iterm(token: "t", now: 0))
@@ -125,7 +125,7 @@ final class SQLitePushStoreTests: XCTestCase {
         let other = try RawDatabase(path: path)
         try other.execute("BEGIN IMMEDIATE")
         XCTAssertThrowsError(try store.renewMytty(pushID: "p", expiresAt: 9_000, now: 0)) { error in
-            XCTAssertTrue((error as? PushStoreError)?.message.contains("locked") == true, "\(error)")
+            XCTAssertTrue((error as? StoreError)?.message.contains("locked") == true, "\(error)")
         }
         XCTAssertThrowsError(try store.deleteMytty(pushID: "p"))
         XCTAssertThrowsError(try store.pruneExpired(now: 10_000))
@@ -175,7 +175,7 @@ final class SQLitePushStoreTests: XCTestCase {
         try store.putMytty(registration, pushID: "p", expiresAt: 5_000)
         try RawDatabase(path: path).execute("UPDATE mytty_registrations SET environment = 'staging'")
         XCTAssertThrowsError(try store.mytty(pushID: "p", now: 0)) { error in
-            XCTAssertEqual((error as? PushStoreError)?.message, "push database: read a Profile M registration failed: unknown environment stored")
+            XCTAssertEqual((error as? StoreError)?.message, "push database: read a Profile M registration failed: unknown environment stored")
         }
     }
 

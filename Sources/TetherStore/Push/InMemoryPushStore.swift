@@ -14,7 +14,7 @@ public final class InMemoryPushStore: PushStore, Sendable {
     private struct State {
         var mytty: [String: Entry<MyttyRegistration>] = [:]
         var iterm: [String: Entry<ITermRegistration>] = [:]
-        var failure: PushStoreError?
+        var failure: StoreError?
     }
 
     private let state = Mutex(State())
@@ -23,12 +23,12 @@ public final class InMemoryPushStore: PushStore, Sendable {
 
     /// Until cleared with nil, every call throws `failure` and changes nothing: the push relay's
     /// tests of a store that cannot write (a full disk) use it to check no success is claimed.
-    public func setFailure(_ failure: PushStoreError?) {
+    public func setFailure(_ failure: StoreError?) {
         state.withLock { $0.failure = failure }
     }
 
-    private func withState<R: Sendable>(_ body: (inout State) -> R) throws(PushStoreError) -> R {
-        try state.withLock { (state: inout State) throws(PushStoreError) -> R in
+    private func withState<R: Sendable>(_ body: (inout State) -> R) throws(StoreError) -> R {
+        try state.withLock { (state: inout State) throws(StoreError) -> R in
             if let failure = state.failure { throw failure }
             return body(&state)
         }
@@ -36,16 +36,16 @@ public final class InMemoryPushStore: PushStore, Sendable {
 
     // MARK: Profile M
 
-    public func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(PushStoreError) {
+    public func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(StoreError) {
         try withState { $0.mytty[pushID] = Entry(registration: registration, expiresAt: expiresAt) }
     }
 
-    public func mytty(pushID: String, now: UInt64) throws(PushStoreError) -> MyttyRegistration? {
+    public func mytty(pushID: String, now: UInt64) throws(StoreError) -> MyttyRegistration? {
         try withState { state in state.mytty[pushID].flatMap { $0.isLive(at: now) ? $0.registration : nil } }
     }
 
     @discardableResult
-    public func renewMytty(pushID: String, expiresAt: UInt64, now: UInt64) throws(PushStoreError) -> Bool {
+    public func renewMytty(pushID: String, expiresAt: UInt64, now: UInt64) throws(StoreError) -> Bool {
         try withState { state in
             guard state.mytty[pushID]?.isLive(at: now) == true else { return false }
             state.mytty[pushID]?.expiresAt = expiresAt
@@ -53,27 +53,27 @@ public final class InMemoryPushStore: PushStore, Sendable {
         }
     }
 
-    public func deleteMytty(pushID: String) throws(PushStoreError) {
+    public func deleteMytty(pushID: String) throws(StoreError) {
         try withState { $0.mytty[pushID] = nil }
     }
 
     // MARK: Profile I
 
-    public func putITerm(_ registration: ITermRegistration, token: String, expiresAt: UInt64) throws(PushStoreError) {
+    public func putITerm(_ registration: ITermRegistration, token: String, expiresAt: UInt64) throws(StoreError) {
         try withState { $0.iterm[token] = Entry(registration: registration, expiresAt: expiresAt) }
     }
 
-    public func iterm(token: String, now: UInt64) throws(PushStoreError) -> ITermRegistration? {
+    public func iterm(token: String, now: UInt64) throws(StoreError) -> ITermRegistration? {
         try withState { state in state.iterm[token].flatMap { $0.isLive(at: now) ? $0.registration : nil } }
     }
 
-    public func deleteITerm(token: String) throws(PushStoreError) {
+    public func deleteITerm(token: String) throws(StoreError) {
         try withState { $0.iterm[token] = nil }
     }
 
     // MARK: Housekeeping
 
-    public func pruneExpired(now: UInt64) throws(PushStoreError) -> Int {
+    public func pruneExpired(now: UInt64) throws(StoreError) -> Int {
         try withState { state in
             let before = state.mytty.count + state.iterm.count
             state.mytty = state.mytty.filter { $0.value.isLive(at: now) }
@@ -82,7 +82,7 @@ public final class InMemoryPushStore: PushStore, Sendable {
         }
     }
 
-    public func deviceCount(now: UInt64) throws(PushStoreError) -> Int {
+    public func deviceCount(now: UInt64) throws(StoreError) -> Int {
         try withState { state in
             state.mytty.values.count { $0.isLive(at: now) } + state.iterm.values.count { $0.isLive(at: now) }
         }

@@ -35,15 +35,6 @@ public struct ITermRegistration: Sendable, Equatable {
     }
 }
 
-/// A store call that did not happen (a full disk, a lost database connection). The push relay
-/// answers it honestly (an error, never a success for a write that was not made); `message` is
-/// zero-PII (no token, no id, no secret).
-public struct PushStoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
-
 /// The push relay's registrations, both profiles in separate namespaces (push.md §1). Times are
 /// wall-clock milliseconds since 1970 (persisted expiry); a record whose `expiresAt` is at or
 /// before `now` reads as absent (§6) and is removed by `pruneExpired`.
@@ -56,29 +47,29 @@ public protocol PushStore: AnyObject, Sendable {
     // MARK: Profile M (`push:<pushID>`)
 
     /// Stores a new registration under `pushID`, replacing any record with that id.
-    func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(PushStoreError)
+    func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(StoreError)
     /// The live registration, or nil when there is none or it expired at `now`.
-    func mytty(pushID: String, now: UInt64) throws(PushStoreError) -> MyttyRegistration?
+    func mytty(pushID: String, now: UInt64) throws(StoreError) -> MyttyRegistration?
     /// After a successful delivery: the registration now lives until `expiresAt` — only if it is
     /// still live at `now` (one deleted or expired meanwhile stays gone). Returns whether it was.
     @discardableResult
-    func renewMytty(pushID: String, expiresAt: UInt64, now: UInt64) throws(PushStoreError) -> Bool
+    func renewMytty(pushID: String, expiresAt: UInt64, now: UInt64) throws(StoreError) -> Bool
     /// Removes the registration (a permanent APNs failure); absent is not an error.
-    func deleteMytty(pushID: String) throws(PushStoreError)
+    func deleteMytty(pushID: String) throws(StoreError)
 
     // MARK: Profile I (`device:<token>`)
 
     /// Stores the registration under `token`, replacing any record with that token.
-    func putITerm(_ registration: ITermRegistration, token: String, expiresAt: UInt64) throws(PushStoreError)
+    func putITerm(_ registration: ITermRegistration, token: String, expiresAt: UInt64) throws(StoreError)
     /// The live registration, or nil when there is none or it expired at `now`.
-    func iterm(token: String, now: UInt64) throws(PushStoreError) -> ITermRegistration?
+    func iterm(token: String, now: UInt64) throws(StoreError) -> ITermRegistration?
     /// Removes the registration; absent is not an error.
-    func deleteITerm(token: String) throws(PushStoreError)
+    func deleteITerm(token: String) throws(StoreError)
 
     // MARK: Housekeeping
 
     /// Deletes every record of either profile expired at `now`; returns how many went.
-    func pruneExpired(now: UInt64) throws(PushStoreError) -> Int
+    func pruneExpired(now: UInt64) throws(StoreError) -> Int
     /// Live registrations of both profiles at `now` (the `pushrelay_devices` gauge).
-    func deviceCount(now: UInt64) throws(PushStoreError) -> Int
+    func deviceCount(now: UInt64) throws(StoreError) -> Int
 }

@@ -9,7 +9,7 @@ import Synchronization
 /// Each guarantee of `PushStore` is one statement (a renewal tests liveness in its `UPDATE`) or,
 /// for pruning both tables, one transaction, so other processes on the same file cannot break it
 /// either. Every SQLite failure is thrown as a
-/// `PushStoreError` whose message is SQLite's generic text for the result code — never a bound
+/// `StoreError` whose message is SQLite's generic text for the result code — never a bound
 /// value, so never a token, id or secret.
 public final class SQLitePushStore: PushStore, Sendable {
     /// Why the database could not be opened; the relay refuses to start with it.
@@ -44,8 +44,8 @@ public final class SQLitePushStore: PushStore, Sendable {
 
     // MARK: Profile M
 
-    public func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(PushStoreError) {
-        try connection.withLock { (db) throws(PushStoreError) -> Void in
+    public func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(StoreError) {
+        try connection.withLock { (db) throws(StoreError) -> Void in
             try db.run("store a Profile M registration", """
                 INSERT INTO mytty_registrations (push_id, device_token, environment, relay_secret, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
                 ON CONFLICT(push_id) DO UPDATE SET device_token = ?2, environment = ?3, relay_secret = ?4, expires_at = ?5
@@ -54,8 +54,8 @@ public final class SQLitePushStore: PushStore, Sendable {
         }
     }
 
-    public func mytty(pushID: String, now: UInt64) throws(PushStoreError) -> MyttyRegistration? {
-        try connection.withLock { (db) throws(PushStoreError) -> MyttyRegistration? in
+    public func mytty(pushID: String, now: UInt64) throws(StoreError) -> MyttyRegistration? {
+        try connection.withLock { (db) throws(StoreError) -> MyttyRegistration? in
             let row = try db.firstRow("read a Profile M registration",
                                       "SELECT device_token, environment, relay_secret FROM mytty_registrations WHERE push_id = ?1 AND expires_at > ?2",
                                       [.text(pushID), .time(now)]) { row in [row.text(0), row.text(1), row.text(2)] }
@@ -63,15 +63,15 @@ public final class SQLitePushStore: PushStore, Sendable {
             // Only this store writes the column; anything else is a damaged (or hand-edited) file,
             // which must not read as "no registration" and be silently replaced.
             guard let environment = PushEnvironment(rawValue: row[1]) else {
-                throw PushStoreError("push database: read a Profile M registration failed: unknown environment stored")
+                throw StoreError("push database: read a Profile M registration failed: unknown environment stored")
             }
             return MyttyRegistration(deviceToken: row[0], environment: environment, relaySecret: row[2])
         }
     }
 
     @discardableResult
-    public func renewMytty(pushID: String, expiresAt: UInt64, now: UInt64) throws(PushStoreError) -> Bool {
-        try connection.withLock { (db) throws(PushStoreError) -> Bool in
+    public func renewMytty(pushID: String, expiresAt: UInt64, now: UInt64) throws(StoreError) -> Bool {
+        try connection.withLock { (db) throws(StoreError) -> Bool in
             // Liveness is tested in the statement, so a delete or expiry that came first wins.
             try db.run("renew a Profile M registration",
                        "UPDATE mytty_registrations SET expires_at = ?2 WHERE push_id = ?1 AND expires_at > ?3",
@@ -79,16 +79,16 @@ public final class SQLitePushStore: PushStore, Sendable {
         }
     }
 
-    public func deleteMytty(pushID: String) throws(PushStoreError) {
-        try connection.withLock { (db) throws(PushStoreError) -> Void in
+    public func deleteMytty(pushID: String) throws(StoreError) {
+        try connection.withLock { (db) throws(StoreError) -> Void in
             try db.run("delete a Profile M registration", "DELETE FROM mytty_registrations WHERE push_id = ?1", [.text(pushID)])
         }
     }
 
     // MARK: Profile I
 
-    public func putITerm(_ registration: ITermRegistration, token: String, expiresAt: UInt64) throws(PushStoreError) {
-        try connection.withLock { (db) throws(PushStoreError) -> Void in
+    public func putITerm(_ registration: ITermRegistration, token: String, expiresAt: UInt64) throws(StoreError) {
+        try connection.withLock { (db) throws(StoreError) -> Void in
             try db.run("store a Profile I registration", """
                 INSERT INTO iterm_registrations (token, secret_hash, sandbox, registered_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
                 ON CONFLICT(token) DO UPDATE SET secret_hash = ?2, sandbox = ?3, registered_at = ?4, expires_at = ?5
@@ -97,8 +97,8 @@ public final class SQLitePushStore: PushStore, Sendable {
         }
     }
 
-    public func iterm(token: String, now: UInt64) throws(PushStoreError) -> ITermRegistration? {
-        try connection.withLock { (db) throws(PushStoreError) -> ITermRegistration? in
+    public func iterm(token: String, now: UInt64) throws(StoreError) -> ITermRegistration? {
+        try connection.withLock { (db) throws(StoreError) -> ITermRegistration? in
             try db.firstRow("read a Profile I registration",
                             "SELECT secret_hash, sandbox, registered_at FROM iterm_registrations WHERE token = ?1 AND expires_at > ?2",
                             [.text(token), .time(now)]) { row in
@@ -109,25 +109,25 @@ public final class SQLitePushStore: PushStore, Sendable {
         }
     }
 
-    public func deleteITerm(token: String) throws(PushStoreError) {
-        try connection.withLock { (db) throws(PushStoreError) -> Void in
+    public func deleteITerm(token: String) throws(StoreError) {
+        try connection.withLock { (db) throws(StoreError) -> Void in
             try db.run("delete a Profile I registration", "DELETE FROM iterm_registrations WHERE token = ?1", [.text(token)])
         }
     }
 
     // MARK: Housekeeping
 
-    public func pruneExpired(now: UInt64) throws(PushStoreError) -> Int {
-        try connection.withLock { (db) throws(PushStoreError) -> Int in
-            try db.transaction("prune expired registrations") { () throws(PushStoreError) -> Int in
+    public func pruneExpired(now: UInt64) throws(StoreError) -> Int {
+        try connection.withLock { (db) throws(StoreError) -> Int in
+            try db.transaction("prune expired registrations") { () throws(StoreError) -> Int in
                 try db.run("prune expired registrations", "DELETE FROM mytty_registrations WHERE expires_at <= ?1", [.time(now)])
                     + db.run("prune expired registrations", "DELETE FROM iterm_registrations WHERE expires_at <= ?1", [.time(now)])
             }
         }
     }
 
-    public func deviceCount(now: UInt64) throws(PushStoreError) -> Int {
-        try connection.withLock { (db) throws(PushStoreError) -> Int in
+    public func deviceCount(now: UInt64) throws(StoreError) -> Int {
+        try connection.withLock { (db) throws(StoreError) -> Int in
             // One statement, so both counts come from the same snapshot.
             try db.firstRow("count registrations", """
                 SELECT (SELECT count(*) FROM mytty_registrations WHERE expires_at > ?1)
@@ -140,8 +140,8 @@ public final class SQLitePushStore: PushStore, Sendable {
 
     /// Caps the file at the pages it has now, so the next write needing a page fails as on a
     /// full disk (`SQLITE_FULL`). Tests only; the cap lasts until the store is closed.
-    func capSizeAtCurrentPages() throws(PushStoreError) {
-        try connection.withLock { (db) throws(PushStoreError) -> Void in
+    func capSizeAtCurrentPages() throws(StoreError) {
+        try connection.withLock { (db) throws(StoreError) -> Void in
             let pages = try db.firstRow("read the page count", "PRAGMA page_count", []) { $0.integer(0) } ?? 0
             try db.execute("cap the page count", "PRAGMA max_page_count = \(pages)")
         }
@@ -191,7 +191,7 @@ private final class Connection {
         db = handle
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         // The first statements read the file: a file that is not a database fails here.
-        try opening { () throws(PushStoreError) in
+        try opening { () throws(StoreError) in
             try execute("configure the connection", """
                 PRAGMA journal_mode=WAL;
                 PRAGMA synchronous=NORMAL;
@@ -210,16 +210,16 @@ private final class Connection {
     /// A fresh file gets the schema and the push store's stamp; one stamped by this store is
     /// checked for a version this build knows; anything else is refused untouched.
     private func createOrCheckSchema() throws(SQLitePushStore.Failure) {
-        try opening { () throws(PushStoreError) in try execute("lock the database", "BEGIN IMMEDIATE") }
+        try opening { () throws(StoreError) in try execute("lock the database", "BEGIN IMMEDIATE") }
         do throws(SQLitePushStore.Failure) {
-            let (applicationID, version, objects) = try opening { () throws(PushStoreError) in
+            let (applicationID, version, objects) = try opening { () throws(StoreError) in
                 (try pragma("application_id"), try pragma("user_version"),
                  try firstRow("read the schema", "SELECT count(*) FROM sqlite_master", []) { $0.integer(0) } ?? 0)
             }
             switch (applicationID, version) {
             case (0, 0) where objects == 0:
                 // Only what push.md §6 lets the relay keep: no IPs, no macID, no ciphertext.
-                try opening { () throws(PushStoreError) in
+                try opening { () throws(StoreError) in
                     try execute("create the schema", """
                         CREATE TABLE mytty_registrations (
                             push_id TEXT PRIMARY KEY NOT NULL, device_token TEXT NOT NULL, environment TEXT NOT NULL,
@@ -241,7 +241,7 @@ private final class Connection {
             default:
                 throw .schema("the file is a database, but not a push registration store")
             }
-            try opening { () throws(PushStoreError) in try execute("commit the schema", "COMMIT") }
+            try opening { () throws(StoreError) in try execute("commit the schema", "COMMIT") }
         } catch {
             _ = try? execute("roll back", "ROLLBACK")
             throw error
@@ -250,7 +250,7 @@ private final class Connection {
 
     /// Runs a step of opening; a failure carries SQLite's own message, which is more telling than
     /// the result code alone and holds no registration while nothing is bound.
-    private func opening<R>(_ body: () throws(PushStoreError) -> R) throws(SQLitePushStore.Failure) -> R {
+    private func opening<R>(_ body: () throws(StoreError) -> R) throws(SQLitePushStore.Failure) -> R {
         do {
             return try body()
         } catch {
@@ -258,20 +258,20 @@ private final class Connection {
         }
     }
 
-    private func pragma(_ name: String) throws(PushStoreError) -> Int64 {
+    private func pragma(_ name: String) throws(StoreError) -> Int64 {
         try firstRow("read the schema", "PRAGMA \(name)", []) { $0.integer(0) } ?? 0
     }
 
     // MARK: Statements
 
     /// Runs SQL text without bindings (schema, pragmas, transaction control).
-    func execute(_ operation: String, _ sql: String) throws(PushStoreError) {
+    func execute(_ operation: String, _ sql: String) throws(StoreError) {
         let status = sqlite3_exec(db, sql, nil, nil, nil)
         guard status == SQLITE_OK else { throw failure(operation, status) }
     }
 
     /// Runs `body` inside one write transaction: all of it commits or none of it does.
-    func transaction<R>(_ operation: String, _ body: () throws(PushStoreError) -> R) throws(PushStoreError) -> R {
+    func transaction<R>(_ operation: String, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try execute(operation, "BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -285,14 +285,14 @@ private final class Connection {
 
     /// Runs a statement to completion; returns the rows it changed.
     @discardableResult
-    func run(_ operation: String, _ sql: String, _ values: [Value]) throws(PushStoreError) -> Int {
+    func run(_ operation: String, _ sql: String, _ values: [Value]) throws(StoreError) -> Int {
         _ = try firstRow(operation, sql, values) { _ in () }
         return Int(sqlite3_changes(db))
     }
 
     /// Runs a statement to completion; returns its first row as `read` sees it, nil if it had none.
     /// Stepping to the end is what reports a failure that comes after the first row, and commits.
-    func firstRow<R>(_ operation: String, _ sql: String, _ values: [Value], _ read: (Row) -> R) throws(PushStoreError) -> R? {
+    func firstRow<R>(_ operation: String, _ sql: String, _ values: [Value], _ read: (Row) -> R) throws(StoreError) -> R? {
         let statement = try prepared(operation, sql)
         defer {
             sqlite3_reset(statement)
@@ -324,7 +324,7 @@ private final class Connection {
         }
     }
 
-    private func prepared(_ operation: String, _ sql: String) throws(PushStoreError) -> OpaquePointer {
+    private func prepared(_ operation: String, _ sql: String) throws(StoreError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
@@ -338,9 +338,9 @@ private final class Connection {
 
     /// SQLite's fixed text for the result code, never `sqlite3_errmsg`: the latter can quote the
     /// statement, and a thrown message must carry no token, id or secret.
-    private func failure(_ operation: String, _ status: Int32) -> PushStoreError {
+    private func failure(_ operation: String, _ status: Int32) -> StoreError {
         let code = sqlite3_extended_errcode(db)
         let reason = String(cString: sqlite3_errstr(status))
-        return PushStoreError("push database: \(operation) failed: \(reason) (SQLite \(code == 0 ? status : code))")
+        return StoreError("push database: \(operation) failed: \(reason) (SQLite \(code == 0 ? status : code))")
     }
 }

@@ -1,0 +1,126 @@
+public import Foundation
+import Glibc
+
+/// A PostgreSQL server of the test's own: `initdb` in a temporary directory, `pg_ctl` on a free
+/// loopback port, trust authentication for the one user `tether`, gone at `shutdown()`. Debian's
+/// `postgresql` package provides the binaries (`scripts/install-deps`). PostgreSQL refuses to run
+/// as root, so under root (CI) every server command runs as the `postgres` system user, which
+/// owns the directory.
+public final class PostgresServer: @unchecked Sendable {   // set up in init; `stop`/`start` from one test thread
+    public enum Failure: Error, CustomStringConvertible {
+        case missing(String)
+        case command(String, String)
+        public var description: String {
+            switch self {
+            case let .missing(what): "PostgreSQL test server: \(what) (scripts/install-deps installs postgresql)"
+            case let .command(command, output): "PostgreSQL test server: \(command) failed: \(output)"
+            }
+        }
+    }
+
+    public let port: UInt16
+    public let directory: URL
+    private let bin: URL
+    private var databases = 0
+
+    /// The URL of database `name` on this server.
+    public func url(database name: String = "postgres") -> String { "postgres://tether@127.0.0.1:\(port)/\(name)" }
+
+    /// - Parameter durable: false turns fsync off (tests never crash the machine, and run faster);
+    ///   a benchmark keeps PostgreSQL's defaults.
+    public init(durable: Bool = false) throws {
+        bin = try Self.binaries()
+        port = RelayProcess.freePort()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-pg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if getuid() == 0 { try run("/bin/chown", ["-R", "postgres:postgres", directory.path], asServerUser: false) }
+        try run(bin.appendingPathComponent("initdb").path,
+                ["-D", dataDirectory, "-U", "tether", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+        var settings = ["listen_addresses = '127.0.0.1'", "port = \(port)", "unix_socket_directories = '\(directory.path)'",
+                        "max_connections = 200", "logging_collector = off"]
+        // fsync off survives anything but the machine's own crash, including `stop()`'s immediate
+        // shutdown (a commit is in the kernel's cache once acknowledged); asynchronous commit
+        // would not, so it stays on.
+        if !durable { settings += ["fsync = off"] }
+        try (settings.joined(separator: "\n") + "\n").appendLine(to: URL(fileURLWithPath: dataDirectory).appendingPathComponent("postgresql.conf"))
+        try start()
+    }
+
+    deinit { shutdown() }
+
+    private var dataDirectory: String { directory.appendingPathComponent("data").path }
+
+    /// Starts the server (again) and waits until it accepts connections.
+    public func start() throws {
+        try run(bin.appendingPathComponent("pg_ctl").path, ["-D", dataDirectory, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "30", "start"])
+    }
+
+    /// Stops the server at once (`immediate`: as abruptly as a crash, without losing a commit).
+    public func stop() throws {
+        try run(bin.appendingPathComponent("pg_ctl").path, ["-D", dataDirectory, "-m", "immediate", "-w", "stop"])
+    }
+
+    /// A new empty database; returns its URL.
+    public func createDatabase() throws -> String {
+        databases += 1
+        let name = "tether_\(databases)"
+        try run(bin.appendingPathComponent("createdb").path, ["-h", "127.0.0.1", "-p", String(port), "-U", "tether", name])
+        return url(database: name)
+    }
+
+    /// Runs one SQL statement with `psql` (a test's independent look at what was stored).
+    public func query(_ sql: String, database: String = "postgres") throws -> String {
+        try run(bin.appendingPathComponent("psql").path, ["-h", "127.0.0.1", "-p", String(port), "-U", "tether", "-d", database, "-At", "-c", sql])
+    }
+
+    /// Stops the server and removes its directory.
+    public func shutdown() {
+        _ = try? stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs a server command to completion, its output in a file rather than a pipe: `pg_ctl start`
+    /// leaves a daemon behind, and a pipe it inherited would never reach end-of-file.
+    @discardableResult
+    private func run(_ path: String, _ arguments: [String], asServerUser: Bool = true) throws -> String {
+        let argv = getuid() == 0 && asServerUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
+        let output = directory.appendingPathComponent("command-\(UUID().uuidString).out").path
+        defer { unlink(output) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var pid: pid_t = 0
+        let cArguments = argv.map { strdup($0) } + [nil]
+        defer { for argument in cArguments { free(argument) } }
+        guard posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ) == 0 else { throw Failure.missing("cannot run \(argv[0])") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let text = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        // Exited normally with status 0 (the wait status' low 7 bits are the signal, the next 8 the code).
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else { throw Failure.command(URL(fileURLWithPath: path).lastPathComponent, text) }
+        return text
+    }
+
+    /// The newest installed server's `bin` directory.
+    private static func binaries() throws -> URL {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.compactMap { Int($0) }.sorted() ?? []
+        guard let newest = versions.last else { throw Failure.missing("no server under /usr/lib/postgresql") }
+        return root.appendingPathComponent("\(newest)/bin")
+    }
+
+    /// Whether a server can be started here (tests that need one say why they cannot run).
+    public static var isInstalled: Bool { (try? binaries()) != nil }
+}
+
+private extension String {
+    func appendLine(to file: URL) throws {
+        let handle = try FileHandle(forWritingTo: file)
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(utf8))
+    }
+}

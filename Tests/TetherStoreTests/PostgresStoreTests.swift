@@ -1,0 +1,161 @@
+import Dispatch
+import Foundation
+import TetherStore
+import TetherStoreContract
+import TetherTestSupport
+import TetherWire
+import XCTest
+
+/// The PostgreSQL backends against a real server of the test's own (`PostgresServer`): the same
+/// contract suites as SQLite and the in-memory double, unchanged, plus what only a networked,
+/// shared database shows — two nodes racing, rows keyed without room names, a server that goes
+/// away and comes back, and the schema's migrations.
+final class PostgresStoreTests: XCTestCase {
+    nonisolated(unsafe) private static var server: PostgresServer?
+
+    override class func setUp() {
+        server = try? PostgresServer()
+    }
+
+    override class func tearDown() {
+        server?.shutdown()
+        server = nil
+    }
+
+    private func database() throws -> (server: PostgresServer, url: String) {
+        guard let server = Self.server else { throw XCTSkip("no PostgreSQL server could be started (scripts/install-deps)") }
+        return (server, try server.createDatabase())
+    }
+
+    private static func pool(_ url: String, size: Int = 3) throws -> PostgresPool {
+        try PostgresPool(PostgresPool.Settings(url: url, size: size, connectTimeoutSeconds: 2))
+    }
+
+    func testTheRoomStoreContract() throws {
+        try RoomStoreContract.verify { try PostgresRoomStore(pool: Self.pool(database().url, size: 17)) }
+    }
+
+    func testThePushStoreContract() throws {
+        try PushStoreContract.verify { try PostgresPushStore(pool: Self.pool(database().url, size: 17)) }
+    }
+
+    /// Two nodes with their own pools on one database: a verifier, a ticket and a map version each
+    /// have one winner, and what one node wrote the other reads at once.
+    func testTwoNodesOnOneDatabaseShareRecordsAndRaceWithOneWinner() throws {
+        let url = try database().url
+        let first = try PostgresRoomStore(pool: Self.pool(url)), second = try PostgresRoomStore(pool: Self.pool(url))
+        let room = RoomKey(RoomName(header: String(repeating: "a", count: 64))!)
+        try first.putTicket("t", TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p"), in: room)
+        let wins = Tally()
+        DispatchQueue.concurrentPerform(iterations: 8) { racer in
+            let store = racer % 2 == 0 ? first : second
+            if (try? store.consumeTicket("t", in: room, now: 50)) != nil { wins.add("ticket") }
+            if (try? store.setVerifier("V\(racer)", of: room, now: 1)) == true { wins.add("verifier") }
+            if (try? store.publishShardMap(ShardMap.single(host: "n\(racer).example", version: 3))) == true { wins.add("map") }
+        }
+        XCTAssertEqual(wins.counts, ["ticket": 1, "verifier": 1, "map": 1])
+        XCTAssertEqual(try first.verifier(of: room), try second.verifier(of: room))
+        XCTAssertEqual(try first.shardMap(), try second.shardMap())
+    }
+
+    func testTheDatabaseHoldsRoomKeysNeverRoomNames() throws {
+        let (server, url) = try database()
+        let store = try PostgresRoomStore(pool: Self.pool(url))
+        let room = RoomName(header: "611c035897cf71eebc08e531616a3470f666cd001532e1bd4957dd762efae220")!
+        try store.setPairingCycles(1, of: room)
+        try store.putChallenge("c", expiresAt: 10, in: room)
+        try store.setVerifier("V", of: room, now: 1)
+        let database = String(url.split(separator: "/").last!)
+        let rows = try server.query("SELECT room, bucket FROM relay_rooms UNION ALL SELECT room, 0 FROM relay_ephemeral", database: database)
+        XCTAssertFalse(rows.contains(room.hex), "the name is the rendezvous secret")
+        XCTAssertEqual(rows, "\(RoomKey(room).hex)|57888\n\(RoomKey(room).hex)|0")
+    }
+
+    /// A Proof's storage step is one statement: one round trip, counted by the server itself.
+    func testAnAdmissionReadIsOneStatement() throws {
+        let (server, url) = try database()
+        let store = try PostgresRoomStore(pool: Self.pool(url, size: 1))
+        let room = RoomKey(RoomName(header: String(repeating: "b", count: 64))!)
+        try store.setVerifier("V", of: room, now: 1)
+        try store.putTicket("t", TicketRecord(expiresAt: 100, keyID: "k", publicKey: "p"), in: room)
+        let database = String(url.split(separator: "/").last!)
+        _ = try server.query("SELECT pg_stat_reset()", database: database)
+        for _ in 0..<10 {
+            let read = try store.admission(AdmissionQuery(ticket: "t", now: 50), of: room)
+            XCTAssertEqual(read.state.verifier, "V")
+            XCTAssertNil(read.ticket, "an established room leaves the ticket alone")
+        }
+        XCTAssertNotNil(try store.consumeTicket("t", in: room, now: 50), "still there")
+        // Statements the store's connection ran: 10 admissions and the one consume.
+        try waitForStatistics()
+        let calls = try server.query("SELECT xact_commit FROM pg_stat_database WHERE datname = '\(database)'", database: database)
+        XCTAssertLessThanOrEqual(Int(calls) ?? .max, 11 + 2, "one transaction per admission (and psql's own)")
+    }
+
+    /// The statistics collector reports with a short delay.
+    private func waitForStatistics() throws { usleep(600_000) }
+
+    /// The server goes away: calls fail with an error (never "absent"), quickly, and the store
+    /// answers again by itself once the server is back — nothing stored is lost.
+    func testAServerThatGoesAwayFailsCallsQuicklyAndTheStoreRecoversByItself() throws {
+        let (server, url) = try database()
+        let store = try PostgresRoomStore(pool: Self.pool(url, size: 2))
+        let room = RoomKey(RoomName(header: String(repeating: "c", count: 64))!)
+        try store.setVerifier("V", of: room, now: 1)
+
+        try server.stop()
+        XCTAssertThrowsError(try store.verifier(of: room)) { XCTAssertTrue(($0 as? StoreError)?.message.hasPrefix("database: ") == true, "\($0)") }
+        let started = Date()
+        for _ in 0..<50 { XCTAssertThrowsError(try store.verifier(of: room)) }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "calls in the back-off fail at once, not after a connect timeout each")
+        XCTAssertTrue(store.pool.isBackingOff)
+
+        try server.start()
+        var answer: String?
+        for _ in 0..<100 {
+            do {
+                answer = try store.verifier(of: room)
+                break
+            } catch {
+                usleep(100_000)
+            }
+        }
+        XCTAssertEqual(answer, "V", "back without a restart, and nothing lost")
+        XCTAssertFalse(store.pool.isBackingOff)
+    }
+
+    func testMigrationsAreListedAppliedOnceAndLeftAloneByConcurrentNodes() throws {
+        let url = try database().url
+        let tool = try Self.pool(url, size: 1)
+        XCTAssertEqual(try PostgresSchema.pending(.relay, pool: tool).map(\.version), [1, 2])
+        XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).map(\.version), [1])
+        let applied = Tally()
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            guard let nodePool = try? Self.pool(url, size: 1), let steps = try? PostgresSchema.migrate(.relay, pool: nodePool) else {
+                return applied.add("failed")
+            }
+            applied.add("\(steps.count) steps")
+        }
+        XCTAssertEqual(applied.counts, ["2 steps": 1, "0 steps": 3], "one node migrates; the others find nothing to do")
+        XCTAssertEqual(try PostgresSchema.pending(.relay, pool: tool), [])
+        XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).count, 1, "components migrate separately")
+    }
+
+    func testAWrongURLIsReportedAtStartWithoutTheSecret() throws {
+        let (server, _) = try database()
+        let url = "postgres://tether:hunter2@127.0.0.1:\(server.port)/no_such_database"
+        XCTAssertThrowsError(try Self.pool(url)) { error in
+            let message = (error as? StoreError)?.message ?? ""
+            XCTAssertTrue(message.hasPrefix("database: cannot connect: "), message)
+            XCTAssertTrue(message.contains("no_such_database"), message)
+            XCTAssertFalse(message.contains("hunter2"), "a password never reaches a log line")
+        }
+    }
+}
+
+private final class Tally: @unchecked Sendable {   // every access under `lock`
+    private let lock = NSLock()
+    private var tally: [String: Int] = [:]
+    func add(_ kind: String) { lock.withLock { tally[kind, default: 0] += 1 } }
+    var counts: [String: Int] { lock.withLock { tally } }
+}
