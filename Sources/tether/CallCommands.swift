@@ -18,13 +18,14 @@ import TetherWire
 /// offline, a timeout, a failure) exits 1 with one `tether: <reason>` line.
 func runCallCommand(_ arguments: [String]) async {
     let help = """
-    usage: tether call <contact link or ID> --signal URL [--state DIR] [--relay-only] [--ca FILE]
+    usage: tether call <contact link or ID> --signal URL [--state DIR] [--relay-only] [--ice-address IP] [--ca FILE]
 
     Rings the contact through the signaling server at URL (wss://host/signal; ws:// for loopback
     hosts) with this device's identity (`tether id`), over a WebRTC data channel. Once the
     secure channel is up both sides show the safety number (compare it out of band), and each
     line typed is sent as one end-to-end encrypted text. --relay-only uses TURN-relayed
-    candidates only (hides this device's address from the peer). Events are printed one per line:
+    candidates only (hides this device's address from the peer). --ice-address gathers candidates
+    on that one local address instead of every interface. Events are printed one per line:
     calling, answered, secured <safety number>, message <text>, receipt, ended <reason>.
     EOF or Ctrl-C hangs up. Exit 0 after a secured call, 1 when it never got there.
 
@@ -34,7 +35,7 @@ func runCallCommand(_ arguments: [String]) async {
 
 func runAnswerCommand(_ arguments: [String]) async {
     let help = """
-    usage: tether answer --signal URL [--state DIR] [--relay-only] [--ca FILE]
+    usage: tether answer --signal URL [--state DIR] [--relay-only] [--ice-address IP] [--ca FILE]
 
     Waits at the signaling server at URL for one call to this device's identity (`tether id`),
     prints `incoming <caller ID>` and reads the consent from standard input (`yes` accepts; `no`
@@ -54,8 +55,10 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     var arguments = arguments
     let relayOnly = arguments.contains("--relay-only")
     arguments.removeAll { $0 == "--relay-only" }
-    let options = PeerOptions(arguments, command: command, valued: ["signal"])
+    let options = PeerOptions(arguments, command: command, valued: ["signal", "ice-address"])
     guard let signalURL = options.values["signal"] else { fail("\(command): --signal URL is required") }
+    let iceAddresses = options.values["ice-address"].map { [$0] } ?? []
+    for address in iceAddresses where !isIPAddress(address) { fail("\(command): --ice-address needs an IP address") }
     let endpoint = signalingEndpoint(signalURL, command: command)
     var peer: SignalingID?
     if command == "call" {
@@ -71,7 +74,7 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     let session = CallSession(console: console, command: command)
     let group: EventLoopGroup
     do { group = try EventLoopGroup(count: 1) } catch { fail("\(command): \(error)", code: 1) }
-    let transportOptions = RTCMediaTransport.Options(relayOnly: relayOnly)
+    let transportOptions = RTCMediaTransport.Options(relayOnly: relayOnly, localAddresses: iceAddresses)
     let agent: CallAgent
     do throws(NetError) {
         agent = try CallAgent(identity: identity, endpoint: endpoint, loop: group.next(), tls: options.tls(), media: { _, servers in
@@ -101,6 +104,11 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     let status = await session.finished()
     withExtendedLifetime(signalSources) {}
     exit(status)
+}
+
+private func isIPAddress(_ text: String) -> Bool {
+    var buffer = in6_addr()
+    return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
 }
 
 /// One call's progress as the command shows it; events come from the agent's loop, lines

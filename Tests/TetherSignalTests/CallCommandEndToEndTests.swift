@@ -4,12 +4,14 @@ import XCTest
 /// `tether call` and `tether answer` as two real processes, driven like a script through a real
 /// `tether signal`, over the real WebRTC data channel (Tests/Peers/call_cli.py): consent, equal
 /// safety numbers, chat both ways with receipts, rotation, hang-up; a declined call, a busy
-/// callee, an offline one, each with its line and exit status.
+/// callee, an offline one, each with its line and exit status; and a call relay-only on both
+/// sides through a real coturn with the credentials that `tether signal` issued.
 final class CallCommandEndToEndTests: XCTestCase {
-    func testTwoTetherProcessesCallChatRotateAndHangUpAndADeclinedBusyOrOfflineCallSaysSo() throws {
+    func testTwoTetherProcessesCallChatRotateAndHangUpAndADeclinedBusyOfflineOrRelayedCallSaysSo() throws {
         let (status, output) = try ServiceProcess.runPeer("call_cli.py", ["--tether", TetherBinary.url.path])
         let lines = output.split(separator: "\n")
-        XCTAssertEqual(lines.filter { $0.hasPrefix("PASS ") }.count, 4, output)
+        XCTAssertEqual(lines.filter { $0.hasPrefix("PASS ") }.count, 5, output)
+        XCTAssertTrue(lines.contains("PASS relay"), output)
         for failure in lines where !failure.hasPrefix("PASS ") { XCTFail(String(failure)) }
         XCTAssertEqual(status, 0, output)
     }
