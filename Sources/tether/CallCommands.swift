@@ -15,7 +15,8 @@ import TetherWire
 /// `message <text>`, `receipt`, `rotated <epoch>`, `ended <reason>`. Standard input carries the
 /// consent (`yes`/`no`, for `answer`) and then the chat: one line, one text. EOF or Ctrl-C hangs
 /// up. A call that ends after it was secured exits 0; one that never got there (declined, busy,
-/// offline, a timeout, a failure) exits 1 with one `tether: <reason>` line.
+/// offline, a timeout, a failure) exits 1 with one `tether: <reason>` line, except that `answer`
+/// reports it and goes on waiting for the next call.
 func runCallCommand(_ arguments: [String]) async {
     let help = """
     usage: tether call <contact link or ID> --signal URL [--state DIR] [--relay-only] [--ice-address IP] [--ca FILE]
@@ -37,10 +38,13 @@ func runAnswerCommand(_ arguments: [String]) async {
     let help = """
     usage: tether answer --signal URL [--state DIR] [--relay-only] [--ice-address IP] [--ca FILE]
 
-    Waits at the signaling server at URL for one call to this device's identity (`tether id`),
+    Waits at the signaling server at URL for a call to this device's identity (`tether id`),
     prints `incoming <caller ID>` and reads the consent from standard input (`yes` accepts; `no`
     or anything else declines). Then as `tether call`: the safety number, the chat (one line, one
-    text), EOF or Ctrl-C to hang up. Exit 0 after a secured call, 1 when it never got there.
+    text), EOF or Ctrl-C to hang up. A call that ends before it is secured (declined, given up,
+    or refused: a malformed description, a certificate that does not match it) prints its
+    `ended <reason>` line and the command waits for the next call. Exit 0 after a secured call,
+    1 when it never got there (EOF, Ctrl-C or the server ending it first).
 
     """
     await runCall(arguments, help: help, command: "answer")
@@ -77,8 +81,10 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     let transportOptions = RTCMediaTransport.Options(relayOnly: relayOnly, localAddresses: iceAddresses)
     let agent: CallAgent
     do throws(NetError) {
-        agent = try CallAgent(identity: identity, endpoint: endpoint, loop: group.next(), tls: options.tls(), media: { _, servers in
-            RTCMediaTransport(iceServers: servers, options: transportOptions)
+        agent = try CallAgent(identity: identity, endpoint: endpoint, loop: group.next(), tls: options.tls(), media: { call, servers in
+            let transport = RTCMediaTransport(iceServers: servers, options: transportOptions)
+            session.track(transport, for: call)
+            return transport
         }) { event in session.handle(event) }
     } catch {
         fail("\(command): --signal: \(error)", code: 1)
@@ -126,10 +132,28 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
     private var completed = false
     private var status: Int32 = 1
     private var waiter: CheckedContinuation<Int32, Never>?
+    /// The current call's transport, asked what failed when the call ends with the media failed.
+    private var media: (call: CallUUID, transport: RTCMediaTransport)?
 
     init(console: Console, command: String) {
         self.console = console
         self.command = command
+    }
+
+    func track(_ transport: RTCMediaTransport, for call: CallUUID) { lock.withLock { media = (call, transport) } }
+
+    /// The reason as the user reads it. "The connection failed" alone does not tell a hostile
+    /// or broken peer (a malformed description, a certificate that is not the one it signed) from
+    /// a network that let nothing through, so the transport's own problem follows; it names no
+    /// key or address.
+    private func explanation(_ reason: CallEndReason, call id: CallUUID) -> String {
+        let transport: RTCMediaTransport? = lock.withLock {
+            guard let media, media.call == id else { return nil }
+            self.media = nil
+            return media.transport
+        }
+        guard reason == .mediaFailed, let problem = transport?.lastProblem else { return reason.description }
+        return "\(reason) (\(problem))"
     }
 
     /// The exit status, once the call is over and the agent has left the server.
@@ -214,10 +238,22 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
             console.note("\(command): not sent: \(error)")
         case let .rotated(_, epoch):
             console.output("rotated \(epoch)")
-        case let .ended(_, reason):
-            console.output("ended \(reason)")
-            let wasSecured = lock.withLock { secured }
-            finish(wasSecured ? 0 : 1, reason: "the call ended: \(reason)")
+        case let .ended(id, reason):
+            let text = explanation(reason, call: id)
+            console.output("ended \(text)")
+            let (wasSecured, over) = lock.withLock { (secured, done) }
+            // Anyone can ring: a call that never got secured must not end `answer`, or one
+            // malformed offer would stop the device from taking the call it waits for.
+            if command == "answer", !wasSecured, !over {
+                lock.withLock {
+                    call = nil
+                    awaitingConsent = false
+                }
+                console.note("tether: answer: the call ended: \(text)")
+                console.say("answer: waiting for a call")
+                return
+            }
+            finish(wasSecured ? 0 : 1, reason: "the call ended: \(text)")
         }
     }
 
