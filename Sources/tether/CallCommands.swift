@@ -15,16 +15,18 @@ import TetherWire
 /// `message <text>`, `receipt`, `rotated <epoch>`, `ended <reason>`. Standard input carries the
 /// consent (`yes`/`no`, for `answer`) and then the chat: one line, one text. EOF or Ctrl-C hangs
 /// up. A call that ends after it was secured exits 0; one that never got there (declined, busy,
-/// offline, a timeout, a failure) exits 1 with one `tether: <reason>` line.
+/// offline, a timeout, a failure) exits 1 with one `tether: <reason>` line, except that `answer`
+/// reports it and goes on waiting for the next call.
 func runCallCommand(_ arguments: [String]) async {
     let help = """
-    usage: tether call <contact link or ID> --signal URL [--state DIR] [--relay-only] [--ca FILE]
+    usage: tether call <contact link or ID> --signal URL [--state DIR] [--relay-only] [--ice-address IP] [--ca FILE]
 
     Rings the contact through the signaling server at URL (wss://host/signal; ws:// for loopback
     hosts) with this device's identity (`tether id`), over a WebRTC data channel. Once the
     secure channel is up both sides show the safety number (compare it out of band), and each
     line typed is sent as one end-to-end encrypted text. --relay-only uses TURN-relayed
-    candidates only (hides this device's address from the peer). Events are printed one per line:
+    candidates only (hides this device's address from the peer). --ice-address gathers candidates
+    on that one local address instead of every interface. Events are printed one per line:
     calling, answered, secured <safety number>, message <text>, receipt, ended <reason>.
     EOF or Ctrl-C hangs up. Exit 0 after a secured call, 1 when it never got there.
 
@@ -34,12 +36,15 @@ func runCallCommand(_ arguments: [String]) async {
 
 func runAnswerCommand(_ arguments: [String]) async {
     let help = """
-    usage: tether answer --signal URL [--state DIR] [--relay-only] [--ca FILE]
+    usage: tether answer --signal URL [--state DIR] [--relay-only] [--ice-address IP] [--ca FILE]
 
-    Waits at the signaling server at URL for one call to this device's identity (`tether id`),
+    Waits at the signaling server at URL for a call to this device's identity (`tether id`),
     prints `incoming <caller ID>` and reads the consent from standard input (`yes` accepts; `no`
     or anything else declines). Then as `tether call`: the safety number, the chat (one line, one
-    text), EOF or Ctrl-C to hang up. Exit 0 after a secured call, 1 when it never got there.
+    text), EOF or Ctrl-C to hang up. A call that ends before it is secured (declined, given up,
+    or refused: a malformed description, a certificate that does not match it) prints its
+    `ended <reason>` line and the command waits for the next call. Exit 0 after a secured call,
+    1 when it never got there (EOF, Ctrl-C or the server ending it first).
 
     """
     await runCall(arguments, help: help, command: "answer")
@@ -54,8 +59,10 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     var arguments = arguments
     let relayOnly = arguments.contains("--relay-only")
     arguments.removeAll { $0 == "--relay-only" }
-    let options = PeerOptions(arguments, command: command, valued: ["signal"])
+    let options = PeerOptions(arguments, command: command, valued: ["signal", "ice-address"])
     guard let signalURL = options.values["signal"] else { fail("\(command): --signal URL is required") }
+    let iceAddresses = options.values["ice-address"].map { [$0] } ?? []
+    for address in iceAddresses where !isIPAddress(address) { fail("\(command): --ice-address needs an IP address") }
     let endpoint = signalingEndpoint(signalURL, command: command)
     var peer: SignalingID?
     if command == "call" {
@@ -71,11 +78,13 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     let session = CallSession(console: console, command: command)
     let group: EventLoopGroup
     do { group = try EventLoopGroup(count: 1) } catch { fail("\(command): \(error)", code: 1) }
-    let transportOptions = RTCMediaTransport.Options(relayOnly: relayOnly)
+    let transportOptions = RTCMediaTransport.Options(relayOnly: relayOnly, localAddresses: iceAddresses)
     let agent: CallAgent
     do throws(NetError) {
-        agent = try CallAgent(identity: identity, endpoint: endpoint, loop: group.next(), tls: options.tls(), media: { _, servers in
-            RTCMediaTransport(iceServers: servers, options: transportOptions)
+        agent = try CallAgent(identity: identity, endpoint: endpoint, loop: group.next(), tls: options.tls(), media: { call, servers in
+            let transport = RTCMediaTransport(iceServers: servers, options: transportOptions)
+            session.track(transport, for: call)
+            return transport
         }) { event in session.handle(event) }
     } catch {
         fail("\(command): --signal: \(error)", code: 1)
@@ -103,6 +112,11 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     exit(status)
 }
 
+private func isIPAddress(_ text: String) -> Bool {
+    var buffer = in6_addr()
+    return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
+}
+
 /// One call's progress as the command shows it; events come from the agent's loop, lines
 /// from the input thread, signals from a dispatch queue.
 private final class CallSession: @unchecked Sendable {  // `lock` guards every mutable member
@@ -118,10 +132,28 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
     private var completed = false
     private var status: Int32 = 1
     private var waiter: CheckedContinuation<Int32, Never>?
+    /// The current call's transport, asked what failed when the call ends with the media failed.
+    private var media: (call: CallUUID, transport: RTCMediaTransport)?
 
     init(console: Console, command: String) {
         self.console = console
         self.command = command
+    }
+
+    func track(_ transport: RTCMediaTransport, for call: CallUUID) { lock.withLock { media = (call, transport) } }
+
+    /// The reason as the user reads it. "The connection failed" alone does not tell a hostile
+    /// or broken peer (a malformed description, a certificate that is not the one it signed) from
+    /// a network that let nothing through, so the transport's own problem follows; it names no
+    /// key or address.
+    private func explanation(_ reason: CallEndReason, call id: CallUUID) -> String {
+        let transport: RTCMediaTransport? = lock.withLock {
+            guard let media, media.call == id else { return nil }
+            self.media = nil
+            return media.transport
+        }
+        guard reason == .mediaFailed, let problem = transport?.lastProblem else { return reason.description }
+        return "\(reason) (\(problem))"
     }
 
     /// The exit status, once the call is over and the agent has left the server.
@@ -206,10 +238,22 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
             console.note("\(command): not sent: \(error)")
         case let .rotated(_, epoch):
             console.output("rotated \(epoch)")
-        case let .ended(_, reason):
-            console.output("ended \(reason)")
-            let wasSecured = lock.withLock { secured }
-            finish(wasSecured ? 0 : 1, reason: "the call ended: \(reason)")
+        case let .ended(id, reason):
+            let text = explanation(reason, call: id)
+            console.output("ended \(text)")
+            let (wasSecured, over) = lock.withLock { (secured, done) }
+            // Anyone can ring: a call that never got secured must not end `answer`, or one
+            // malformed offer would stop the device from taking the call it waits for.
+            if command == "answer", !wasSecured, !over {
+                lock.withLock {
+                    call = nil
+                    awaitingConsent = false
+                }
+                console.note("tether: answer: the call ended: \(text)")
+                console.say("answer: waiting for a call")
+                return
+            }
+            finish(wasSecured ? 0 : 1, reason: "the call ended: \(text)")
         }
     }
 

@@ -6,12 +6,14 @@ shares no code with Tether. Needs `turnserver` and `turnutils_uclient` (scripts/
 
 USAGE
   coturn_fixture.py serve --secret SECRET [--port 0] [--realm tether.test] [--log FILE]
-                          [--min-port 49152 --max-port 65535] [--verbose]
+                          [--min-port 49152 --max-port 65535] [--verbose] [--sessions]
       Starts turnserver bound to 127.0.0.1 only, REST-API auth with SECRET, and prints exactly
       `listening on <port>` on stdout (flushed) once it answers a STUN Binding request over UDP
       and accepts TCP. Runs until SIGTERM/SIGINT (stops turnserver, exit 0) or until turnserver
       dies (exit 1, its last log lines on stderr). turnserver's own log goes to --log FILE, or
-      to stderr with --verbose, or nowhere.
+      to stderr with --verbose, or nowhere. --sessions adds turnserver's `-v`, so the log also
+      names each session's requests and their outcome (`... user <USERNAME>: incoming packet
+      ALLOCATE processed, success`): a test's outside witness that TURN carried a call.
       The turnserver command line (temporary directory D holds the pid file and the SQLite db,
       which turnserver opens even though REST auth needs no user database):
         turnserver -n --listening-ip=127.0.0.1 --relay-ip=127.0.0.1 --listening-port=P
@@ -214,8 +216,8 @@ def free_port():
     raise RuntimeError("no free port")
 
 
-def turnserver_command(directory, port, secret, realm, min_port, max_port):
-    return ["turnserver", "-n", "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1", "--listening-port=%d" % port,
+def turnserver_command(directory, port, secret, realm, min_port, max_port, sessions=False):
+    return ["turnserver", "-n"] + (["-v"] if sessions else []) + [ "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1", "--listening-port=%d" % port,
             "--min-port=%d" % min_port, "--max-port=%d" % max_port, "--use-auth-secret", "--static-auth-secret=%s" % secret,
             "--realm=%s" % realm, "--no-tls", "--no-dtls", "--no-cli", "--no-rfc5780", "--no-software-attribute",
             "--no-multicast-peers", "--allow-loopback-peers", "--fingerprint", "--log-file=stdout", "--simple-log",
@@ -223,13 +225,13 @@ def turnserver_command(directory, port, secret, realm, min_port, max_port):
 
 
 class TurnServer:
-    def __init__(self, secret, port=0, realm="tether.test", log=None, verbose=False, min_port=49152, max_port=65535):
+    def __init__(self, secret, port=0, realm="tether.test", log=None, verbose=False, min_port=49152, max_port=65535, sessions=False):
         self.secret, self.realm = secret, realm
         self.directory = tempfile.mkdtemp(prefix="coturn-fixture-")
         self.log_path = log or os.path.join(self.directory, "turnserver.log")
         self.verbose = verbose
         self.port = port or free_port()
-        self.command = turnserver_command(self.directory, self.port, secret, realm, min_port, max_port)
+        self.command = turnserver_command(self.directory, self.port, secret, realm, min_port, max_port, sessions)
         self.process = None
 
     def start(self, timeout=10):
@@ -275,7 +277,7 @@ class TurnServer:
 
 
 def serve(args):
-    server = TurnServer(args.secret, args.port, args.realm, args.log, args.verbose, args.min_port, args.max_port)
+    server = TurnServer(args.secret, args.port, args.realm, args.log, args.verbose, args.min_port, args.max_port, args.sessions)
     stopping = []
 
     def stop(*_):
@@ -363,6 +365,7 @@ def main():
     p.add_argument("--min-port", type=int, default=49152)
     p.add_argument("--max-port", type=int, default=65535)
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--sessions", action="store_true")
     p = sub.add_parser("allocate")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--user", required=True)

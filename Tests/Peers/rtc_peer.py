@@ -14,7 +14,10 @@ Then, on either side:
   in:  {"send": <b64>}                 send one binary message
        {"close": true}                 close the channel and the connection, then exit 0
 
-ICE gathers on loopback only (no STUN/TURN): the tests need no network.
+ICE gathers on loopback only: the tests need no network. By default there is no STUN or TURN;
+`--ice-servers JSON` gives it the `iceServers` array a `registered` message delivers (signaling.md
+§8.4), and `--relay-only` sets iceTransportPolicy relay, so aiortc offers relayed candidates only
+and pairs nothing else.
 """
 import argparse
 import asyncio
@@ -23,7 +26,7 @@ import json
 import sys
 
 import aioice.ice
-from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCConfiguration, RTCIceServer, RTCIceTransportPolicy, RTCPeerConnection, RTCSessionDescription
 
 
 def loopback_only(use_ipv4, use_ipv6):
@@ -45,11 +48,18 @@ async def read_record(reader):
     return json.loads(line)
 
 
-async def run(command):
+def configuration(ice_servers, relay_only):
+    servers = [RTCIceServer(urls=entry["urls"], username=entry.get("username"), credential=entry.get("credential"))
+               for entry in json.loads(ice_servers or "[]")]
+    policy = RTCIceTransportPolicy.RELAY if relay_only else RTCIceTransportPolicy.ALL
+    return RTCConfiguration(iceServers=servers, iceTransportPolicy=policy)
+
+
+async def run(command, config):
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    pc = RTCPeerConnection(config)
     channel_box = {}
     done = asyncio.Event()
 
@@ -115,8 +125,10 @@ async def run(command):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["offer", "answer"])
+    parser.add_argument("--ice-servers", help="a JSON array of RTCIceServer objects")
+    parser.add_argument("--relay-only", action="store_true", help="iceTransportPolicy relay")
     arguments = parser.parse_args()
-    sys.exit(asyncio.run(run(arguments.command)))
+    sys.exit(asyncio.run(run(arguments.command, configuration(arguments.ice_servers, arguments.relay_only))))
 
 
 if __name__ == "__main__":

@@ -188,13 +188,14 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
                 try? ice.send(datagram)
             }
         } catch {
-            return fail("DTLS: \(error)")
+            return fail(error.description)
         }
         transport.onConnected = { [weak self] in self?.dtlsUp() }
         transport.onApplicationData = { [weak self] bytes in self?.sctp?.receivePacket(Array(bytes)) }
         transport.onClose = { [weak self] error in
             guard let self else { return }
-            if let error { self.fail("DTLS: \(error)") } else { self.report(.channelClosed) }
+            // A DTLSError's description already begins with "DTLS".
+            if let error { self.fail(error.description) } else { self.report(.channelClosed) }
         }
         dtls = transport
         transport.start()

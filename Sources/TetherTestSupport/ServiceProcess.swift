@@ -1,17 +1,16 @@
-import Foundation
+public import Foundation
 import Glibc
-import TetherTestSupport
 
 /// A child process whose first stdout line announces it is ready (`tether signal`, the
 /// coturn fixture, the Cloudflare stand-in); stopped with SIGTERM when the test ends.
-final class ServiceProcess {
-    let process = Process()
-    let firstLine: String
+public final class ServiceProcess {
+    public let process = Process()
+    public let firstLine: String
     /// Kept open and drained: a child that logs to stdout (turnserver, the stand-in) must not
     /// die of a closed pipe once its first line is read.
     private let output = Pipe()
 
-    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], expecting prefix: String) throws {
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], expecting prefix: String) throws {
         process.executableURL = executable
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
@@ -29,13 +28,13 @@ final class ServiceProcess {
     }
 
     /// The port after `listening on ` (`host:port` or a bare port).
-    var port: UInt16 {
+    public var port: UInt16 {
         let words = firstLine.split(whereSeparator: { $0 == " " || $0.isNewline })
         guard let index = words.firstIndex(of: "on"), index + 1 < words.count else { return 0 }
         return UInt16(words[index + 1].split(separator: ":").last ?? "") ?? 0
     }
 
-    func stop() {
+    public func stop() {
         output.fileHandleForReading.readabilityHandler = nil
         guard process.isRunning else { return }
         process.terminate()
@@ -44,12 +43,12 @@ final class ServiceProcess {
 
     deinit { stop() }
 
-    static var python: URL { PythonPackageVectors.virtualenv.appendingPathComponent("bin/python") }
+    public static var python: URL { PythonPackageVectors.virtualenv.appendingPathComponent("bin/python") }
 
-    static func peer(_ name: String) -> String { Vectors.packageRoot().appendingPathComponent("Tests/Peers/\(name)").path }
+    public static func peer(_ name: String) -> String { Vectors.packageRoot().appendingPathComponent("Tests/Peers/\(name)").path }
 
     /// Runs a peer script to completion; its exit status and output.
-    static func runPeer(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    public static func runPeer(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         try TetherBinary.run(python, [peer(name)] + arguments)
     }
 }
