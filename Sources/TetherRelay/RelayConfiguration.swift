@@ -21,6 +21,8 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
     public var origin = ""
     public var dailyByteQuota: Int64 = 536_870_912
     public var establishedIdleTTLms: Int64 = 2_592_000_000
+    /// Shard failover (relay.md §8): how long a node's lease lives without a renewal.
+    public var leaseTTLms: Int64 = 10_000
     public var verboseLog = false
     public var clientIP = ClientIPResolver()
     public var maxRooms = 200_000
@@ -90,6 +92,7 @@ extension RelayConfiguration {
         c.appAttestRootPEM = try values.value(of: S.appAttestRootPEM)
         c.dailyByteQuota = try values.value(of: S.dailyByteQuota)
         c.establishedIdleTTLms = try values.value(of: S.establishedIdleTTL)
+        c.leaseTTLms = try values.value(of: S.leaseTTL)
         c.verboseLog = try values.value(of: S.log)
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare),
                                       trustProxy: try values.value(of: S.trustProxy),

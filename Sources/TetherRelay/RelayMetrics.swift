@@ -32,6 +32,7 @@ public final class RelayMetrics: Sendable {
     private let httpErrors: Counter
     private let storageErrors: Counter
     private let storageAvailable: Gauge
+    private let shardMapVersion: Gauge
     /// One child per reason, made up front so counting a refusal takes no lock.
     private let rejected: [Rejection: Counter]
     private let roomsLive, socketsLive, roomsBoth, roomsMacOnly, roomsPhoneOnly, roomsNeither: Gauge
@@ -70,6 +71,7 @@ public final class RelayMetrics: Sendable {
         storageErrors = counter("storage_errors_total", "Store calls that failed (database down, disk full); each refused what needed it.")
         storageAvailable = gauge("storage_available", "1 while the store answers, 0 from a failed call until one succeeds.")
         storageAvailable.set(1)
+        shardMapVersion = gauge("shard_map_version", "Version of the shard map this node serves (0: none published, it owns every bucket).")
     }
 
     public func httpRequest() { httpRequests.increment() }
@@ -79,6 +81,7 @@ public final class RelayMetrics: Sendable {
         storageAvailable.set(0)
     }
     public func storageAnswered() { storageAvailable.set(1) }
+    public func shardMapAdopted(version: Int) { shardMapVersion.set(Int64(version)) }
     /// An internal fault the process survived (§7.1 process protection).
     public func processException() { processExceptions.increment() }
     public func upgradeAccepted() { wsUpgrades.increment() }

@@ -3,7 +3,7 @@ import TetherService
 extension RelayServer {
     /// The relay's periodic work, all on the first loop (the chassis' `Chores`).
     enum Chore: Hashable, Sendable {
-        case housekeeping, metricsPush, shardMapPoll
+        case housekeeping, metricsPush, shardMapPoll, lease
     }
 
     /// Runs `body` now (if `runNow`) and then every `intervalMs`, until the chores stop. The

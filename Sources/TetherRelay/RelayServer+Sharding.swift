@@ -52,6 +52,7 @@ extension RelayServer {
         }
         storageAnswered()
         guard let map = stored, sharding.adopt(map) else { return }
+        metrics.shardMapAdopted(version: map.version)
         write("relay: shard map version \(map.version) adopted; this node (\(sharding.host)) owns \(sharding.ownedBuckets(in: map)) of \(RoomName.bucketCount) buckets")
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]

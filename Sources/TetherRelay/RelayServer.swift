@@ -49,6 +49,8 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     public let readiness = ReadinessChecks()
     /// Whether the store answers (a networked database can be down while the relay splices on).
     public let storageHealth = StoreHealth()
+    /// When this node's unbroken run of lease renewals began (monotonic ms); nil after a failure.
+    let leaseHealthySince = Mutex<UInt64?>(nil)
     private let verboseFlag: Atomic<Bool>
     private let draining = Atomic<Bool>(false)
     private let faults = Mutex<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
@@ -150,7 +152,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         if let map = configuration.shardMap, try !store.publishShardMap(map) {
             write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(try store.shardMap()?.version ?? 0), and versions only grow")
         }
-        if let map = try store.shardMap() { sharding.adopt(map) }
+        if let map = try store.shardMap(), sharding.adopt(map) { metrics.shardMapAdopted(version: map.version) }
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness)
         listeners.withLock { $0 = started }
@@ -158,6 +160,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         startHousekeeping()
         startMetricsPush()
         startShardMapWatch()
+        startLeases()
         return started.http.port
     }
 

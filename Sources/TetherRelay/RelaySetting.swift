@@ -13,7 +13,7 @@ public enum RelaySetting {
         rows: [host, port, database, origin, attestationRequired, appID, appAttestEnvironment, appAttestRootPEM,
                dailyByteQuota, establishedIdleTTL, log, trustProxy, trustCloudflare, trustedHops, maxRooms,
                maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, attestRateLimit, maxFramesPerSecond,
-               stallTimeout, publicMetrics, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap,
+               stallTimeout, publicMetrics, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap, leaseTTL,
                tlsCertificate, tlsKey])
 
     /// Every setting's documented half (name, flag, default, help).
@@ -39,6 +39,8 @@ public enum RelaySetting {
                                                    parser: pemCertificate, help: "App Attest root CA, PEM text")
     static let dailyByteQuota = Setting<Int64>("RELAY_DAILY_BYTE_QUOTA", default: 536_870_912, parser: .positiveInteger,
                                                help: "bytes a room may relay per 24 h")
+    static let leaseTTL = Setting<Int64>("RELAY_LEASE_TTL_MS", default: 10_000, parser: .positiveInteger,
+                                         help: "with a postgres:// RELAY_DB: a node whose lease is not renewed for this long loses its buckets to the others (renewed every second)")
     static let establishedIdleTTL = Setting<Int64>("RELAY_ESTABLISHED_IDLE_TTL_MS", default: 2_592_000_000, parser: .positiveInteger,
                                                    help: "an established room unused this long is reaped")
     static let log = Setting<Bool>("RELAY_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true (SIGUSR2 toggles)")

@@ -10,11 +10,14 @@ func runShardmapCommand(_ arguments: [String]) {
     let help = """
     usage: tether shardmap show [--config ENV-FILE] [--relay-db PATH-OR-URL]
            tether shardmap publish MAP.json [--config ENV-FILE] [--relay-db PATH-OR-URL]
+           tether shardmap rebalance [--config ENV-FILE] [--relay-db URL]
 
     The shard map (resolver v2) lives in the relay database every node shares (RELAY_DB: a SQLite
     path or a postgres:// URL). `publish` validates MAP.json as clients do and stores it only if
     its version is above the stored one; running nodes adopt it within a second and close moved
-    rooms with 4421 `reshard <owner>`.
+    rooms with 4421 `reshard <owner>`. `rebalance` (PostgreSQL only: it reads the nodes' leases)
+    deals every bucket evenly over the nodes alive now, one range each in host order — how a node
+    that came back after a failover gets its share — and publishes that at the next version.
 
     """
     if arguments.isEmpty || arguments.contains("--help") || arguments.contains("-h") {
@@ -35,8 +38,16 @@ func runShardmapCommand(_ arguments: [String]) {
                 fail("shardmap: version \(map.version) not published: \(where_) holds version \(try store.shardMap()?.version ?? 0); every change must raise it", code: 1)
             }
             print("shardmap: published version \(map.version) to \(where_)")
+        case ("rebalance", 1):
+            guard let leases = store as? any NodeLeases else { fail("shardmap: rebalance needs a postgres:// RELAY_DB (node leases live there)", code: 1) }
+            let live = try leases.liveHosts()
+            let version = (try store.shardMap()?.version ?? 0) + 1
+            guard let map = ShardPlan.even(hosts: live, version: version) else { fail("shardmap: no node holds a live lease in \(where_)", code: 1) }
+            guard try store.publishShardMap(map) else { fail("shardmap: another publication raised the version meanwhile; run rebalance again", code: 1) }
+            print("shardmap: published version \(map.version) to \(where_): \(live.count) node\(live.count == 1 ? "" : "s") (\(live.joined(separator: ", ")))")
+            print(map.json)
         default:
-            fail("shardmap: expected `show` or `publish MAP.json` (see --help)")
+            fail("shardmap: expected `show`, `publish MAP.json` or `rebalance` (see --help)")
         }
     } catch {
         fail("shardmap: \(error)", code: 1)

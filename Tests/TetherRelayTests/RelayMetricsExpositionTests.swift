@@ -82,6 +82,9 @@ extension RelayMetricsExpositionTests {
     # HELP relay_storage_available 1 while the store answers, 0 from a failed call until one succeeds.
     # TYPE relay_storage_available gauge
     relay_storage_available 1
+    # HELP relay_shard_map_version Version of the shard map this node serves (0: none published, it owns every bucket).
+    # TYPE relay_shard_map_version gauge
+    relay_shard_map_version 0
 
     """#
 
@@ -150,6 +153,9 @@ extension RelayMetricsExpositionTests {
     # HELP relay_storage_available 1 while the store answers, 0 from a failed call until one succeeds.
     # TYPE relay_storage_available gauge
     relay_storage_available 1
+    # HELP relay_shard_map_version Version of the shard map this node serves (0: none published, it owns every bucket).
+    # TYPE relay_shard_map_version gauge
+    relay_shard_map_version 0
 
     """#
 

@@ -141,6 +141,39 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).count, 1, "components migrate separately")
     }
 
+    /// Leases on the database's clock: a node that stops renewing loses its buckets to the live
+    /// ones in one round, published once; a node that never held a lease is left alone.
+    func testALapsedLeaseMovesItsBucketsToTheLiveNodesExactlyOnce() throws {
+        let url = try database().url
+        let nodes = try (0..<3).map { _ in try PostgresRoomStore(pool: Self.pool(url)) }
+        let map = try XCTUnwrap(ShardPlan.even(hosts: ["a.test", "b.test", "c.test", "never.test"], version: 1))
+        XCTAssertTrue(try nodes[0].publishShardMap(map))
+        try nodes[0].renewLease(host: "a.test", ttlMs: 60_000)
+        try nodes[1].renewLease(host: "b.test", ttlMs: 60_000)
+        try nodes[2].renewLease(host: "c.test", ttlMs: 300)
+        XCTAssertNil(try nodes[0].failOver(), "every lease is live: nothing to do")
+        usleep(500_000)
+        XCTAssertEqual(try nodes[1].liveHosts(), ["a.test", "b.test"])
+
+        let rounds = Tally()
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            if let (next, lapsed) = try? nodes[index].failOver() {
+                rounds.add("v\(next.version) \(lapsed.joined())")
+            }
+        }
+        XCTAssertEqual(rounds.counts, ["v2 c.test": 1], "one node is elected and publishes")
+        let next = try XCTUnwrap(try nodes[0].shardMap())
+        XCTAssertEqual(next.version, 2)
+        XCTAssertFalse(next.hosts.contains("c.test"))
+        XCTAssertTrue(next.hosts.contains("never.test"), "a node that never held a lease is the operator's to place")
+        XCTAssertNil(try nodes[1].failOver(), "the dead node owns nothing now")
+
+        // c comes back: it renews, and owns nothing until a rebalance.
+        try nodes[2].renewLease(host: "c.test", ttlMs: 60_000)
+        XCTAssertNil(try nodes[2].failOver())
+        XCTAssertEqual(try nodes[2].shardMap()?.hosts.contains("c.test"), false)
+    }
+
     func testAWrongURLIsReportedAtStartWithoutTheSecret() throws {
         let (server, _) = try database()
         let url = "postgres://tether:hunter2@127.0.0.1:\(server.port)/no_such_database"

@@ -18,7 +18,7 @@ public final class PostgresRoomStore: RoomStore {
     }
 
     @discardableResult
-    private func execute(_ name: String, _ sql: String, _ parameters: [String?]) throws(StoreError) -> PostgresRows {
+    func execute(_ name: String, _ sql: String, _ parameters: [String?]) throws(StoreError) -> PostgresRows {
         try pool.withConnection { (connection) throws(StoreError) in try connection.execute(name, sql, parameters) }
     }
 
