@@ -325,3 +325,31 @@ enum HTTP {
         return result.withLock { $0 }
     }
 }
+
+/// Two `tether push` nodes on one PostgreSQL database (`PUSH_DB=postgres://…`), as behind one
+/// address: a registration made through one node is delivered through the other, and one node
+/// stopped loses nothing the other needs.
+extension PushEndToEndTests {
+    func testTwoNodesSharingPostgresServeEachOthersRegistrations() throws {
+        guard PostgresServer.isInstalled else { throw XCTSkip("PostgreSQL is not installed (scripts/install-deps)") }
+        let server = try PostgresServer()
+        defer { server.shutdown() }
+        let url = try server.createDatabase()
+        relay.stop()
+        var environment = relayEnvironment()
+        environment["PUSH_DB"] = url
+        relay = try PushProcess(environment: environment)
+        environment["PUSH_PORT"] = String(RelayProcess.freePort())
+        let second = try PushProcess(environment: environment)
+        defer { second.stop() }
+
+        let registration = try registerMytty(Self.token(0xB2))
+        XCTAssertAnswer(Self.pushMytty(registration, loop: group.loops[0], port: second.port), 200, #"{"ok":true}"#,
+                        "registered through the first node, delivered through the second")
+        XCTAssertEqual(try standIn.requests().count, 1)
+        relay.stop()
+        XCTAssertAnswer(Self.pushMytty(registration, loop: group.loops[0], port: second.port), 200, #"{"ok":true}"#)
+        XCTAssertEqual(try server.query("SELECT count(*) FROM push_mytty_registrations", database: "tether_1"), "1")
+        XCTAssertEqual(try server.query("SELECT count(*) FROM push_mytty_registrations WHERE device_token LIKE '%b2b2%'", database: "tether_1"), "1")
+    }
+}

@@ -187,8 +187,19 @@ final class PushServerTests: XCTestCase {
         let relay = try PushServerHarness(store: store)
         XCTAssertAnswer(relay.request("/v1/register", body: #"{"deviceToken":"\#(String(repeating: "a", count: 64))","environment":"sandbox"}"#),
                         503, #"{"error":"storage unavailable"}"#)
-        XCTAssertGreaterThanOrEqual(relay.server.metrics.processExceptions.value, 1)
-        XCTAssertTrue(relay.log.lines.withLock { $0 }.contains { $0.hasPrefix("push: storage error (continuing): disk full") })
+        XCTAssertAnswer(relay.request("/v1/register", body: #"{"deviceToken":"\#(String(repeating: "b", count: 64))","environment":"sandbox"}"#),
+                        503, #"{"error":"storage unavailable"}"#)
+        relay.server.storage.drain()
+        XCTAssertEqual(relay.server.metrics.storageErrors.value, 3, "the start-up sweep and both registrations")
+        XCTAssertEqual(relay.server.metrics.processExceptions.value, 0, "an outage is not a process fault")
+        XCTAssertEqual(relay.server.readiness.failing(), ["storage"])
+        XCTAssertEqual(relay.log.lines.withLock { $0 }.filter { $0.hasPrefix("push: storage") },
+                       ["push: storage unavailable: disk full; answering what needs it with an error until it returns"], "one line per outage")
+        store.setFailure(nil)
+        relay.server.probeStorage()
+        relay.server.storage.drain()
+        XCTAssertEqual(relay.server.readiness.failing(), [])
+        XCTAssertEqual(relay.log.lines.withLock { $0 }.last, "push: storage available again (3 calls failed meanwhile)")
     }
 
     func testMetricsUseTheSettledNamesAndLogsHoldNoTokenOrID() throws {

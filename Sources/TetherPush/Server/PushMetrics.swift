@@ -21,8 +21,12 @@ public final class PushMetrics: Sendable {
     public let apnsErrors: Counter
     /// Requests refused by a rate limit.
     public let rateLimited: Counter
-    /// Internal faults survived (storage errors).
+    /// Internal faults survived (a failing store is counted in `storageErrors` instead).
     public let processExceptions: Counter
+    /// Store calls that failed (database down, disk full); each was answered 503 or 500.
+    public let storageErrors: Counter
+    /// 1 while the store answers, 0 from a failed call until one succeeds.
+    public let storageAvailable: Gauge
     /// Live registrations of both profiles (refreshed by housekeeping).
     public let devices: Gauge
     /// APNs round trips, from the first send to the final answer (retries included).
@@ -44,6 +48,9 @@ public final class PushMetrics: Sendable {
         apnsErrors = registry.counter("pushrelay_push_apns_error_total", help: "pushes APNs refused or could not be reached for")
         rateLimited = registry.counter("pushrelay_rate_limited_total", help: "requests refused by a rate limit")
         processExceptions = registry.counter("pushrelay_process_exceptions_total", help: "internal faults survived")
+        storageErrors = registry.counter("pushrelay_storage_errors_total", help: "store calls that failed (database down, disk full)")
+        storageAvailable = registry.gauge("pushrelay_storage_available", help: "1 while the store answers, 0 from a failed call until one succeeds")
+        storageAvailable.set(1)
         devices = registry.gauge("pushrelay_devices", help: "live registrations, both profiles")
         apnsLatency = registry.histogram("pushrelay_apns_latency_seconds", help: "APNs round trip per push, retries included",
                                          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])

@@ -37,7 +37,7 @@ extension PushServer {
                 if stored == nil { metrics.devices.increment() }
                 reply(ITermProfile.ok)
             } catch {
-                fault("storage error", "\(error)")
+                storageFailed(error)
                 reply(.storageUnavailable)
             }
         }
@@ -62,7 +62,7 @@ extension PushServer {
             do {
                 registration = try store.iterm(token: push.token, now: now)
             } catch {
-                fault("storage error", "\(error)")
+                storageFailed(error)
                 return reply(.storageUnavailable)
             }
             guard let registration else {
@@ -88,7 +88,7 @@ extension PushServer {
                         try store.deleteITerm(token: push.token)
                         metrics.devices.decrement()
                     } catch {
-                        fault("storage error", "\(error)")
+                        storageFailed(error)
                     }
                     reply(answer)
                 }

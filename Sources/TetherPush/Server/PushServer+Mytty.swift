@@ -29,7 +29,7 @@ extension PushServer {
                 metrics.devices.increment()
                 reply(MyttyProfile.registered(pushID: pushID, relaySecret: relaySecret))
             } catch {
-                fault("storage error", "\(error)")
+                storageFailed(error)
                 reply(.storageUnavailable)
             }
         }
@@ -60,7 +60,7 @@ extension PushServer {
             do {
                 registration = try store.mytty(pushID: credentials.pushID, now: now)
             } catch {
-                fault("storage error", "\(error)")
+                storageFailed(error)
                 return reply(.storageUnavailable)
             }
             guard MyttyProfile.isAuthentic(credentials, body: body, registration: registration), let registration else {
@@ -92,7 +92,7 @@ extension PushServer {
                 let renewedUntil = clock.wallMs() + MyttyProfile.registrationLifetimeMs
                 storage.submit(lane: lane) { [self] store in
                     do { try store.renewMytty(pushID: credentials.pushID, expiresAt: renewedUntil, now: clock.wallMs()) } catch {
-                        fault("storage error", "\(error)")
+                        storageFailed(error)
                     }
                 }
             } else if outcome.isTokenPermanent {
@@ -103,7 +103,7 @@ extension PushServer {
                         try store.deleteMytty(pushID: credentials.pushID)
                         metrics.devices.decrement()
                     } catch {
-                        fault("storage error", "\(error)")
+                        storageFailed(error)
                     }
                     reply(answer)
                 }

@@ -19,6 +19,8 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     public let gate: ConnectionGate
     public let metrics: PushMetrics
     public let readiness = ReadinessChecks()
+    /// Whether the store answers (a shared database can be down while the relay runs on).
+    public let storageHealth = StoreHealth()
     let routes = Mutex(Router())
     /// Profile I: authenticated pushes per token per 60 s (§1.1).
     let pushWindows: Mutex<FixedWindowLimiter<String>>
@@ -84,7 +86,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         metrics.register(storageBacklog: { [storage] in storage.backlog }, apnsConnections: { [transport] in transport.connectionsOpened },
                          tokensMinted: { [apns] in apns.tokens.mintCount }, droppedLogLines: { [sink] in sink?.droppedLines ?? 0 })
         readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
-        readiness.register("storage") { [storage] in storage.backlog < Self.storageBacklogLimit }
+        readiness.register("storage") { [storage, storageHealth] in storageHealth.isAvailable && storage.backlog < Self.storageBacklogLimit }
     }
 
     /// Binds and starts serving; returns the bound port.
@@ -95,6 +97,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "push") { log(warning) }
         chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
+        chores.start("storage probe", every: Self.storageProbeMs) { [weak self] in self?.probeStorage() }
         return started.http.port
     }
 
@@ -119,6 +122,23 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         sink?.flush()
     }
 
+    /// While the store is failing, how often one cheap read asks whether it is back: `/readyz`
+    /// turns ready again within this of the database's return, whatever the traffic.
+    static let storageProbeMs: UInt64 = 1_000
+
+    func probeStorage() {
+        guard !storageHealth.isAvailable else { return }
+        storage.submit(lane: 0) { [self] store in
+            // An indexed lookup of an id that cannot exist: one round trip, no table scan.
+            do {
+                _ = try store.mytty(pushID: "", now: 0)
+                storageAnswered()
+            } catch {
+                // Still down: the outage was logged once, when it began.
+            }
+        }
+    }
+
     /// Prunes expired registrations (push.md §6) and refreshes the device gauge, on a lane.
     func housekeeping() {
         let now = clock.wallMs()
@@ -126,9 +146,10 @@ public final class PushServer: HTTPServerDelegate, Sendable {
             do {
                 let pruned = try store.pruneExpired(now: now)
                 metrics.devices.set(Int64(try store.deviceCount(now: now)))
+                storageAnswered()
                 if pruned > 0 { diagnostic("push: housekeeping pruned \(pruned) expired registration\(pruned == 1 ? "" : "s")") }
             } catch {
-                fault("storage error", "\(error)")
+                storageFailed(error)
             }
         }
     }
@@ -149,9 +170,23 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     }
 
     /// An internal fault the relay survived (a storage error): counted and logged, zero-PII.
-    func fault(_ kind: String, _ message: String) {
-        metrics.processExceptions.increment()
-        log("push: \(kind) (continuing): \(message)")
+    /// A store call failed; the request has already been answered with the error. Counted, seen
+    /// on `/readyz`, and logged once per outage — not a fault per call: a database that is down
+    /// for a minute must not flood the log.
+    func storageFailed(_ error: any Error) {
+        metrics.storageErrors.increment()
+        metrics.storageAvailable.set(0)
+        let failure = error as? StoreError ?? StoreError("\(error)")
+        if case .failing? = storageHealth.failed(failure) {
+            log("push: storage unavailable: \(failure.message); answering what needs it with an error until it returns")
+        }
+    }
+
+    /// A store call succeeded: ends an outage.
+    func storageAnswered() {
+        guard case let .recovered(failures)? = storageHealth.succeeded() else { return }
+        metrics.storageAvailable.set(1)
+        log("push: storage available again (\(failures) calls failed meanwhile)")
     }
 
     /// An operator-facing warning (APNs refuses the relay's configuration), at most once a minute
