@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: build-deps fuzz bench-relay bench-storage bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: build-deps fuzz bench-relay bench-storage bench-admission bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -44,6 +44,12 @@ RELAYBENCH_ARGS ?=
 bench-storage: deps
 	$(SWIFT) build -c release --product tether-relaybench
 	.build/release/tether-relaybench run $(RELAYBENCH_ARGS)
+
+# Admissions per second and p99 (signed joins of established rooms) on SQLite and on a
+# PostgreSQL of the script's own, and PostgreSQL transactions (round trips) per admission.
+bench-admission: deps
+	$(SWIFT) build -c release --product tether-relaybench
+	bench/admission-bench.sh
 
 # The signaling server's benchmark (tether-signalbench run): a fresh `tether signal` per scenario
 # on CPU 0, the clients on CPU 1; signals forwarded/s around 1,000 registered clients, p99

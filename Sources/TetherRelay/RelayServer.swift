@@ -221,6 +221,8 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     static func machineContext(_ configuration: RelayConfiguration) -> RoomMachine.Context {
         var machine = RoomMachine.Configuration(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         machine.dailyByteQuota = configuration.dailyByteQuota
+        // A short idle TTL (tests, a cautious operator) keeps the refresh well inside it.
+        machine.activityGranularityMs = min(machine.activityGranularityMs, UInt64(max(0, configuration.establishedIdleTTLms)) / 100)
         machine.maxFramesPerSecond = configuration.maxFramesPerSecond
         return RoomMachine.Context(configuration: machine)
     }

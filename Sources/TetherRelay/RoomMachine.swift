@@ -76,6 +76,10 @@ public struct RoomMachine {
         public var dailyByteQuota: Int64 = 536_870_912
         /// The quota record is persisted after this many more bytes (and on roll-over and trips).
         public var quotaFlushStep: Int64 = 4_194_304
+        /// A signed join refreshes the stored activity (§6.2 `lastActivity`) only when the stored
+        /// one is at least this old: the idle TTL is 30 days, and a write per join would double
+        /// a networked store's round trips in a reconnect storm.
+        public var activityGranularityMs: UInt64 = 60_000
 
         public init(origin: String, attestationRequired: Bool) {
             self.origin = origin
@@ -418,8 +422,11 @@ public struct RoomMachine {
         if read.state.verifier != nil {
             guard proof.signature != nil else { return refuse(id, "signature required") }
             guard joinVerified else { return refuse(id, "bad signature") }
-            // Refreshed before the slot checks, so even a refused join keeps the room alive.
-            actions.append(.persist(.touch(at: now.wall)))
+            // Refreshed before the slot checks, so even a refused join keeps the room alive; a
+            // stored activity newer than the granularity (or ahead of this node's clock) stands.
+            if read.lastActivity.map({ $0 &+ configuration.activityGranularityMs <= now.wall }) ?? true {
+                actions.append(.persist(.touch(at: now.wall)))
+            }
             credential = .signed
         } else if configuration.attestationRequired {
             if hello.role == .mac {

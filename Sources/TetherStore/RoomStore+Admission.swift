@@ -22,11 +22,15 @@ public struct AdmissionRead: Sendable, Equatable {
     /// The consumed ticket's record; nil when none was asked for, it was missing or expired, or
     /// the room is established (a ticket is then irrelevant and left alone).
     public var ticket: TicketRecord?
+    /// The established room's stored activity (wall ms), so a signed join writes a refresh only
+    /// when the stored one is stale.
+    public var lastActivity: UInt64?
 
-    public init(state: AdmissionState, quota: QuotaRecord? = nil, ticket: TicketRecord? = nil) {
+    public init(state: AdmissionState, quota: QuotaRecord? = nil, ticket: TicketRecord? = nil, lastActivity: UInt64? = nil) {
         self.state = state
         self.quota = quota
         self.ticket = ticket
+        self.lastActivity = lastActivity
     }
 }
 
@@ -45,7 +49,7 @@ extension RoomStore {
     /// Performs `query` for the room (on its store lane), call by call.
     public func admission(_ query: AdmissionQuery, of room: RoomKey) throws(StoreError) -> AdmissionRead {
         let state = try admissionState(of: room)
-        var read = AdmissionRead(state: state, quota: try quota(of: room))
+        var read = AdmissionRead(state: state, quota: try quota(of: room), lastActivity: state.verifier == nil ? nil : try lastActivity(of: room))
         if state.verifier == nil, let ticket = query.ticket {
             read.ticket = try consumeTicket(ticket, in: room, now: query.now)
         }

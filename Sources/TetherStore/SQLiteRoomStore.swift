@@ -106,10 +106,12 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
 
     public func admission(_ query: AdmissionQuery, of room: RoomKey) throws(StoreError) -> AdmissionRead {
         // One statement for the room row (verifier, cycles, quota); the ticket only when needed.
-        let row = try self.query("SELECT verifier, pairing_cycles, quota_day_start, quota_bytes FROM rooms WHERE room = ?1", [room.hex]) { row in
+        let row = try self.query("SELECT verifier, pairing_cycles, quota_day_start, quota_bytes, last_activity FROM rooms WHERE room = ?1", [room.hex]) { row in
             AdmissionRead(state: AdmissionState(verifier: text(row, 0), pairingCycles: Int(sqlite3_column_int64(row, 1))),
                           quota: sqlite3_column_type(row, 2) == SQLITE_NULL ? nil
-                              : QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 2)), bytes: sqlite3_column_int64(row, 3)))
+                              : QuotaRecord(dayStart: UInt64(sqlite3_column_int64(row, 2)), bytes: sqlite3_column_int64(row, 3)),
+                          lastActivity: sqlite3_column_type(row, 0) == SQLITE_NULL || sqlite3_column_type(row, 4) == SQLITE_NULL ? nil
+                              : UInt64(sqlite3_column_int64(row, 4)))
         }
         var read = row ?? AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0))
         if read.state.verifier == nil, let ticket = query.ticket {

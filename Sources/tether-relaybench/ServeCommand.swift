@@ -12,7 +12,8 @@ enum ServeCommand {
     static let usage = """
     usage: tether-relaybench serve --port P [--store-delay-ms D] [--db PATH] [--rooms N] [--loops L] [--lanes K]
       --store-delay-ms  wait before every store call (default 0)
-      --db              SQLite file; rooms already established in it are kept (default relaybench.db)
+      --db              SQLite file or postgres:// URL; rooms already established in it are kept
+                        (default relaybench.db)
       --rooms           established rooms to store before listening (default 5000)
       --loops           relay event loops (default: one per usable CPU, as `tether relay`)
       --lanes           store lanes (default \(RoomStoreExecutor.defaultLanes), as `tether relay`)
@@ -29,10 +30,10 @@ enum ServeCommand {
         let lanes = flags.int("lanes", default: RoomStoreExecutor.defaultLanes)
         ProcessStats.raiseDescriptorLimit()
 
-        let sqlite: SQLiteRoomStore
-        do { sqlite = try SQLiteRoomStore(path: path) } catch { Flags.fail("--db: \(error)", usage) }
+        let base: any RoomStore
+        do { base = try StoreLocation(path).openRoomStore(lanes: lanes) } catch { Flags.fail("--db: \(error)", usage) }
         let stored: Int
-        do { stored = try establish(rooms, in: sqlite) } catch { Flags.fail("--db: \(error)", usage) }
+        do { stored = try establish(rooms, in: base) } catch { Flags.fail("--db: \(error)", usage) }
 
         var configuration = RelayConfiguration()
         configuration.host = "127.0.0.1"
@@ -58,7 +59,7 @@ enum ServeCommand {
         let relay: RelayServer
         do {
             group = try EventLoopGroup(count: flags.string("loops").flatMap(Int.init))
-            relay = RelayServer(configuration: configuration, group: group, store: DelayedRoomStore(sqlite, delayMilliseconds: delayMs),
+            relay = RelayServer(configuration: configuration, group: group, store: delayMs > 0 ? DelayedRoomStore(base, delayMilliseconds: delayMs) : base,
                                 storeLanes: lanes)
             try relay.start()
         } catch {
@@ -77,11 +78,11 @@ enum ServeCommand {
         exit(0)
     }
 
-    /// Stores the verifier of every bench room not yet established, straight into SQLite (no
+    /// Stores the verifier of every bench room not yet established, straight into the store (no
     /// delay: this is set-up, not the measurement). A verifier commits with a full fsync, so a
     /// database kept from an earlier run (`--db`) spares thousands of them. Returns the rooms
     /// stored now.
-    static func establish(_ count: Int, in store: SQLiteRoomStore) throws(StoreError) -> Int {
+    static func establish(_ count: Int, in store: any RoomStore) throws(StoreError) -> Int {
         let now = UInt64(Date().timeIntervalSince1970 * 1000)
         var stored = 0
         for index in 0..<count {

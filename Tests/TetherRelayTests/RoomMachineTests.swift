@@ -217,6 +217,25 @@ final class RoomMachineTests: XCTestCase {
     private let phoneHello = Array(Hello(role: .phone).json.utf8)
     private let challenge = AdmissionReply.challenge(nonce: [UInt8](repeating: 7, count: 32))
 
+    /// A signed join refreshes the room's stored activity only when it is a minute stale, so a
+    /// reconnect storm of established rooms costs the store one read each and no write.
+    func testASignedJoinRefreshesTheStoredActivityOnlyWhenItIsStale() {
+        func touches(lastActivity: UInt64?, now: UInt64) -> [RoomAction] {
+            var m = rawMachine()
+            _ = m.connected(SocketID(1), now: 0)
+            _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: RoomTime(monotonic: 0, wall: now))
+            _ = m.frame(from: SocketID(1), isText: true, payload: text(#"{"sig":"AAAA"}"#), now: RoomTime(monotonic: 1, wall: now))
+            let read = AdmissionRead(state: AdmissionState(verifier: "V", pairingCycles: 0), lastActivity: lastActivity)
+            return m.admissionLoaded(read, joinVerified: true, now: RoomTime(monotonic: 2, wall: now)).filter {
+                if case .persist(.touch) = $0 { true } else { false }
+            }
+        }
+        XCTAssertEqual(touches(lastActivity: 1_000_000 - 59_999, now: 1_000_000), [], "fresh: no write")
+        XCTAssertEqual(touches(lastActivity: 1_000_000 - 60_000, now: 1_000_000), [.persist(.touch(at: 1_000_000))])
+        XCTAssertEqual(touches(lastActivity: nil, now: 1_000_000), [.persist(.touch(at: 1_000_000))], "never recorded")
+        XCTAssertEqual(touches(lastActivity: 2_000_000, now: 1_000_000), [], "another node's clock ahead of ours stands")
+    }
+
     func testAProofWaitsForItsStorageAnswerAndTheFramesBehindItRunInOrderOnceItComes() {
         var m = rawMachine()
         _ = m.connected(SocketID(1), now: 0)

@@ -37,15 +37,16 @@ public final class PostgresRoomStore: RoomStore {
         // The ticket is consumed in the same statement, only when the room has no verifier: the
         // data-modifying CTE runs whether or not the outer query reads it.
         let row = try execute("room_admission", """
-            WITH r AS (SELECT verifier, pairing_cycles, quota_day_start, quota_bytes FROM relay_rooms WHERE room = $1),
+            WITH r AS (SELECT verifier, pairing_cycles, quota_day_start, quota_bytes, last_activity FROM relay_rooms WHERE room = $1),
             t AS (DELETE FROM relay_ephemeral WHERE $2::text IS NOT NULL AND room = $1 AND kind = 'ticket' AND secret = $2
                   AND NOT EXISTS (SELECT 1 FROM r WHERE verifier IS NOT NULL)
                   RETURNING expires_at, key_id, public_key)
-            SELECT r.verifier, r.pairing_cycles, r.quota_day_start, r.quota_bytes, t.expires_at, t.key_id, t.public_key
+            SELECT r.verifier, r.pairing_cycles, r.quota_day_start, r.quota_bytes, t.expires_at, t.key_id, t.public_key, r.last_activity
             FROM (SELECT 1) AS one LEFT JOIN r ON true LEFT JOIN t ON true
             """, [room.hex, query.ticket]).first ?? []
-        guard row.count == 7 else { throw StoreError("database: unexpected answer to the admission read") }
+        guard row.count == 8 else { throw StoreError("database: unexpected answer to the admission read") }
         var read = AdmissionRead(state: AdmissionState(verifier: row[0], pairingCycles: row[1].map { int($0) } ?? 0))
+        if row[0] != nil, let last = row[7] { read.lastActivity = time(last) }
         if let dayStart = row[2], let bytes = row[3] { read.quota = QuotaRecord(dayStart: time(dayStart), bytes: Int64(bytes) ?? 0) }
         if let expiresAt = row[4] {
             let ticket = TicketRecord(expiresAt: time(expiresAt), keyID: row[5] ?? "", publicKey: row[6] ?? "")
