@@ -89,7 +89,7 @@ let package = Package(
 
         // The signaling server (signaling.md): signed call setup, presence and TURN credentials,
         // state in memory only.
-        .target(name: "TetherSignal", dependencies: ["TetherService", "TetherNet", "TetherWire", "TetherCrypto", "CTetherCurl"],
+        .target(name: "TetherSignal", dependencies: ["TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "CTetherCurl"],
                 swiftSettings: strict),
         // The SDK's calls (signaling.md §3, §7, §9-§11): identity, signaling client, the call state
         // machine and the Noise KK secure channel, over any reliable ordered message transport.
@@ -135,7 +135,7 @@ let package = Package(
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherPushTests", dependencies: ["TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSignal", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSignal", "TetherStore", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherCallTests", dependencies: ["TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),

@@ -29,6 +29,15 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
     public var tlsCertificatePath: String?
     public var tlsKeyPath: String?
     public var local = false
+    /// Several nodes (SIGNAL_DB): the shared registry, this node's cluster address and listener,
+    /// and the secret node-to-node connections present.
+    public var database: String?
+    public var nodeURL: String?
+    public var clusterHost = "127.0.0.1"
+    public var clusterPort: UInt16?
+    /// Never logged.
+    public var clusterSecret: String?
+    public var leaseTTLms: Int64 = 10_000
 
     public init() {}
 
@@ -58,6 +67,24 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
         c.adminPort = try values.value(of: S.adminPort)
         c.tlsCertificatePath = try values.value(of: S.tlsCertificate)
         c.tlsKeyPath = try values.value(of: S.tlsKey)
+        c.database = try values.value(of: S.database).flatMap { $0.isEmpty ? nil : $0 }
+        c.nodeURL = try values.value(of: S.nodeURL)
+        c.clusterHost = try values.value(of: S.clusterHost)
+        c.clusterPort = try values.value(of: S.clusterPort)
+        c.clusterSecret = try values.value(of: S.clusterSecret)
+        c.leaseTTLms = try values.value(of: S.leaseTTL)
+        if let database = c.database {
+            guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+                throw SettingError(variable: "SIGNAL_DB", message: "expected a postgres:// URL (the signaling server keeps nothing on disk)")
+            }
+            guard let url = c.nodeURL, url.hasPrefix("ws://") || url.hasPrefix("wss://"), url.hasSuffix("/cluster") else {
+                throw SettingError(variable: "SIGNAL_NODE_URL", message: "required with SIGNAL_DB: ws://host:port/cluster where the other nodes reach this one")
+            }
+            guard c.clusterPort != nil else { throw SettingError(variable: "SIGNAL_CLUSTER_PORT", message: "required with SIGNAL_DB") }
+            guard (c.clusterSecret?.utf8.count ?? 0) >= 32 else {
+                throw SettingError(variable: "SIGNAL_CLUSTER_SECRET", message: "required with SIGNAL_DB: at least 32 characters, the same on every node")
+            }
+        }
         if c.local {
             // Trying it out: loopback, and no TURN whatever the environment says.
             if !["127.0.0.1", "::1"].contains(c.host) { c.host = "127.0.0.1" }

@@ -9,10 +9,22 @@ public enum SignalSetting {
         command: "tether signal", synopsis: "[--local] [--tls-cert FILE --tls-key FILE]", switches: [local],
         rows: [host, port, allowedOrigins, maxSockets, signalRateLimit, trustProxy, trustCloudflare, trustedHops, turnMode, turnSecret, turnURLs,
                stunURLs, cloudflareKeyID, cloudflareToken, cloudflareURL, cloudflareCAFile, log, adminHost, adminPort,
-               tlsCertificate, tlsKey])
+               tlsCertificate, tlsKey, database, nodeURL, clusterHost, clusterPort, clusterSecret, leaseTTL])
 
     public static var all: [SettingEntry] { table.entries }
 
+    static let database = Setting<String?>("SIGNAL_DB", defaultText: "(none: one node, state in RAM)",
+                                           help: "postgres:// URL several nodes share: live IDs are unique across them and signals reach any node")
+    static let nodeURL = Setting<String?>("SIGNAL_NODE_URL", defaultText: "(with SIGNAL_DB: required)",
+                                          help: "ws://host:port/cluster where the other nodes reach this node's cluster listener")
+    static let clusterHost = Setting<String>("SIGNAL_CLUSTER_HOST", default: "127.0.0.1", parser: .ipAddress,
+                                             help: "cluster listener address (node-to-node forwarding; keep it on the internal network)")
+    static let clusterPort = Setting<UInt16?>("SIGNAL_CLUSTER_PORT", default: nil, defaultText: "(with SIGNAL_DB: required)", parser: .optionalPort,
+                                              help: "cluster listener port")
+    static let clusterSecret = Setting<String?>("SIGNAL_CLUSTER_SECRET", defaultText: "(with SIGNAL_DB: required)",
+                                                help: "at least 32 characters every node shares; a node's cluster connection presents it (never logged)")
+    static let leaseTTL = Setting<Int64>("SIGNAL_LEASE_TTL_MS", default: 10_000, parser: .positiveInteger,
+                                         help: "with SIGNAL_DB: a node not renewing its lease (every second) for this long frees its IDs")
     static let local = SettingSwitch("--local", help: "try it out: loopback only, TURN_MODE=none")
 
     static let host = Setting<String>("SIGNAL_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")

@@ -2236,6 +2236,112 @@ async def sc_shutdown(ctx):
 # Runner
 # ------------------------------------------------------------------------------------------------
 
+# ------------------------------------------------------------------------------------------------
+# Scenarios: several nodes on one shared registry (SIGNAL_DB); --url2 is a second node
+# ------------------------------------------------------------------------------------------------
+
+def second_node(ctx):
+    if ctx.opts.url2 is None:
+        raise Fail("needs --url2 (a second node of the same cluster)")
+    if getattr(ctx, "net2", None) is None:
+        ctx.net2 = Net(ctx.opts.url2, ctx.opts.ca, ctx.opts.spread, ctx.opts.timeout)
+    return ctx.net2
+
+
+async def peer_on(ctx, net, name, key=None, register=True):
+    p = await Peer.connect(net, key, name)
+    ctx.open.append(p)
+    if register:
+        await p.register()
+    return p
+
+
+@scenario("cluster-forward", default=False, needs=("url2",))
+async def sc_cluster_forward(ctx):
+    """A on node 1 and B on node 2: signals cross both ways unchanged and in order; a signal for
+    an ID no node holds -> offline (call, kind), kept; after B leaves, A's next signal -> offline."""
+    a = await ctx.peer(name="A", register=True)
+    b = await peer_on(ctx, second_node(ctx), "B")
+    call = new_call()
+    sent = [await a.signal(b.id, kind=kind, call=call) for kind in ("offer", "candidate", "candidate")]
+    for message in sent:
+        await b.expect_forwarded(message, context="A to B across nodes")
+    reply = await b.signal(a.id, kind="answer", call=call)
+    await a.expect_forwarded(reply, context="B to A across nodes")
+    ghost = id_of(Ed25519PrivateKey.generate())
+    lost = await a.signal(ghost, kind="offer")
+    await a.expect_error("offline", call=lost["call"], kind="offer", context="nobody holds it")
+    await b.close()
+    await asyncio.sleep(0.3)
+    gone = await a.signal(b.id, kind="close", call=call)
+    await a.expect_error("offline", call=gone["call"], kind="close", context="B left node 2")
+    await a.kept()
+
+
+@scenario("cluster-presence", default=False, needs=("url2",))
+async def sc_cluster_presence(ctx):
+    """presence on node 1 sees IDs registered on node 2 (and on itself), in order; false once the
+    node-2 peer leaves."""
+    a = await ctx.peer(name="A", register=True)
+    b = await peer_on(ctx, second_node(ctx), "B")
+    ghost = id_of(Ed25519PrivateKey.generate())
+    online = await a.presence([b.id, ghost, a.id])
+    check(online == {b.id: True, ghost: False, a.id: True}, "presence across nodes %r" % online)
+    await b.close()
+    deadline = time.monotonic() + 2
+    while (await a.presence([b.id]))[b.id]:
+        check(time.monotonic() < deadline, "B still online 2 s after leaving node 2")
+        await asyncio.sleep(0.1)
+
+
+@scenario("cluster-duplicate", default=False, needs=("url2",))
+async def sc_cluster_duplicate(ctx):
+    """An ID live on node 1 registering on node 2 -> duplicate_id (close 1008), the first never
+    replaced; once it leaves node 1 the ID registers on node 2."""
+    key = Ed25519PrivateKey.generate()
+    first = await ctx.peer(key=key, name="first", register=True)
+    second = await peer_on(ctx, second_node(ctx), "second", key=key, register=False)
+    await second.send(second.register_message())
+    await second.expect_error_close("duplicate_id")
+    await first.kept()
+    await first.close()
+    await asyncio.sleep(0.3)
+    again = await peer_on(ctx, second_node(ctx), "again", key=key)
+    await again.kept()
+
+
+@scenario("cluster-hold", default=False, timeout=600)
+async def sc_cluster_hold(ctx):
+    """Registers --key-hex's ID and holds it until the connection ends (prints HELD first)."""
+    key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(ctx.opts.key_hex))
+    holder = await ctx.peer(key=key, name="holder", register=True)
+    print("HELD", flush=True)
+    try:
+        await holder.ws.wait_closed()
+    except Exception:
+        pass
+
+
+@scenario("cluster-reclaim", default=False, timeout=60)
+async def sc_cluster_reclaim(ctx):
+    """--key-hex's ID, held on a node that was killed, registers here once that node's lease
+    lapses (duplicate_id before): prints how long it took."""
+    key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(ctx.opts.key_hex))
+    started = time.monotonic()
+    while True:
+        p = await ctx.peer(key=key, name="reclaim", register=False)
+        await p.send(p.register_message())
+        message = await p.recv(what="registered or duplicate_id")
+        if message.get("type") == "registered":
+            print("RECLAIMED after %.1f s" % (time.monotonic() - started), flush=True)
+            await p.kept()
+            return
+        check(message.get("type") == "error" and message.get("code") == "duplicate_id", "unexpected %s" % dumps(message)[:200])
+        check(time.monotonic() - started < 50, "the ID was never freed")
+        await p.close()
+        await asyncio.sleep(0.5)
+
+
 async def run_one(sc, net, opts):
     missing = [n for n in sc.needs if getattr(opts, n) is None]
     if missing:
@@ -2287,6 +2393,8 @@ def main():
     parser.add_argument("--origin-allowed")
     parser.add_argument("--max-sockets", type=int)
     parser.add_argument("--server-pid", type=int)
+    parser.add_argument("--url2", help="a second node of the same cluster (cluster-* scenarios)")
+    parser.add_argument("--key-hex", help="a 32-byte Ed25519 private key in hex (cluster-hold, cluster-reclaim)")
     parser.add_argument("--verbose", action="store_true")
     opts = parser.parse_args()
     OPTS, VERBOSE = opts, opts.verbose

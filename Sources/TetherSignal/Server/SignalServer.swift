@@ -3,6 +3,7 @@ public import TetherCrypto
 public import TetherNet
 public import TetherService
 import TetherWire
+public import TetherStore
 
 /// The signaling server (signaling.md), built on the service chassis: the public listener and
 /// its upgrade checks (`SignalServer+HTTP`), one `SignalSocket` per connection on its loop, the
@@ -19,6 +20,10 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
     let issuer: any TURNIssuer
     let limiter = IssuanceLimiter()
     let directory = SignalDirectory()
+    /// Several nodes as one (`SIGNAL_DB`); nil for a single node with its state in RAM.
+    let cluster: SignalCluster?
+    private let clusterServer = Mutex<HTTPServer?>(nil)
+    private let chores: Chores<String>
     let random: @Sendable (Int) -> [UInt8]
     private let sockets = Mutex<[ObjectIdentifier: UncheckedTransfer<SignalSocket>]>([:])
     private let log: @Sendable (String) -> Void
@@ -35,9 +40,10 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
     /// - Parameters:
     ///   - issuer: where credentials come from; nil: what the configuration's mode calls for.
     ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
+    ///   - registry: the registry several nodes share; nil: `SIGNAL_DB`'s, if it is set.
     public init(configuration: SignalConfiguration, group: EventLoopGroup, issuer: (any TURNIssuer)? = nil, clock: ServiceClock = .system,
                 random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) },
-                log: (@Sendable (String) -> Void)? = nil) throws {
+                log: (@Sendable (String) -> Void)? = nil, registry: (any SignalRegistry)? = nil) throws {
         self.configuration = configuration
         self.group = group
         self.clock = clock
@@ -59,9 +65,25 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         limits.socketCheckOrder = [.total, .perIP, .rate]
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
         verboseFlag = Atomic(configuration.verboseLog)
+        chores = Chores(loop: group.loops[0])
+        let shared: (any SignalRegistry)?
+        if let registry {
+            shared = registry
+        } else if let url = configuration.database {
+            shared = try PostgresSignalRegistry(pool: PostgresPool(PostgresPool.Settings(url: url)))
+        } else {
+            shared = nil
+        }
+        let logLine = self.log, directory = self.directory
+        cluster = shared.map { registry in
+            SignalCluster(node: configuration.nodeURL ?? "", registry: registry, secret: configuration.clusterSecret ?? "",
+                          leaseTTLms: configuration.leaseTTLms, directory: directory, loops: group.loops,
+                          monotonicMs: { clock.monotonicMs() }, log: logLine)
+        }
         metrics.register(sockets: { [weak self] in self?.openSockets ?? 0 }, routable: { [directory] in directory.routableCount },
                          issuing: { [limiter] in limiter.inFlight }, droppedLogLines: { [sink] in sink?.droppedLines ?? 0 })
         readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
+        if let cluster { readiness.register("registry") { cluster.health.isAvailable } }
     }
 
     /// Binds and starts serving; returns the bound port.
@@ -71,8 +93,25 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
                                                  readiness: readiness)
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "signal") { log(warning) }
+        if let cluster { try startCluster(cluster) }
         return started.http.port
     }
+
+    /// The cluster listener, and the lease renewed every second from now on.
+    private func startCluster(_ cluster: SignalCluster) throws {
+        try cluster.start()
+        var settings = HTTPServer.Configuration()
+        settings.host = configuration.clusterHost
+        settings.port = configuration.clusterPort ?? 0
+        let server = HTTPServer(group: group, configuration: settings, delegate: ClusterListener(cluster: cluster))
+        let port = try server.start()
+        clusterServer.withLock { $0 = server }
+        chores.start("lease", every: SignalCluster.leaseRenewMs) { cluster.renewLease() }
+        log("signal: cluster node \(cluster.node): listening for other nodes on \(configuration.clusterHost):\(port), lease \(cluster.leaseTTLms) ms")
+    }
+
+    /// The cluster listener's port, once started.
+    public var clusterPort: UInt16? { clusterServer.withLock { $0?.port } }
 
     public var adminPort: UInt16? { listeners.withLock { $0?.admin?.port } }
 
@@ -90,6 +129,9 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         }
         started?.http.shutdown(grace: .seconds(2))
         started?.admin?.shutdown()
+        clusterServer.withLock { $0 }?.shutdown(grace: .seconds(1))
+        // This node's IDs go now, not when its lease lapses: their owners reconnect elsewhere.
+        if let cluster { try? cluster.registry.store.forget(node: cluster.node) }
         sink?.flush()
     }
 

@@ -80,7 +80,7 @@ final class SignalSocket: WebSocketDelegate {
         case .signal, .presence:
             // §13.1: before the ID is routable, other fields go unchecked.
             guard case let .registered(id) = stage else { return answer(.notRegistered) }
-            if type == .signal { signal(fields, from: id) } else { presence(fields) }
+            if type == .signal { signal(fields, from: id) } else { presence(fields, from: id) }
         }
     }
 
@@ -107,7 +107,23 @@ final class SignalSocket: WebSocketDelegate {
         guard server.directory.reserve(message.id, for: self) else { return end(with: .duplicateID) }
         signingKey = key
         stage = .pending(message.id)
-        issuance = server.issue(for: self, id: message.id)
+        guard let cluster = server.cluster else { return issuance = server.issue(for: self, id: message.id) }
+        // Across nodes the shared registry has the last word on a duplicate (§6.1 step 5).
+        let confined = UncheckedTransfer(self)
+        cluster.claim(message.id, on: loop) { claimed in confined.value.claimed(claimed, id: message.id) }
+    }
+
+    /// The registry's answer to this socket's claim: issuance goes on, or the registration ends
+    /// `duplicate_id` (another node holds the ID) or `unavailable` (the registry did not answer).
+    /// A socket gone meanwhile has already given the claim back (its release follows the claim
+    /// on the same lane).
+    private func claimed(_ claimed: Bool?, id: SignalingID) {
+        guard case let .pending(pending) = stage, pending == id else { return }
+        switch claimed {
+        case true?: issuance = server.issue(for: self, id: id)
+        case false?: end(with: .duplicateID)
+        case nil: end(with: .unavailable)
+        }
     }
 
     /// The issuance finished (§6.1 steps 8–9); a stale completion changes nothing.
@@ -148,6 +164,12 @@ final class SignalSocket: WebSocketDelegate {
             return answer(.rateLimited, call: message.call, kind: message.kind)
         }
         guard let recipient = server.directory.routableSocket(message.to) else {
+            if let cluster = server.cluster {
+                // Another node may hold the ID: it answers `offline` back if not.
+                server.metrics.signal(message.kind, "to_node")
+                let confined = UncheckedTransfer(self), loop = self.loop
+                return cluster.forward(message) { loop.execute { confined.value.recipientOffline(call: message.call, kind: message.kind) } }
+            }
             server.metrics.signal(message.kind, "offline")
             return answer(.offline, call: message.call, kind: message.kind)
         }
@@ -156,6 +178,13 @@ final class SignalSocket: WebSocketDelegate {
         // The loop's queue keeps one sender's signals in order on the recipient's loop.
         if recipient.value.loop === loop { return recipient.value.deliver(text) }
         recipient.value.loop.execute { recipient.value.deliver(text) }
+    }
+
+    /// No node holds the recipient of a signal this socket sent (or it could not be reached).
+    func recipientOffline(call: CallUUID, kind: SignalKind) {
+        guard case .registered = stage else { return }
+        server.metrics.signal(kind, "offline")
+        answer(.offline, call: call, kind: kind)
     }
 
     /// A forwarded signal for this socket; past 1 MiB queued the socket goes (§6.2 step 5, §13.1).
@@ -168,12 +197,19 @@ final class SignalSocket: WebSocketDelegate {
         }
     }
 
-    private func presence(_ fields: [String: JSONValue]) {
+    private func presence(_ fields: [String: JSONValue], from id: SignalingID) {
         guard let query = PresenceQuery.parse(fields) else { return answer(.badMessage) }
         guard presenceWindow.hit(now: server.clock.monotonicMs()) else { return answer(.rateLimited) }
         server.metrics.presenceQueries.increment()
         let online = server.directory.isOnline(query.ids)
-        send(.presence(Array(zip(query.ids, online)).map { (id: $0.0, online: $0.1) }))
+        guard let cluster = server.cluster else { return answerPresence(query.ids, online) }
+        let confined = UncheckedTransfer(self)
+        cluster.online(query.ids, local: online, on: loop, asker: id) { answer in confined.value.answerPresence(query.ids, answer) }
+    }
+
+    private func answerPresence(_ ids: [SignalingID], _ online: [Bool]) {
+        guard case .registered = stage else { return }
+        send(.presence(Array(zip(ids, online)).map { (id: $0.0, online: $0.1) }))
     }
 
     // MARK: Sending and ending
@@ -220,7 +256,9 @@ final class SignalSocket: WebSocketDelegate {
         issuance?.cancel()
         issuance = nil
         switch stage {
-        case let .pending(id), let .registered(id): server.directory.release(id, for: self)
+        case let .pending(id), let .registered(id):
+            server.directory.release(id, for: self)
+            server.cluster?.release(id)
         case .challenged, .closed: break
         }
         stage = .closed

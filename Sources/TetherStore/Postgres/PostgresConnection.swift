@@ -29,6 +29,9 @@ final class PostgresConnection {
             throw StoreError("database: cannot connect: \(message)")
         }
         connection = handle
+        // The server's NOTICE lines ("relation … already exists, skipping") would go to stderr
+        // unformatted; nothing in them is for an operator.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }
 
     deinit { PQfinish(connection) }
