@@ -205,7 +205,10 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
             let room: RelayRoom
             let socket: AdmittedSocket
             do {
-                room = RelayRoom(origin: try await context.resolve(resolver, name, force: forceResolve), name: name)
+                // After a failure the map is fetched afresh, as the phone does before every
+                // reconnect: a node that died sends no 4421, and its buckets may have moved to a
+                // survivor (relay.md §8 failover). iTerm2's Mac retries the same host instead.
+                room = RelayRoom(origin: try await context.resolve(resolver, name, force: forceResolve || failures > 0), name: name)
                 socket = try await context.join(room, role: .mac, proof: .signed(secret))
             } catch {
                 try await wait(after: error, failures: &failures, forceResolve: &forceResolve, reshardBackoff: &reshardBackoff)

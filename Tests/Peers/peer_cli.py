@@ -112,7 +112,7 @@ class Relay:
     def __init__(self, port=None, db="relay.db", args=(), env=None, local=True):
         self.port = port or free_port()
         self.log_path = os.path.join(WORK, f"relay-{self.port}.log")
-        self.db = os.path.join(WORK, db)
+        self.db = db if db.startswith("postgres://") else os.path.join(WORK, db)
         self.args = list(args)
         self.env = env or {}
         self.local = local
@@ -401,6 +401,45 @@ def scenario_resolver():
     chat(phone, mac, "after the reshard", timeout=40)
     relay_a.stop()
     chat(mac, phone, "owner A is gone; B serves the room", timeout=20)
+
+
+def scenario_cluster():
+    """Three relay nodes on one PostgreSQL (TETHER_TEST_PG) with a map over them and a fourth
+    that owns no bucket and only answers the resolver: a Mac and a phone pair through it and chat;
+    the room's owner is killed with -9 mid-session; once its lease lapses the survivors take its
+    buckets and both sides, re-resolving, rejoin the new owner with signed joins and chat on."""
+    database = os.environ.get("TETHER_TEST_PG")
+    check(database, "TETHER_TEST_PG (a postgres:// URL) is not set")
+    lease = {"RELAY_LEASE_TTL_MS": "3000"}
+    ports = [free_port() for _ in range(3)]
+    hosts = [f"127.0.0.1:{p}" for p in ports]
+    third = 65536 // 3
+    shard_map = {"version": 1, "ranges": [{"low": 0, "high": third - 1, "host": hosts[0]},
+                                          {"low": third, "high": 2 * third - 1, "host": hosts[1]},
+                                          {"low": 2 * third, "high": 65535, "host": hosts[2]}]}
+    path = os.path.join(WORK, "cluster-map.json")
+    with open(path, "w") as f:
+        json.dump(shard_map, f)
+    nodes = [Relay(port=ports[0], db=database, env=dict(lease, RELAY_SHARD_MAP=path))]
+    nodes += [Relay(port=p, db=database, env=lease) for p in ports[1:]]
+    resolver_node = Relay(db=database, env=lease)
+    resolver = f"http://127.0.0.1:{resolver_node.port}/shardmap.json"
+    time.sleep(1.5)  # every node adopts the map (read once a second)
+    mac, phone, link = pair(["--resolver", resolver])
+    chat(phone, mac, "through the cluster")
+    # The owner is the node that admitted them (the room name is derived, never in the link).
+    owners = [i for i, node in enumerate(nodes) if any(" admit role=phone" in l for l in node.log_lines())]
+    check(len(owners) == 1, "admitted by nodes %s" % owners)
+    owner = owners[0]
+    killed = time.time()
+    nodes[owner].proc.kill()
+    nodes[owner].proc.wait()
+    chat(mac, phone, "after the owner was killed", timeout=60)
+    log(f"  room back {time.time() - killed:.1f} s after its owner was killed (lease 3 s)")
+    chat(phone, mac, "and back the other way")
+    current = json.loads(urllib.request.urlopen(resolver, timeout=5).read())
+    check(current["version"] >= 2 and hosts[owner] not in [r["host"] for r in current["ranges"]],
+          "the dead node still owns buckets: %s" % current)
 
 
 def scenario_tamper():

@@ -52,6 +52,17 @@ final class PeerCommandEndToEndTests: XCTestCase {
     /// A relay that alters one spliced frame: AEAD failure, teardown, fresh handshake.
     func testATamperedFrameTearsTheChannelDownAndReHandshakes() throws { try scenario("tamper") }
 
+    /// `tether mac`/`tether phone` against three relay nodes on PostgreSQL: the room's owner is
+    /// killed with -9 mid-session and both sides chat on through the node that took its buckets.
+    func testAMacAndPhoneChatOnThroughAClusterWhoseOwnerNodeIsKilled() throws {
+        guard PostgresServer.isInstalled else { throw XCTSkip("PostgreSQL is not installed (scripts/install-deps)") }
+        let server = try PostgresServer()
+        defer { server.shutdown() }
+        setenv("TETHER_TEST_PG", try server.createDatabase(), 1)
+        defer { unsetenv("TETHER_TEST_PG") }
+        try scenario("cluster")
+    }
+
     /// Real terminals under tmux: the QR code decodes to the link, the code typed on the Mac pairs.
     func testInATerminalTheQRCodeDecodesAndTheTypedCodePairs() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"), FileManager.default.isExecutableFile(atPath: "/usr/bin/zbarimg") else {
