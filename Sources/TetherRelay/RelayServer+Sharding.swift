@@ -31,6 +31,11 @@ extension RelayServer {
         return stored
     }
 
+    /// The line every node prints when it takes a map, at start-up and on every change.
+    func adoptedLine(_ map: ShardMap) -> String {
+        "relay: shard map version \(map.version) adopted; this node (\(sharding.host)) owns \(sharding.ownedBuckets(in: map)) of \(RoomName.bucketCount) buckets"
+    }
+
     func startShardMapWatch() {
         start(.shardMapPoll, every: Self.shardMapPollMs) { server in
             server.storage.submit(lane: 0) { server.adoptStoredMap(from: $0) }
@@ -53,7 +58,7 @@ extension RelayServer {
         storageAnswered()
         guard let map = stored, sharding.adopt(map) else { return }
         metrics.shardMapAdopted(version: map.version)
-        write("relay: shard map version \(map.version) adopted; this node (\(sharding.host)) owns \(sharding.ownedBuckets(in: map)) of \(RoomName.bucketCount) buckets")
+        write(adoptedLine(map))
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             loop.execute { [sharding] in

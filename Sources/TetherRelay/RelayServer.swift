@@ -152,7 +152,11 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         if let map = configuration.shardMap, try !store.publishShardMap(map) {
             write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(try store.shardMap()?.version ?? 0), and versions only grow")
         }
-        if let map = try store.shardMap(), sharding.adopt(map) { metrics.shardMapAdopted(version: map.version) }
+        if let map = try store.shardMap(), sharding.adopt(map) {
+            // Printed at start too: a node that came back after a failover says it owns nothing.
+            metrics.shardMapAdopted(version: map.version)
+            write(adoptedLine(map))
+        }
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness)
         listeners.withLock { $0 = started }

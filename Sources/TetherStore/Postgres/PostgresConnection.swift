@@ -28,6 +28,12 @@ final class PostgresConnection {
             PQfinish(handle)
             throw StoreError("database: cannot connect: \(message)")
         }
+        // libpq prints the server's notices and warnings raw on stderr, outside the log's line
+        // format and its zero-PII rule (a node heard `relation "tether_schema" already exists,
+        // skipping` while another migrated, and `terminating connection due to immediate shutdown
+        // command` when the server stopped). None of them needs an operator: what fails is
+        // reported by the store's own errors.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         connection = handle
         // The server's NOTICE lines ("relation … already exists, skipping") would go to stderr
         // unformatted; nothing in them is for an operator.
