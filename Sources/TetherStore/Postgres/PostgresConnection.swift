@@ -35,9 +35,6 @@ final class PostgresConnection {
         // reported by the store's own errors.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
         connection = handle
-        // The server's NOTICE lines ("relation … already exists, skipping") would go to stderr
-        // unformatted; nothing in them is for an operator.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
     }
 
     deinit { PQfinish(connection) }
