@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: build-deps fuzz bench-relay bench-storage bench-admission bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: build-deps fuzz bench-relay bench-storage bench-admission bench-failover bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -50,6 +50,12 @@ bench-storage: deps
 bench-admission: deps
 	$(SWIFT) build -c release --product tether-relaybench
 	bench/admission-bench.sh
+
+# Shard failover time over 10 runs (median, max): three nodes on a PostgreSQL of the program's
+# own, one killed with -9, until each of its rooms is admitted again on a survivor.
+bench-failover: deps
+	$(SWIFT) build -c release --product tether
+	.venv/bin/python bench/failover-bench.py $(FAILOVER_ARGS)
 
 # The signaling server's benchmark (tether-signalbench run): a fresh `tether signal` per scenario
 # on CPU 0, the clients on CPU 1; signals forwarded/s around 1,000 registered clients, p99

@@ -21,24 +21,10 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         let loop = group.loops[0]
         let room = RoomName(header: String(repeating: "f", count: 64))!
         let mac = Peer(), phone = Peer()
-
-        for peer in [mac, phone] {
-            guard case let .success(arrival) = relay.gate.admitSocketPlace(ip: "in-memory") else { return XCTFail("gate refused") }
-            try loop.submitAndWait {
-                let (server, client) = InMemoryTransport.pair(loop)
-                relay.rooms[0].attach(server, leftover: [], room: room, server: relay, ip: "in-memory",
-                                      id: SocketID(arrival), connectedAt: relay.clock.monotonicMs())
-                peer.socket = WebSocketConnection(connection: client, role: .client, delegate: peer)
-            }
-        }
+        try attach(mac, to: room, relay)
+        try attach(phone, to: room, relay)
         XCTAssertEqual(relay.gate.openSockets, 2)
-
-        func admit(_ peer: Peer, _ role: RelayRole) -> String? {
-            loop.execute { peer.socket?.send(text: Array(Hello(role: role).json.utf8)) }
-            guard peer.next()?.hasPrefix(#"{"nonce":""#) == true else { return nil }
-            loop.execute { peer.socket?.send(text: Array("{}".utf8)) }
-            return peer.next()
-        }
+        func admit(_ peer: Peer, _ role: RelayRole) -> String? { Self.admit(peer, role, relay) }
         XCTAssertEqual(admit(mac, .mac), #"{"ok":true}"#)
         XCTAssertEqual(admit(phone, .phone)?.hasPrefix(#"{"ok":true,"registrationToken":""#), true)
         // The token's write was queued on the room's store lane before the Result left (so a
@@ -74,21 +60,8 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         let room = RoomName(header: String(repeating: "f", count: 64))!
         let other = RoomName(header: String(repeating: "e", count: 64))!
 
-        func attach(_ peer: Peer, to room: RoomName) throws {
-            guard case let .success(arrival) = relay.gate.admitSocketPlace(ip: "in-memory") else { return XCTFail("gate refused") }
-            try loop.submitAndWait {
-                let (server, client) = InMemoryTransport.pair(loop)
-                relay.rooms[0].attach(server, leftover: [], room: room, server: relay, ip: "in-memory",
-                                      id: SocketID(arrival), connectedAt: relay.clock.monotonicMs())
-                peer.socket = WebSocketConnection(connection: client, role: .client, delegate: peer)
-            }
-        }
-        func admit(_ peer: Peer, _ role: RelayRole) -> String? {
-            loop.execute { peer.socket?.send(text: Array(Hello(role: role).json.utf8)) }
-            guard peer.next()?.hasPrefix(#"{"nonce":""#) == true else { return nil }
-            loop.execute { peer.socket?.send(text: Array("{}".utf8)) }
-            return peer.next()
-        }
+        func attach(_ peer: Peer, to room: RoomName) throws { try self.attach(peer, to: room, relay) }
+        func admit(_ peer: Peer, _ role: RelayRole) -> String? { Self.admit(peer, role, relay) }
 
         let mac = Peer(), phone = Peer()
         try attach(mac, to: room)
@@ -127,6 +100,29 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         let admitted = Peer()
         try attach(admitted, to: other)
         XCTAssertEqual(admit(admitted, .mac), #"{"ok":true}"#)
+    }
+}
+
+extension RoomOverInMemoryTransportTests {
+    /// Gives `peer` a socket in `room` of loop 0's table through an in-memory pair.
+    fileprivate func attach(_ peer: Peer, to room: RoomName, _ relay: RelayServer) throws {
+        let loop = relay.group.loops[0]
+        guard case let .success(arrival) = relay.gate.admitSocketPlace(ip: "in-memory") else { return XCTFail("gate refused") }
+        try loop.submitAndWait {
+            let (server, client) = InMemoryTransport.pair(loop)
+            relay.rooms[0].attach(server, leftover: [], room: room, server: relay, ip: "in-memory",
+                                  id: SocketID(arrival), connectedAt: relay.clock.monotonicMs())
+            peer.socket = WebSocketConnection(connection: client, role: .client, delegate: peer)
+        }
+    }
+
+    /// An open-mode Hello and Proof; the relay's answer to the Proof (or its close).
+    fileprivate static func admit(_ peer: Peer, _ role: RelayRole, _ relay: RelayServer) -> String? {
+        let loop = relay.group.loops[0]
+        loop.execute { peer.socket?.send(text: Array(Hello(role: role).json.utf8)) }
+        guard peer.next()?.hasPrefix(#"{"nonce":""#) == true else { return nil }
+        loop.execute { peer.socket?.send(text: Array("{}".utf8)) }
+        return peer.next()
     }
 }
 

@@ -60,6 +60,12 @@ public final class PostgresPool: @unchecked Sendable {   // `idle`, `open` and `
         }
     }
 
+    /// Runs one statement on a connection of its own: what most store calls are.
+    @discardableResult
+    func execute(_ name: String, _ sql: String, _ parameters: [String?] = []) throws(StoreError) -> PostgresRows {
+        try withConnection { (connection) throws(StoreError) in try connection.execute(name, sql, parameters) }
+    }
+
     /// Whether the last attempt to reach the server failed and has not been followed by a success.
     public var isBackingOff: Bool {
         condition.lock()

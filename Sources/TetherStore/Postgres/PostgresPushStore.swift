@@ -12,15 +12,11 @@ public final class PostgresPushStore: PushStore {
         try PostgresSchema.migrate(.push, pool: pool)
     }
 
-    @discardableResult
-    private func execute(_ name: String, _ sql: String, _ parameters: [String?]) throws(StoreError) -> PostgresRows {
-        try pool.withConnection { (connection) throws(StoreError) in try connection.execute(name, sql, parameters) }
-    }
 
     // MARK: Profile M
 
     public func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(StoreError) {
-        try execute("mytty_put", """
+        try pool.execute("mytty_put", """
             INSERT INTO push_mytty_registrations (push_id, device_token, environment, relay_secret, expires_at) VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (push_id) DO UPDATE SET device_token = EXCLUDED.device_token, environment = EXCLUDED.environment,
                 relay_secret = EXCLUDED.relay_secret, expires_at = EXCLUDED.expires_at
@@ -28,7 +24,7 @@ public final class PostgresPushStore: PushStore {
     }
 
     public func mytty(pushID: String, now: UInt64) throws(StoreError) -> MyttyRegistration? {
-        guard let row = try execute("mytty_read", """
+        guard let row = try pool.execute("mytty_read", """
             SELECT device_token, environment, relay_secret FROM push_mytty_registrations WHERE push_id = $1 AND expires_at > $2
             """, [pushID, time(now)]).first else { return nil }
         // Only this store writes the column; anything else is a damaged (or hand-edited) row,
@@ -41,12 +37,12 @@ public final class PostgresPushStore: PushStore {
 
     public func renewMytty(pushID: String, expiresAt: UInt64, now: UInt64) throws(StoreError) -> Bool {
         // Liveness is tested in the statement, so a delete or expiry that came first wins.
-        try execute("mytty_renew", "UPDATE push_mytty_registrations SET expires_at = $2 WHERE push_id = $1 AND expires_at > $3",
+        try pool.execute("mytty_renew", "UPDATE push_mytty_registrations SET expires_at = $2 WHERE push_id = $1 AND expires_at > $3",
                     [pushID, time(expiresAt), time(now)]).affected > 0
     }
 
     public func deleteMytty(pushID: String) throws(StoreError) {
-        try execute("mytty_delete", "DELETE FROM push_mytty_registrations WHERE push_id = $1", [pushID])
+        try pool.execute("mytty_delete", "DELETE FROM push_mytty_registrations WHERE push_id = $1", [pushID])
     }
 
     // MARK: Profile I
@@ -54,7 +50,7 @@ public final class PostgresPushStore: PushStore {
     public func putITerm(_ registration: ITermRegistration, token: String, expiresAt: UInt64) throws(StoreError) {
         // registered_at is only ever read back, never compared, so its bit pattern keeps every
         // UInt64 exact in a signed column.
-        try execute("iterm_put", """
+        try pool.execute("iterm_put", """
             INSERT INTO push_iterm_registrations (token, secret_hash, sandbox, registered_at, expires_at) VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (token) DO UPDATE SET secret_hash = EXCLUDED.secret_hash, sandbox = EXCLUDED.sandbox,
                 registered_at = EXCLUDED.registered_at, expires_at = EXCLUDED.expires_at
@@ -63,7 +59,7 @@ public final class PostgresPushStore: PushStore {
     }
 
     public func iterm(token: String, now: UInt64) throws(StoreError) -> ITermRegistration? {
-        guard let row = try execute("iterm_read", """
+        guard let row = try pool.execute("iterm_read", """
             SELECT secret_hash, sandbox, registered_at FROM push_iterm_registrations WHERE token = $1 AND expires_at > $2
             """, [token, time(now)]).first else { return nil }
         return ITermRegistration(secretHash: row[0] ?? "", sandbox: row[1] == "t",
@@ -71,7 +67,7 @@ public final class PostgresPushStore: PushStore {
     }
 
     public func deleteITerm(token: String) throws(StoreError) {
-        try execute("iterm_delete", "DELETE FROM push_iterm_registrations WHERE token = $1", [token])
+        try pool.execute("iterm_delete", "DELETE FROM push_iterm_registrations WHERE token = $1", [token])
     }
 
     // MARK: Housekeeping
@@ -87,7 +83,7 @@ public final class PostgresPushStore: PushStore {
 
     public func deviceCount(now: UInt64) throws(StoreError) -> Int {
         // One statement, so both counts come from the same snapshot.
-        let value = try execute("push_count", """
+        let value = try pool.execute("push_count", """
             SELECT (SELECT count(*) FROM push_mytty_registrations WHERE expires_at > $1)
                  + (SELECT count(*) FROM push_iterm_registrations WHERE expires_at > $1)
             """, [time(now)]).first?[0] ?? nil

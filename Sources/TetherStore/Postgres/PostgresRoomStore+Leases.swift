@@ -5,14 +5,14 @@ extension PostgresRoomStore: NodeLeases {
     static let failoverLock = 0x5452_4C59
 
     public func renewLease(host: String, ttlMs: Int64) throws(StoreError) {
-        try execute("lease_renew", """
+        try pool.execute("lease_renew", """
             INSERT INTO relay_nodes (host, lease_expires_at, started_at) VALUES ($1, now() + $2 * interval '1 millisecond', now())
             ON CONFLICT (host) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at
             """, [host, String(ttlMs)])
     }
 
     public func liveHosts() throws(StoreError) -> [String] {
-        try execute("lease_live", "SELECT host FROM relay_nodes WHERE lease_expires_at > now() ORDER BY host", []).rows.compactMap { $0[0] }
+        try pool.execute("lease_live", "SELECT host FROM relay_nodes WHERE lease_expires_at > now() ORDER BY host", []).rows.compactMap { $0[0] }
     }
 
     public func failOver() throws(StoreError) -> (map: ShardMap, lapsed: [String])? {

@@ -10,20 +10,16 @@ public final class PostgresSignalRegistry: SignalRegistry {
         try PostgresSchema.migrate(.signal, pool: pool)
     }
 
-    @discardableResult
-    private func execute(_ name: String, _ sql: String, _ parameters: [String?]) throws(StoreError) -> PostgresRows {
-        try pool.withConnection { (connection) throws(StoreError) in try connection.execute(name, sql, parameters) }
-    }
 
     public func renewLease(node: String, forwardURL: String, ttlMs: Int64) throws(StoreError) {
-        try execute("signal_lease", """
+        try pool.execute("signal_lease", """
             INSERT INTO signal_nodes (node, forward_url, lease_expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
             ON CONFLICT (node) DO UPDATE SET forward_url = EXCLUDED.forward_url, lease_expires_at = EXCLUDED.lease_expires_at
             """, [node, forwardURL, String(ttlMs)])
     }
 
     public func claim(_ id: String, node: String) throws(StoreError) -> Bool {
-        try !execute("signal_claim", """
+        try !pool.execute("signal_claim", """
             INSERT INTO signal_registrations AS r (id, node, registered_at) VALUES ($1, $2, now())
             ON CONFLICT (id) DO UPDATE SET node = EXCLUDED.node, registered_at = EXCLUDED.registered_at
             WHERE r.node = EXCLUDED.node
@@ -33,11 +29,11 @@ public final class PostgresSignalRegistry: SignalRegistry {
     }
 
     public func release(_ id: String, node: String) throws(StoreError) {
-        try execute("signal_release", "DELETE FROM signal_registrations WHERE id = $1 AND node = $2", [id, node])
+        try pool.execute("signal_release", "DELETE FROM signal_registrations WHERE id = $1 AND node = $2", [id, node])
     }
 
     public func locate(_ id: String) throws(StoreError) -> String? {
-        try execute("signal_locate", """
+        try pool.execute("signal_locate", """
             SELECT n.forward_url FROM signal_registrations r JOIN signal_nodes n ON n.node = r.node
             WHERE r.id = $1 AND n.lease_expires_at > now()
             """, [id]).first?[0] ?? nil
@@ -46,13 +42,13 @@ public final class PostgresSignalRegistry: SignalRegistry {
     public func online(_ ids: [String]) throws(StoreError) -> Set<String> {
         // IDs are canonical (64 uppercase hex), so the array literal needs no quoting.
         let list = "{" + ids.joined(separator: ",") + "}"
-        return Set(try execute("signal_online", """
+        return Set(try pool.execute("signal_online", """
             SELECT r.id FROM signal_registrations r JOIN signal_nodes n ON n.node = r.node
             WHERE r.id = ANY($1::text[]) AND n.lease_expires_at > now()
             """, [list]).rows.compactMap { $0[0] })
     }
 
     public func forget(node: String) throws(StoreError) {
-        try execute("signal_forget", "DELETE FROM signal_registrations WHERE node = $1", [node])
+        try pool.execute("signal_forget", "DELETE FROM signal_registrations WHERE node = $1", [node])
     }
 }
