@@ -1,31 +1,31 @@
 public import Foundation
 
-/// Test vectors are loaded from `shared/vectors`, which sits beside the project checkout
-/// (`../shared/vectors`), or from `$TETHER_VECTORS` when set. They are never copied into tests.
+/// Public test vectors (RFCs, Wycheproof, Noise, App Attest samples…, each set with its
+/// `PROVENANCE.md`) live in the repository at `Tests/Vectors/`, so a clone alone runs every test;
+/// `$TETHER_VECTORS` points elsewhere (a newer copy of the specification's `shared/vectors`).
+/// They are read from there, never pasted into test code.
 public enum Vectors {
     public enum Failure: Error, CustomStringConvertible {
         case notFound(String)
         case malformed(String)
         public var description: String {
             switch self {
-            case let .notFound(what): "test vectors not found: \(what) (set TETHER_VECTORS to shared/vectors)"
+            case let .notFound(what): "test vectors not found: \(what) (Tests/Vectors in the checkout, or set TETHER_VECTORS)"
             case let .malformed(what): "malformed test vector file: \(what)"
             }
         }
     }
 
-    /// The `shared/vectors` directory.
+    /// The vectors' directory: `$TETHER_VECTORS`, else the checkout's `Tests/Vectors`.
     public static func directory() throws -> URL {
         if let explicit = ProcessInfo.processInfo.environment["TETHER_VECTORS"], !explicit.isEmpty {
             return URL(fileURLWithPath: explicit, isDirectory: true)
         }
-        var candidate = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while candidate.path != "/" {
-            let vectors = candidate.appendingPathComponent("shared/vectors", isDirectory: true)
-            if FileManager.default.fileExists(atPath: vectors.appendingPathComponent("README.md").path) { return vectors }
-            candidate = candidate.deletingLastPathComponent()
+        let bundled = packageRoot().appendingPathComponent("Tests/Vectors", isDirectory: true)
+        guard FileManager.default.fileExists(atPath: bundled.appendingPathComponent("README.md").path) else {
+            throw Failure.notFound("no Tests/Vectors/README.md under \(packageRoot().path)")
         }
-        throw Failure.notFound("no shared/vectors above \(#filePath)")
+        return bundled
     }
 
     /// The package root (the directory holding Package.swift).
