@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: build-deps fuzz bench-relay bench-storage bench-admission bench-failover bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: deb deb-test build-deps fuzz bench-relay bench-storage bench-admission bench-failover bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -88,6 +88,16 @@ relay: build-deps
 demo: build-deps
 	$(SWIFT) build --product tether
 	.build/debug/tether demo
+
+# A .deb for a bare Debian server (scripts/make-deb): the binary with the Swift standard library
+# linked in, hardened systemd units, example settings, a `tether` user. deb-test installs it into
+# a clean debootstrap root and runs the relay from it (needs root and Debian's registry).
+deb: build-deps
+	scripts/make-deb
+
+deb-test: deb
+	@command -v debootstrap >/dev/null || { echo "deb-test: apt-get install debootstrap" >&2; exit 2; }
+	scripts/deb-test
 
 clean:
 	rm -rf .build
