@@ -145,6 +145,13 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     /// The per-IP limiter of `/attest*` requests.
     static let attestLimiter = "attest"
 
+    /// The admin listener's `/status`: occupancy, admissions and refusals, storage and sharding.
+    static let statusPage = StatusPage(title: "tether relay", headline: [
+        "relay_sockets_live", "relay_rooms_live", "relay_rooms_both", "relay_rooms_mac_only", "relay_ws_upgrades_total",
+        "relay_http_requests_total", "relay_quota_exceeded_total", "relay_phone_no_mac_total", "relay_storage_available",
+        "relay_storage_errors_total", "relay_shard_map_version", "relay_process_exceptions_total",
+    ])
+
     /// Binds and starts serving; returns the bound port. Start-up reads the store directly (the
     /// shard map): nothing is being served yet, and this is not a loop thread.
     @discardableResult
@@ -158,7 +165,8 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
             write(adoptedLine(map))
         }
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
-                                                 metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness)
+                                                 metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness,
+                                                 status: Self.statusPage)
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "relay") { write(warning) }
         startHousekeeping()

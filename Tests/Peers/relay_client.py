@@ -906,9 +906,25 @@ async def admit_with(url, room_name, role, proof):
     return ws, None, json.loads(await ws.recv())
 
 
+async def park(url, count):
+    """`count` macs parked in fresh rooms (open mode), and one pair spliced; prints one line once
+    they all are, then holds them until standard input closes."""
+    sockets = [(await admit(url, room(), "mac"))[0] for _ in range(count)]
+    r = room()
+    sockets.append((await admit(url, r, "mac"))[0])
+    sockets.append((await admit(url, r, "phone"))[0])
+    print(json.dumps({"parked": count, "pairs": 1}), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    for ws in sockets:
+        await ws.close()
+    return {"closed": len(sockets)}
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
-    if scenario == "rejoin":
+    if scenario == "park":
+        result = asyncio.run(park(url, int(sys.argv[3])))
+    elif scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     elif scenario == "abuse":
         result = asyncio.run(abuse(url, int(sys.argv[3])))

@@ -93,7 +93,11 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     @discardableResult
     public func start() throws -> UInt16 {
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self, metrics: .registry(metrics.registry),
-                                                 readiness: readiness)
+                                                 readiness: readiness, status: StatusPage(title: "tether push", headline: [
+                                                     "pushrelay_devices", "pushrelay_push_total", "pushrelay_push_delivered_total",
+                                                     "pushrelay_push_apns_error_total", "pushrelay_register_total", "pushrelay_rate_limited_total",
+                                                     "pushrelay_storage_available", "pushrelay_store_backlog",
+                                                 ]))
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "push") { log(warning) }
         chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }

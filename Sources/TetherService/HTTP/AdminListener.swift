@@ -1,8 +1,9 @@
 public import TetherNet
 
 /// The operator listener every service runs beside its public one (ARCHITECTURE.md): loopback by
-/// default, serving `/metrics` (Prometheus), `/healthz` (liveness: `ok`) and `/readyz` (200
-/// `ready`, or 503 naming the failing checks), plus any routes the service adds.
+/// default, serving `/metrics` (Prometheus), `/healthz` (liveness: `ok`), `/readyz` (200
+/// `ready`, or 503 naming the failing checks) and the live status page `/status`, plus any
+/// routes the service adds.
 ///
 /// Liveness is the process answering at all; readiness is whether it should be sent traffic (a
 /// supervisor restarts on the first, a load balancer drains on the second).
@@ -24,9 +25,16 @@ public final class AdminListener: Sendable {
     /// - Parameters:
     ///   - group: the loops to serve on; one loop is plenty for a scraper and a health check.
     ///   - routes: further operator routes, and the fallback for unknown paths (404 by default).
+    ///   - status: the service's status page (`/status`); none when nil.
     public init(group: EventLoopGroup, configuration: Configuration = Configuration(), metrics: MetricsSource,
-                readiness: ReadinessChecks = ReadinessChecks(), routes: Router = Router()) {
+                readiness: ReadinessChecks = ReadinessChecks(), routes: Router = Router(), status: StatusPage? = nil) {
         var router = routes
+        if let status {
+            let page = Array(status.html.utf8)
+            router.add("GET", "/status") { _ in
+                HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")]), body: page)
+            }
+        }
         router.add("GET", "/metrics") { _, reply in
             metrics.render { reply(.text(200, $0, contentType: Prometheus.contentType)) }
         }

@@ -15,7 +15,7 @@ public struct ServiceListeners: Sendable {
     /// Binds both listeners; if the admin one cannot bind, the public one is closed again and
     /// the error thrown (a service never runs half-started).
     public static func start(group: EventLoopGroup, configuration: some ServiceListenerSettings, delegate: any HTTPServerDelegate,
-                             metrics: MetricsSource, readiness: ReadinessChecks) throws -> ServiceListeners {
+                             metrics: MetricsSource, readiness: ReadinessChecks, status: StatusPage? = nil) throws -> ServiceListeners {
         var settings = HTTPServer.Configuration()
         settings.host = configuration.host
         settings.port = configuration.port
@@ -31,7 +31,7 @@ public struct ServiceListeners: Sendable {
             var adminSettings = AdminListener.Configuration()
             adminSettings.host = configuration.adminHost
             adminSettings.port = adminPort
-            let listener = AdminListener(group: group, configuration: adminSettings, metrics: metrics, readiness: readiness)
+            let listener = AdminListener(group: group, configuration: adminSettings, metrics: metrics, readiness: readiness, status: status)
             do { try listener.start() } catch {
                 http.shutdown(grace: 0)
                 throw error

@@ -90,7 +90,10 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
     @discardableResult
     public func start() throws -> UInt16 {
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self, metrics: .registry(metrics.registry),
-                                                 readiness: readiness)
+                                                 readiness: readiness, status: StatusPage(title: "tether signal", headline: [
+                                                     "signal_sockets", "signal_routable_ids", "signal_upgrades_total", "signal_registrations_total",
+                                                     "signal_presence_queries_total", "signal_issuances_in_flight",
+                                                 ]))
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "signal") { log(warning) }
         if let cluster { try startCluster(cluster) }
