@@ -23,6 +23,7 @@ public struct PushConfiguration: Sendable, ServiceListenerSettings {
     public var registerLimit = 10
     public var clientIP = ClientIPResolver()
     public var verboseLog = false
+    public var logFormat = LogFormat.plain
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
@@ -63,6 +64,7 @@ extension PushConfiguration {
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare), trustProxy: try values.value(of: S.trustProxy),
                                       trustedHops: Int(try values.value(of: S.trustedHops)))
         c.verboseLog = try values.value(of: S.log)
+        c.logFormat = try values.value(of: S.logFormat)
         c.adminHost = try values.value(of: S.adminHost)
         c.adminPort = try values.value(of: S.adminPort)
         c.tlsCertificatePath = try values.value(of: S.tlsCertificate)

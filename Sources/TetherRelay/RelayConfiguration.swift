@@ -24,6 +24,7 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
     /// Shard failover (relay.md §8): how long a node's lease lives without a renewal.
     public var leaseTTLms: Int64 = 10_000
     public var verboseLog = false
+    public var logFormat = LogFormat.plain
     public var clientIP = ClientIPResolver()
     public var maxRooms = 200_000
     public var maxSocketsPerIP = 64
@@ -94,6 +95,7 @@ extension RelayConfiguration {
         c.establishedIdleTTLms = try values.value(of: S.establishedIdleTTL)
         c.leaseTTLms = try values.value(of: S.leaseTTL)
         c.verboseLog = try values.value(of: S.log)
+        c.logFormat = try values.value(of: S.logFormat)
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare),
                                       trustProxy: try values.value(of: S.trustProxy),
                                       trustedHops: Int(try values.value(of: S.trustedHops)))

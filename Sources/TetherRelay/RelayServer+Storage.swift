@@ -8,7 +8,7 @@ extension RelayServer {
     func storageFailed(_ error: StoreError) {
         metrics.storageFailed()
         if case .failing? = storageHealth.failed(error) {
-            write("relay: storage unavailable: \(error.message); refusing what needs it (1011/500 internal error), splicing the rest")
+            write("relay: storage unavailable: \(error.message); refusing what needs it (1011/500 internal error), splicing the rest", level: .error)
         }
     }
 

@@ -76,7 +76,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
             self.log = log
             sink = nil
         } else {
-            let sink = LogSink(name: "relay")
+            let sink = LogSink(name: "relay", format: configuration.logFormat)
             self.log = { sink.log($0) }
             self.sink = sink
         }
@@ -107,7 +107,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     /// and, past the budget, handed to `onFaultBudgetExceeded`. `message` must be zero-PII.
     public func fault(_ kind: String, _ message: String) {
         metrics.processException()
-        write("relay: \(kind) (continuing): \(message)")
+        write("relay: \(kind) (continuing): \(message)", level: .error)
         let now = clock.monotonicMs()
         let (exceeded, budget) = faults.withLock { state -> (Bool, FaultBudget) in
             guard state.budget.record(now: now), !state.exceeded else { return (false, state.budget) }
@@ -115,7 +115,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
             return (true, state.budget)
         }
         guard exceeded else { return }
-        write("relay: more than \(budget.limit) internal faults within \(budget.window / 1000) s; exiting for a clean restart")
+        write("relay: more than \(budget.limit) internal faults within \(budget.window / 1000) s; exiting for a clean restart", level: .error)
         sink?.flush()
         onFaultBudgetExceeded()
     }
@@ -168,7 +168,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness,
                                                  status: Self.statusPage)
         listeners.withLock { $0 = started }
-        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "relay") { write(warning) }
+        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "relay") { write(warning, level: .warning) }
         startHousekeeping()
         startMetricsPush()
         startShardMapWatch()
@@ -252,7 +252,10 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
 
     // MARK: Log
 
-    func write(_ line: String) { log(line) }
+    /// A line for the log at `level` (the level shows in the timestamp and json formats).
+    func write(_ line: String, level: LogLevel = .info) {
+        if let sink { sink.log(line, level: level) } else { log(line) }
+    }
 
     /// A line for the relay's log from its host program (start-up, signals): zero-PII text only.
     public func note(_ line: String) { log(line) }
@@ -265,7 +268,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
 
     /// A verbose-only line (still zero-PII: tags, never names, IPs or content).
     func diagnostic(_ line: @autoclosure () -> String) {
-        if verbose { log(line()) }
+        if verbose { write(line(), level: .debug) }
     }
 
     var droppedLogLines: Int { sink?.droppedLines ?? 0 }

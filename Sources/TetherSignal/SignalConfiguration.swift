@@ -24,6 +24,7 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
     public var cloudflareURL = "https://rtc.live.cloudflare.com"
     public var cloudflareCAFile: String?
     public var verboseLog = false
+    public var logFormat = LogFormat.plain
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
@@ -63,6 +64,7 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
         c.cloudflareURL = try values.value(of: S.cloudflareURL)
         c.cloudflareCAFile = try values.value(of: S.cloudflareCAFile)
         c.verboseLog = try values.value(of: S.log)
+        c.logFormat = try values.value(of: S.logFormat)
         c.adminHost = try values.value(of: S.adminHost)
         c.adminPort = try values.value(of: S.adminPort)
         c.tlsCertificatePath = try values.value(of: S.tlsCertificate)

@@ -4,7 +4,7 @@ import Synchronization
 import XCTest
 
 /// An output that records every call, and can be stalled like a stuck standard error.
-private final class RecordingOutput: Sendable {
+final class RecordingOutput: Sendable {
     private let lines = Mutex<[String]>([])
     private let gate = Mutex(true)
     private let stalled = Atomic<Int>(0)

@@ -64,7 +64,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
             self.log = log
             sink = nil
         } else {
-            let sink = LogSink(name: "push")
+            let sink = LogSink(name: "push", format: configuration.logFormat)
             self.log = { sink.log($0) }
             self.sink = sink
         }
@@ -99,7 +99,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
                                                      "pushrelay_storage_available", "pushrelay_store_backlog",
                                                  ]))
         listeners.withLock { $0 = started }
-        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "push") { log(warning) }
+        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "push") { line(warning, level: .warning) }
         chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
         chores.start("storage probe", every: Self.storageProbeMs) { [weak self] in self?.probeStorage() }
         return started.http.port
@@ -169,8 +169,13 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         set { verboseFlag.store(newValue, ordering: .relaxed) }
     }
 
-    func diagnostic(_ line: @autoclosure () -> String) {
-        if verbose { log(line()) }
+    func diagnostic(_ text: @autoclosure () -> String) {
+        if verbose { line(text(), level: .debug) }
+    }
+
+    /// A line at `level` (the level shows in the timestamp and json formats).
+    func line(_ text: String, level: LogLevel) {
+        if let sink { sink.log(text, level: level) } else { log(text) }
     }
 
     /// An internal fault the relay survived (a storage error): counted and logged, zero-PII.
@@ -182,7 +187,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         metrics.storageAvailable.set(0)
         let failure = error as? StoreError ?? StoreError("\(error)")
         if case .failing? = storageHealth.failed(failure) {
-            log("push: storage unavailable: \(failure.message); answering what needs it with an error until it returns")
+            line("push: storage unavailable: \(failure.message); answering what needs it with an error until it returns", level: .error)
         }
     }
 

@@ -17,7 +17,7 @@ extension LogSink {
             }
             var lines = batch
             // Reported once space has returned: the batch just taken freed the whole queue.
-            if drops > 0 { lines.append(Self.encode("\(name): \(drops) log line\(drops == 1 ? "" : "s") dropped: standard error was too slow")) }
+            if drops > 0 { lines.append(encode("\(name): \(drops) log line\(drops == 1 ? "" : "s") dropped: standard error was too slow", level: .warning)) }
             for chunk in Self.writes(of: lines) { output(chunk) }
             for barrier in barriers { barrier.signal() }
             if closed { return }
@@ -51,12 +51,8 @@ extension LogSink {
     }
 
     /// The line as written: UTF-8, control characters (a newline above all) as spaces, one `\n`.
-    static func encode(_ line: String) -> [UInt8] {
-        var bytes = Array(line.utf8)
-        for index in bytes.indices where bytes[index] < 0x20 || bytes[index] == 0x7F { bytes[index] = 0x20 }
-        bytes.append(0x0A)
-        return bytes
-    }
+    /// One line in the sink's format.
+    func encode(_ line: String, level: LogLevel) -> [UInt8] { format.encode(line, level: level, service: name) }
 
     /// One chunk of whole lines, one write(2) to standard error (retried only for what a short
     /// write left): lines never interleave, and nothing is held back that a crash could lose

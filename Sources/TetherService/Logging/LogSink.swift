@@ -22,8 +22,9 @@ public final class LogSink: Sendable {
     /// second however fast lines come, and is too short for anyone reading a log to notice.
     public static let defaultLinger: Duration = .milliseconds(5)
 
-    /// What the drop report and the toggle lines start with (`relay`).
+    /// What the drop report and the toggle lines start with (`relay`); the JSON lines' `service`.
     public let name: String
+    public let format: LogFormat
     public let capacity: Int
     let output: @Sendable ([UInt8]) -> Void
     let lingerMicroseconds: UInt32
@@ -50,11 +51,12 @@ public final class LogSink: Sendable {
     ///   - output: writes one chunk of whole encoded lines (each ending in a newline, at most
     ///     PIPE_BUF bytes unless a single line is longer); the default writes it to standard error
     ///     with one write(2). Called only on the writer thread (or, after `close`, on the caller's).
-    public init(name: String, verbose: Bool = false, capacity: Int = LogSink.defaultCapacity,
+    public init(name: String, verbose: Bool = false, format: LogFormat = .plain, capacity: Int = LogSink.defaultCapacity,
                 linger: Duration = LogSink.defaultLinger,
                 output: @escaping @Sendable ([UInt8]) -> Void = LogSink.standardError) {
         precondition(capacity > 0)
         self.name = name
+        self.format = format
         self.capacity = capacity
         self.output = output
         let (seconds, attoseconds) = linger.components
@@ -72,8 +74,8 @@ public final class LogSink: Sendable {
     }
 
     /// Queues `line` for the writer; never blocks on the output. After `close`, writes it at once.
-    public func log(_ line: String) {
-        let bytes = Self.encode(line)
+    public func log(_ line: String, level: LogLevel = .info) {
+        let bytes = encode(line, level: level)
         let (accepted, wake, closed) = state.withLock { state -> (Bool, Bool, Bool) in
             if state.closed { return (false, false, true) }
             guard state.queued.count < capacity else {
@@ -91,7 +93,7 @@ public final class LogSink: Sendable {
 
     /// A verbose-only line; `line` is not even built while verbose logging is off.
     public func diagnostic(_ line: @autoclosure () -> String) {
-        if verbose { log(line()) }
+        if verbose { log(line(), level: .debug) }
     }
 
     /// Verbose diagnostics (`RELAY_LOG`), flipped at runtime by SIGUSR2.

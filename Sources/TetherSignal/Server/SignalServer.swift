@@ -53,7 +53,7 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
             self.log = log
             sink = nil
         } else {
-            let sink = LogSink(name: "signal")
+            let sink = LogSink(name: "signal", format: configuration.logFormat)
             self.log = { sink.log($0) }
             self.sink = sink
         }
@@ -95,7 +95,7 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
                                                      "signal_presence_queries_total", "signal_issuances_in_flight",
                                                  ]))
         listeners.withLock { $0 = started }
-        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "signal") { log(warning) }
+        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "signal") { line(warning, level: .warning) }
         if let cluster { try startCluster(cluster) }
         return started.http.port
     }
@@ -184,7 +184,12 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         set { verboseFlag.store(newValue, ordering: .relaxed) }
     }
 
-    func diagnostic(_ line: @autoclosure () -> String) {
-        if verbose { log(line()) }
+    func diagnostic(_ text: @autoclosure () -> String) {
+        if verbose { line(text(), level: .debug) }
+    }
+
+    /// A line at `level` (the level shows in the timestamp and json formats).
+    func line(_ text: String, level: LogLevel) {
+        if let sink { sink.log(text, level: level) } else { log(text) }
     }
 }
