@@ -13,11 +13,8 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
     func testAMacAndAPhoneAreAdmittedAndSplicedWithoutASocket() throws {
         let group = try EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        var configuration = RelayConfiguration()
-        configuration.attestationRequired = false
-        configuration.origin = "http://relay.test"
         let store = InMemoryRoomStore()
-        let relay = RelayServer(configuration: configuration, group: group, store: store) { _ in }
+        let relay = Self.openRelay(group, store) { _ in }
         let loop = group.loops[0]
         let room = RoomName(header: String(repeating: "f", count: 64))!
         let mac = Peer(), phone = Peer()
@@ -48,12 +45,9 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
     func testAStoreThatStopsAnsweringRefusesNewAdmissionsWhileSplicedPairsGoOnAndRecovers() throws {
         let group = try EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        var configuration = RelayConfiguration()
-        configuration.attestationRequired = false
-        configuration.origin = "http://relay.test"
         let store = InMemoryRoomStore()
         let lines = LogLines()
-        let relay = RelayServer(configuration: configuration, group: group, store: store) { lines.append($0) }
+        let relay = Self.openRelay(group, store) { lines.append($0) }
         let exits = LogLines()
         relay.onFaultBudgetExceeded = { exits.append("exit") }
         let loop = group.loops[0]
@@ -104,6 +98,14 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
 }
 
 extension RoomOverInMemoryTransportTests {
+    /// An open-mode relay on `group` over `store`, logging to `log`.
+    fileprivate static func openRelay(_ group: EventLoopGroup, _ store: InMemoryRoomStore, log: @escaping @Sendable (String) -> Void) -> RelayServer {
+        var configuration = RelayConfiguration()
+        configuration.attestationRequired = false
+        configuration.origin = "http://relay.test"
+        return RelayServer(configuration: configuration, group: group, store: store, log: log)
+    }
+
     /// Gives `peer` a socket in `room` of loop 0's table through an in-memory pair.
     fileprivate func attach(_ peer: Peer, to room: RoomName, _ relay: RelayServer) throws {
         let loop = relay.group.loops[0]
