@@ -58,6 +58,9 @@ public final class MetricFamily<Metric: ExposedMetric>: Sendable {
 /// What the registry keeps, whatever the family's metric kind.
 protocol RenderedFamily: Sendable {
     var name: String { get }
+    var help: String { get }
+    var labelNames: [String] { get }
+    var type: String { get }
     func exposition() -> String
 }
 

@@ -71,6 +71,17 @@ public final class MetricsRegistry: Sendable {
         families.withLock { $0 }.map { $0.exposition() }.joined()
     }
 
+    /// Every family as a Markdown table (name, type, labels, meaning), in registration order:
+    /// the operator's reference, generated so it cannot drift from what `/metrics` exposes.
+    public func markdownReference() -> String {
+        var text = "| Metric | Type | Labels | Meaning |\n|---|---|---|---|\n"
+        for family in families.withLock({ $0 }) {
+            let labels = family.labelNames.isEmpty ? "" : family.labelNames.map { "`\($0)`" }.joined(separator: ", ")
+            text += "| `\(family.name)` | \(family.type) | \(labels) | \(family.help.replacingOccurrences(of: "|", with: "\\|")) |\n"
+        }
+        return text
+    }
+
     private func single<Metric>(_ family: MetricFamily<Metric>) -> Metric { register(family).labels([]) }
 
     private func register<Metric>(_ family: MetricFamily<Metric>) -> MetricFamily<Metric> {
