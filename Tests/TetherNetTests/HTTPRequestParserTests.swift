@@ -135,6 +135,21 @@ final class HTTPRequestParserTests: XCTestCase {
         assertStatus("GET / HTTP/1.1\r\nHost: h\r\n\u{7f}bad: v\r\n\r\n", 400)
     }
 
+    /// A head with LF line ends never has the CRLFCRLF that would end it: it is refused at the
+    /// first bare LF, not held until the head timeout.
+    func testABareLFIsRefusedTheMomentItArrivesEvenBeforeTheHeadEnds() {
+        for partial in ["GET / HTTP/1.1\n", "GET / HTTP/1.1\r\nHost: h\n", "GET /healthz HTTP/1.1\nHost: x\n\n", "\n"] {
+            var parser = HTTPRequestParser()
+            parser.feed(Array(partial.utf8))
+            XCTAssertThrowsError(try parser.next(), partial.debugDescription) { XCTAssertEqual(($0 as? HTTPParseError)?.status, 400) }
+        }
+        var parser = HTTPRequestParser()
+        parser.feed(Array("GET / HTTP/1.1\r\nHost: h\r\n".utf8))
+        XCTAssertNil(try parser.next(), "CRLF lines wait for the rest of the head")
+        parser.feed(Array("\r\n".utf8))
+        XCTAssertNotNil(try parser.next())
+    }
+
     func testRequestLineRules() {
         assertStatus("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400)
         assertStatus("GET / HTTP/1.1 extra\r\nHost: h\r\n\r\n", 400)

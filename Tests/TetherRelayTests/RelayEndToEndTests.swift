@@ -490,3 +490,24 @@ extension RelayEndToEndTests {
         XCTAssertTrue(logLines().contains { $0.hasSuffix(" POST /attest -> 403 (rpIdHash (app id) mismatch)") }, "\(logLines())")
     }
 }
+
+extension RelayEndToEndTests {
+    /// Issue 18: a request written with bare LF line ends is answered 400 at once, not held until
+    /// the 30 s head timeout.
+    func testABareLFRequestIsAnswered400AtOnce() throws {
+        let script = """
+        import socket, sys, time
+        s = socket.create_connection(("127.0.0.1", \(port)))
+        started = time.monotonic()
+        s.sendall(b"GET /healthz HTTP/1.1\\nHost: x\\n\\n")
+        s.settimeout(5)
+        answer = s.recv(200)
+        print("%.3f %s" % (time.monotonic() - started, answer.split(b"\\r\\n")[0].decode()))
+        """
+        let (status, out, err) = try runProcess("/usr/bin/python3", ["-c", script], timeout: 10)
+        XCTAssertEqual(status, 0, err)
+        let parts = out.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1)
+        XCTAssertEqual(parts.last.map(String.init), "HTTP/1.1 400 Bad Request", out)
+        XCTAssertLessThan(Double(parts.first ?? "") ?? 99, 1.0, "answered at once: \(out)")
+    }
+}

@@ -193,7 +193,7 @@ public struct HTTPRequestParser: Sendable {
     private mutating func parseHead() throws(HTTPParseError) -> HTTPRequestHead? {
         // RFC 9112 §2.2: empty lines before a request line are ignored (after a pipelined body).
         while bufferedByteCount >= 2, buffer[index] == 0x0d, buffer[index + 1] == 0x0a { index += 2 }
-        guard let end = headEnd() else {
+        guard let end = try headEnd() else {
             if bufferedByteCount > limits.maxHeadBytes { throw .headersTooLarge("request head too large") }
             return nil
         }
@@ -224,16 +224,18 @@ public struct HTTPRequestParser: Sendable {
         return request
     }
 
-    /// The offset of CRLFCRLF from `index`, if present.
-    private func headEnd() -> Int? {
+    /// The offset of CRLFCRLF from `index`, if present. A bare LF is refused as soon as it
+    /// arrives: a head written with LF line ends never has the CRLFCRLF that ends it, and waiting
+    /// for one would hold the connection until the head timeout (RFC 9112 §2.2 lets a recipient
+    /// refuse bare LF).
+    private func headEnd() throws(HTTPParseError) -> Int? {
         var i = index
-        while i + 3 < buffer.count {
-            if buffer[i + 3] == 0x0a {
-                if buffer[i] == 0x0d, buffer[i + 1] == 0x0a, buffer[i + 2] == 0x0d { return i }
-                i += 1
-            } else {
-                i += 1
+        while i < buffer.count {
+            if buffer[i] == 0x0a {
+                guard i > index, buffer[i - 1] == 0x0d else { throw .badRequest("bare LF") }
+                if i - 3 >= index, buffer[i - 2] == 0x0a, buffer[i - 3] == 0x0d { return i - 3 }
             }
+            i += 1
         }
         return nil
     }
