@@ -18,20 +18,16 @@ public final class StoreHealth: Sendable {
     }
 
     private let state = Mutex(State())
-    private let total = Atomic<Int>(0)
 
     public init() {}
 
     /// False from a failed call until a call succeeds.
     public var isAvailable: Bool { state.withLock { $0.available } }
-    /// Failed calls since start (a counter for metrics).
-    public var failures: Int { total.load(ordering: .relaxed) }
 
     /// Records a failed call; returns `.failing` when it is the first of an outage.
     @discardableResult
     public func failed(_ error: StoreError) -> Change? {
-        total.add(1, ordering: .relaxed)
-        return state.withLock { state in
+        state.withLock { state in
             state.failuresInOutage += 1
             guard state.available else { return nil }
             state.available = false

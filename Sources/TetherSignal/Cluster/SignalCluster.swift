@@ -34,6 +34,9 @@ final class SignalCluster: Sendable {
 
     /// How long a looked-up location is trusted without asking again.
     static let locationTTLms: UInt64 = 2_000
+    /// Locations held at most: past it the stale ones go (a node reaching many IDs in 2 s keeps
+    /// only those; the cache never grows with every ID it ever looked up).
+    static let maxLocations = 65_536
     static let leaseRenewMs: UInt64 = 1_000
 
     init(node: String, registry: any SignalRegistry, secret: String, leaseTTLms: Int64, directory: SignalDirectory,
@@ -121,7 +124,11 @@ final class SignalCluster: Sendable {
         do throws(StoreError) {
             let url = try registry.locate(id.canonical)
             answered()
-            locations.withLock { $0[id] = url.map { ($0, now) } }
+            locations.withLock { locations in
+                if locations.count >= Self.maxLocations { locations = locations.filter { now &- $0.value.at < Self.locationTTLms } }
+                if locations.count >= Self.maxLocations { locations.removeAll(keepingCapacity: true) }
+                locations[id] = url.map { ($0, now) }
+            }
             return url
         } catch {
             failed(error)

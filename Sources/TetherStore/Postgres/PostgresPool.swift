@@ -75,7 +75,8 @@ public final class PostgresPool: @unchecked Sendable {   // `idle`, `open` and `
 
     private func checkOut() throws(StoreError) -> PostgresConnection {
         condition.lock()
-        let deadline = Date(timeIntervalSinceNow: Self.checkoutWaitSeconds)
+        // Monotonic: a wall-clock step must neither cut the wait short nor stretch it.
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(Self.checkoutWaitSeconds * 1e9)
         while true {
             if let connection = idle.popLast() {
                 condition.unlock()
@@ -90,10 +91,13 @@ public final class PostgresPool: @unchecked Sendable {   // `idle`, `open` and `
                 condition.unlock()
                 return try connect()
             }
-            guard condition.wait(until: deadline) else {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else {
                 condition.unlock()
                 throw StoreError("database: every connection is busy")
             }
+            // Woken by a check-in; the slice only bounds how late a wall-clock step can make it.
+            _ = condition.wait(until: Date(timeIntervalSinceNow: min(1, Double(deadline - now) / 1e9)))
         }
     }
 
