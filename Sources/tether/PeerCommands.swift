@@ -106,9 +106,11 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
             shuttingDown.withLock { $0 = true }
             close()
             work.cancel()
-            // A moment for the close frames to leave.
+            // A moment for the close frames to leave; then out without running the process's
+            // teardown under the event loops still running (exit(3) crashed there now and then).
             usleep(100_000)
-            exit(0)
+            fflush(nil)
+            _exit(0)
         }
         source.resume()
         signalSources.append(source)
@@ -123,7 +125,8 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
         // A stop signal cancelled it: the handler exits 0 once the close frames are out.
         if shuttingDown.withLock({ $0 }) {
             usleep(200_000)
-            exit(0)
+            fflush(nil)
+            _exit(0)
         }
         // One line, as scripts expect: the reason, then what to do when it does not say.
         FileHandle.standardError.write(Data("tether: \(error)\(advice(for: error).map { " — " + $0 } ?? "")\n".utf8))
