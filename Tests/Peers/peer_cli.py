@@ -434,7 +434,14 @@ def scenario_cluster():
     killed = time.time()
     nodes[owner].proc.kill()
     nodes[owner].proc.wait()
-    chat(mac, phone, "after the owner was killed", timeout=60)
+    # A line typed while the dead node's socket still looks open to the sender is written into
+    # that socket and lost with it (nothing acknowledges a frame end to end), so the next line
+    # is typed once both sides say they are back, as a user would.
+    for side in (mac, phone):
+        side.expect(lambda l: l.startswith("Disconnected"), timeout=20, what="the owner's close", stream="err")
+    for side in (mac, phone):
+        side.expect(lambda l: l.startswith("Connected end-to-end"), timeout=60, what="back end-to-end", stream="err")
+    chat(mac, phone, "after the owner was killed")
     log(f"  room back {time.time() - killed:.1f} s after its owner was killed (lease 3 s)")
     chat(phone, mac, "and back the other way")
     current = json.loads(urllib.request.urlopen(resolver, timeout=5).read())
