@@ -38,7 +38,10 @@ extension RelayServer {
 
     func startShardMapWatch() {
         start(.shardMapPoll, every: Self.shardMapPollMs) { server in
-            server.storage.submit(lane: 0) { server.adoptStoredMap(from: $0) }
+            server.storage.submit(lane: 0) { store in
+                server.adoptStoredMap(from: store)
+                server.probeStorage(store)
+            }
         }
     }
 
@@ -55,7 +58,6 @@ extension RelayServer {
             // The map in force stays: a node never drops buckets because it could not read.
             return storageFailed(error)
         }
-        storageAnswered()
         guard let map = stored, sharding.adopt(map) else { return }
         metrics.shardMapAdopted(version: map.version)
         write(adoptedLine(map))

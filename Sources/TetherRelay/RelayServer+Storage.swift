@@ -12,7 +12,19 @@ extension RelayServer {
         }
     }
 
-    /// A store call succeeded (the 1 s shard-map read is the steady probe): ends an outage.
+    /// During an outage, one write that leaves nothing behind (on the 1 s shard-map poll): a read
+    /// is no proof, since a full disk answers reads and fails every write.
+    func probeStorage(_ store: any RoomStore) {
+        guard !storageHealth.isAvailable else { return }
+        do throws(StoreError) {
+            try store.probeWrite()
+            storageAnswered()
+        } catch {
+            // Still failing: the outage was logged once, when it began.
+        }
+    }
+
+    /// A store write succeeded (the probe or a lease renewal): ends an outage.
     func storageAnswered() {
         guard case let .recovered(failures)? = storageHealth.succeeded() else { return }
         metrics.storageAnswered()

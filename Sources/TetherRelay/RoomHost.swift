@@ -180,7 +180,7 @@ final class RoomHost: WebSocketDelegate {
         case let .log(line): server.write(line)
         case .forward: break
         case let .deliver(source, target, isText, payload): forward(payload, isText: isText, from: source, to: target)
-        case let .load(query, join): load(query, join)
+        case let .load(step): load(step)
         case let .persist(write):
             let key = machine.key, server = self.server
             table.store(key) { store in
@@ -191,31 +191,25 @@ final class RoomHost: WebSocketDelegate {
         }
     }
 
-    /// Runs the room's admission query (and its signed join's check) on its store lane; the
-    /// answer comes back on this loop.
+    /// Runs the Proof's storage step on its store lane; the answer comes back on this loop.
     /// The host is kept alive by the closure until then, even if the room empties meanwhile (the
     /// machine then finds no socket to admit).
-    private func load(_ query: AdmissionQuery, _ join: JoinCheck?) {
+    private func load(_ step: AdmissionLoad) {
         let host = UncheckedTransfer(self)
         let loop = self.loop, key = machine.key
         let server = self.server
         table.store(key) { store in
-            let read: AdmissionRead
+            let answer: AdmissionAnswer?
             do throws(StoreError) {
-                read = try store.admission(query, of: key)
+                answer = try step.run(on: store, room: key)
             } catch {
                 server.storageFailed(error)
-                return loop.execute {
-                    let room = host.value
-                    room.perform(room.machine.admissionFailed(now: room.table.clock.now()))
-                    room.armDeadline()
-                }
+                answer = nil
             }
-            // The signature check is CPU work: done here, on the lane, not on the splicing loop.
-            let verified = JoinCheck.verdict(join, against: read)
             loop.execute {
                 let room = host.value
-                room.perform(room.machine.admissionLoaded(read, joinVerified: verified, now: room.table.clock.now()))
+                let now = room.table.clock.now()
+                room.perform(answer.map { room.machine.admissionLoaded($0, now: now) } ?? room.machine.admissionFailed(now: now))
                 room.armDeadline()
             }
         }

@@ -25,10 +25,10 @@ public enum RoomAction: Equatable, Sendable {
     case close(SocketID, code: UInt16, reason: String)
     /// An always-on, zero-PII lifecycle line (room tag, never the name, an IP or a key).
     case log(String)
-    /// Run this query on the room's store lane — with the signed join's check, if any, against the
-    /// verifier it reads — and hand the answer to `admissionLoaded`. At most one is outstanding
-    /// per room.
-    case load(AdmissionQuery, JoinCheck?)
+    /// Run this Proof's storage step on the room's store lane (the read, the signed join's check
+    /// against the verifier it reads, a phone's registration token) and hand the answer to
+    /// `admissionLoaded`. At most one is outstanding per room.
+    case load(AdmissionLoad)
     /// Write this on the room's store lane; nobody waits for it.
     case persist(RoomWrite)
     /// Stop reading this socket: its frames wait behind a storage answer (they are held in the
@@ -118,6 +118,8 @@ public struct RoomMachine {
         let nonce: [UInt8]
         let hello: Hello
         let proof: Proof
+        /// The registration token the load writes for a phone whose Mac was here at its Proof.
+        let token: RegistrationTokenIssue?
         /// Pre-auth frames that arrived while the answer was awaited, in arrival order; run once it
         /// comes (their sockets are held meanwhile, so this stays within one read's worth).
         var deferred: [(id: SocketID, isText: Bool, payload: [UInt8])] = []
@@ -330,7 +332,7 @@ public struct RoomMachine {
 
     private enum Credential {
         case signed
-        case ticket(TicketRecord)
+        case ticket
         case parkedMac
         case open
 
@@ -350,27 +352,35 @@ public struct RoomMachine {
     private mutating func proof(_ id: SocketID, payload: [UInt8], nonce: [UInt8], hello: Hello, now: RoomTime) -> [RoomAction] {
         guard admissionWindow.hit(now: now.monotonic) else { return refuse(id, "rate limited") }
         guard let proof = Proof.parse(payload) else { return refuse(id, "bad proof") }
-        admission = Admission(id: id, nonce: nonce, hello: hello, proof: proof)
         let ticket = configuration.attestationRequired && hello.role == .phone ? proof.ticket : nil
         let join = proof.signature.map {
             JoinCheck(transcript: JoinTranscript(role: hello.role, nonce: nonce, room: room, origin: configuration.origin).bytes, signature: $0)
         }
-        return [.load(AdmissionQuery(ticket: ticket, now: now.wall), join)]
+        // Only a phone with a Mac to splice to can be admitted, so only then is a token written
+        // (a phone retrying while its Mac sleeps costs no write).
+        let token = hello.role == .phone && admitted(.mac) != nil
+            ? RegistrationTokenIssue(token: Base64.encode(random(24)), expiresAt: now.wall + configuration.tokenTTLms,
+                                     attestationRequired: configuration.attestationRequired)
+            : nil
+        admission = Admission(id: id, nonce: nonce, hello: hello, proof: proof, token: token)
+        return [.load(AdmissionLoad(query: AdmissionQuery(ticket: ticket, now: now.wall), join: join, registrationToken: token))]
     }
 
     /// Storage answered the outstanding `.load`: the Proof continues (§3.4 step 3 on), then the
     /// frames that waited behind it run in order, and their sockets are read again.
-    /// `joinVerified` is the load's `JoinCheck` verdict against the verifier read.
-    public mutating func admissionLoaded(_ read: AdmissionRead, joinVerified: Bool = false, now: RoomTime) -> [RoomAction] {
+    public mutating func admissionLoaded(_ answer: AdmissionAnswer, now: RoomTime) -> [RoomAction] {
         guard let pending = admission else { return [] }
         admission = nil
+        let read = answer.read
         if splice == nil, let quota = read.quota {
             splice = Splice(maxFramesPerSecond: configuration.maxFramesPerSecond, quota: quota)
         }
         var actions: [RoomAction] = []
         // The socket may have gone meanwhile (closed, evicted, timed out): nothing to admit.
         if case .challenged? = sockets[pending.id]?.state {
-            actions += continueProof(pending, read, joinVerified: joinVerified, now: now)
+            // An established room's token is minted, never stored (`RegistrationTokenIssue`).
+            let token = answer.tokenStored || read.state.verifier != nil ? pending.token?.token : nil
+            actions += continueProof(pending, read, joinVerified: answer.joinVerified, token: token, now: now)
         }
         return actions + resumeDeferred(after: pending, now: now)
     }
@@ -415,7 +425,7 @@ public struct RoomMachine {
         return actions
     }
 
-    private mutating func continueProof(_ pending: Admission, _ read: AdmissionRead, joinVerified: Bool, now: RoomTime) -> [RoomAction] {
+    private mutating func continueProof(_ pending: Admission, _ read: AdmissionRead, joinVerified: Bool, token: String?, now: RoomTime) -> [RoomAction] {
         let id = pending.id, hello = pending.hello, proof = pending.proof
         var actions: [RoomAction] = []
         let credential: Credential
@@ -434,18 +444,19 @@ public struct RoomMachine {
             } else {
                 guard proof.ticket != nil else { return refuse(id, "ticket required") }
                 // Consumed by the read, before the slot checks: a phone refused below must re-attest.
-                guard let record = read.ticket else { return refuse(id, "bad ticket") }
-                credential = .ticket(record)
+                guard read.ticket != nil else { return refuse(id, "bad ticket") }
+                credential = .ticket
             }
         } else {
             credential = .open
         }
-        return actions + admit(id, hello: hello, credential: credential, stored: read.state, now: now)
+        return actions + admit(id, hello: hello, credential: credential, stored: read.state, token: token, now: now)
     }
 
     // MARK: Slot admission (§3.5)
 
-    private mutating func admit(_ id: SocketID, hello: Hello, credential: Credential, stored: AdmissionState, now: RoomTime) -> [RoomAction] {
+    /// `token`: the registration token for a phone's Result (in a pairing room, one the load stored).
+    private mutating func admit(_ id: SocketID, hello: Hello, credential: Credential, stored: AdmissionState, token: String?, now: RoomTime) -> [RoomAction] {
         let established = stored.verifier != nil
         let role = hello.role
         var actions: [RoomAction] = []
@@ -453,6 +464,9 @@ public struct RoomMachine {
         if !established, role == .mac, stored.pairingCycles != 0 { actions.append(.persist(.pairingCycles(0))) }
         if role == .phone {
             guard let mac = admitted(.mac), mac != id else { return actions + refuse(id, "mac offline") }
+            // A Result must never name a token storage should hold and does not. (A Mac here now
+            // was here at the Proof, since its own Proof would have waited behind this one's load.)
+            guard token != nil else { return actions + refuse(id, "mac offline") }
             if !established {
                 let cycles = stored.pairingCycles + 1
                 if cycles > configuration.pairingCycleCap {
@@ -472,18 +486,9 @@ public struct RoomMachine {
         sockets[id]?.state = .admitted(role)
         let peer = admitted(role == .mac ? .phone : .mac) != nil
         actions.append(.log("relay \(key.logTag) admit role=\(role.rawValue) via=\(credential.log) peer=\(peer)\(peer ? " (spliced)" : "")"))
-        if role == .phone {
-            let token = Base64.encode(random(24))
-            var keyID: String?
-            var publicKey: String?
-            if case let .ticket(record) = credential {
-                keyID = record.keyID
-                publicKey = record.publicKey
-            }
-            // Written before the Result is sent, on the lane `/register` reads from: the phone
-            // cannot present the token before it is stored.
-            actions.append(.persist(.registrationToken(token, RegistrationTokenRecord(expiresAt: now.wall + configuration.tokenTTLms,
-                                                                                       attestKeyID: keyID, attestPublicKey: publicKey))))
+        if role == .phone, let token {
+            // Stored by the load (`AdmissionLoad`), before this Result: the phone can never
+            // present a token that is not there.
             actions.append(.send(id, AdmissionReply.admitted(registrationToken: token)))
         } else {
             actions.append(.send(id, AdmissionReply.admitted()))

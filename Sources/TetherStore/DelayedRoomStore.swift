@@ -30,6 +30,7 @@ public final class DelayedRoomStore: RoomStore, Sendable {
         if delayMicroseconds > 0 { usleep(delayMicroseconds) }
     }
 
+    public func probeWrite() throws(StoreError) { wait(); try base.probeWrite() }
     public func verifier(of room: RoomKey) throws(StoreError) -> String? { wait(); return try base.verifier(of: room) }
     public func admissionState(of room: RoomKey) throws(StoreError) -> AdmissionState { wait(); return try base.admissionState(of: room) }
     /// One delay: a backend answers the whole admission step in one round trip.

@@ -32,6 +32,11 @@ public final class InMemoryRoomStore: RoomStore {
     /// for tests of what a service answers then.
     public func setFailure(_ failure: StoreError?) { self.failure.withLock { $0 = failure } }
 
+    private let writeFailure = Mutex<StoreError?>(nil)
+
+    /// Makes every call that writes fail with `failure` while reads still answer: a full disk.
+    public func setWriteFailure(_ failure: StoreError?) { writeFailure.withLock { $0 = failure } }
+
     private func available() throws(StoreError) {
         if let failure = failure.withLock({ $0 }) { throw failure }
     }
@@ -41,8 +46,11 @@ public final class InMemoryRoomStore: RoomStore {
     }
     private func change<R>(_ body: (inout [RoomKey: Room]) -> R) throws(StoreError) -> R {
         try available()
+        if let failure = writeFailure.withLock({ $0 }) { throw failure }
         return rooms.withLock { body(&$0) }
     }
+
+    public func probeWrite() throws(StoreError) { try change { _ in } }
 
     public func verifier(of room: RoomKey) throws(StoreError) -> String? { try read { $0[room]?.verifier } }
     public func admissionState(of room: RoomKey) throws(StoreError) -> AdmissionState {

@@ -13,6 +13,9 @@ import Foundation
 /// a read is never answered "absent" and a write never "done" when it was not, so the relay
 /// refuses what needs storage honestly and goes on splicing what does not.
 public protocol RoomStore: AnyObject, Sendable {
+    /// A write that leaves nothing behind: whether the store can write at all. A full disk still
+    /// answers reads, so an outage is over only when this succeeds (the services' 1 s probe).
+    func probeWrite() throws(StoreError)
     /// The registered verifier `V` (as supplied, b64) once the room is established.
     func verifier(of room: RoomKey) throws(StoreError) -> String?
     /// What a Proof needs (§3.4–§3.5), in one read: the verifier and the pairing-cycle count.

@@ -288,6 +288,19 @@ public final class SQLiteRoomStore: RoomStore, @unchecked Sendable {   // the co
             [room.hex, kind, secret, Int(expiresAt), keyID as Any, publicKey as Any])
     }
 
+    public func probeWrite() throws(StoreError) {
+        // Creating and dropping a table dirties the schema page, so the commit appends to the
+        // WAL (or journal) as any write does, and fails as any write would on a full disk.
+        try locked { () throws(StoreError) in
+            do throws(StoreError) {
+                try executeLocked("BEGIN IMMEDIATE; CREATE TABLE write_probe (x); DROP TABLE write_probe; COMMIT")
+            } catch {
+                _ = try? executeLocked("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
     private func execute(_ sql: String) throws(StoreError) {
         try locked { () throws(StoreError) in try executeLocked(sql) }
     }

@@ -24,7 +24,15 @@ public enum PushStoreContract {
         ("the device count counts live records", theDeviceCountCountsOnlyLiveRecordsOfBothProfiles),
         ("values round-trip exactly", valuesRoundTripExactly),
         ("renewals racing deletes never revive a record", renewalsRacingDeletesNeverLeaveADeletedRecordAlive),
+        ("a write probe leaves nothing behind", aWriteProbeLeavesNothingBehind),
     ]
+
+    static func aWriteProbeLeavesNothingBehind(_ store: any PushStore) throws {
+        try store.putMytty(mytty("01"), pushID: pushID, expiresAt: 1_000)
+        for _ in 0..<3 { try store.probeWrite() }
+        XCTAssertEqual(try store.mytty(pushID: pushID, now: 500), mytty("01"))
+        XCTAssertEqual(try store.deviceCount(now: 0), 1)
+    }
 
     static let pushID = "3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b"
     static let token = String(repeating: "ab", count: 32)

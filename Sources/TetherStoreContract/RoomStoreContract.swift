@@ -26,7 +26,15 @@ public enum RoomStoreContract {
         ("a touch never brings a room back", aTouchRefreshesOnlyAnEstablishedRoom),
         ("an admission read consumes a ticket only in a pairing room", anAdmissionReadConsumesATicketOnlyInAPairingRoom),
         ("concurrent consumers: one winner", concurrentConsumersOfOneSecretHaveExactlyOneWinner),
+        ("a write probe leaves nothing behind", aWriteProbeLeavesNothingBehind),
     ]
+
+    static func aWriteProbeLeavesNothingBehind(_ store: any RoomStore) throws {
+        try store.setVerifier("V", of: room, now: 10)
+        for _ in 0..<3 { try store.probeWrite() }
+        XCTAssertEqual(try store.verifier(of: room), "V")
+        XCTAssertEqual(try store.roomCount, 1)
+    }
 
     static func verifierCyclesActivityAndQuota(_ store: any RoomStore) throws {
         XCTAssertNil(try store.verifier(of: room))

@@ -920,6 +920,77 @@ async def park(url, count):
     return {"closed": len(sockets)}
 
 
+def fill(directory):
+    """Fills the filesystem holding `directory` to the last byte; returns the filler's path."""
+    path = os.path.join(directory, "filler")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    for size in (65536, 4096, 1):
+        try:
+            while True:
+                os.write(fd, b"\0" * size)
+        except OSError:
+            pass
+    os.close(fd)
+    return path
+
+
+def plain_get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return [response.status, response.read().decode()]
+    except urllib.error.HTTPError as error:
+        return [error.code, error.read().decode()]
+
+
+async def round_trip(a, b, payload):
+    await a.send(payload)
+    return await asyncio.wait_for(b.recv(), 5) == payload
+
+
+async def disk_full(url, directory, admin):
+    """A spliced, registered pair; then the database's filesystem fills up: what needs a write is
+    refused honestly while the pair keeps forwarding and established rooms still join; then the
+    space returns and everything works again, with no restart."""
+    out = {}
+    origin = "http://" + urlparse(url).netloc
+    r, secret, key, _, _, mac, phone, out["register"] = await pair_and_register(url)
+    out["room"], out["secret"] = r, secret.hex()
+    out["ready_before"] = plain_get(f"http://{admin}/readyz")
+    filler = fill(directory)
+    out["free_bytes"] = os.statvfs(directory).f_bavail * os.statvfs(directory).f_frsize
+    # A fresh pairing: the Mac parks (a read), the phone's Result would carry a token that
+    # cannot be written, so it is refused before any Result.
+    fresh = room()
+    fresh_mac, _, out["full_mac"] = await admit(url, fresh, "mac")
+    try:
+        _, _, out["full_phone"] = await admit(url, fresh, "phone")
+    except ConnectionClosed as closed:
+        out["full_phone_close"] = [closed.rcvd.code, closed.rcvd.reason] if closed.rcvd else None
+    out["full_challenge"] = post(url, r, "/attest/challenge", None)
+    # The established room joins again with signed joins (a read), and the live pair forwards.
+    mac2, _, out["full_signed_mac"] = await admit(url, r, "mac", key, origin)
+    phone2, _, phone2_result = await admit(url, r, "phone", key, origin)
+    out["full_signed_phone_ok"] = phone2_result.get("ok")
+    out["full_spliced"] = [await round_trip(phone2, mac2, os.urandom(1000)), await round_trip(mac2, phone2, b"back")]
+    await asyncio.sleep(1.5)  # the 1 s probe writes and fails: still not ready
+    out["full_ready"] = plain_get(f"http://{admin}/readyz")
+    out["full_metrics"] = [line for line in plain_get(f"http://{admin}/metrics")[1].splitlines()
+                           if line.startswith("relay_storage_")]
+    os.remove(filler)
+    await asyncio.sleep(1.5)  # the next probe's write succeeds
+    out["freed_ready"] = plain_get(f"http://{admin}/readyz")
+    _, _, freed_phone = await admit(url, fresh, "phone")
+    out["freed_phone_ok"] = freed_phone.get("ok")
+    secret2 = os.urandom(32)
+    out["freed_register"] = post(url, fresh, "/register", {"registrationToken": freed_phone.get("registrationToken"),
+                                                          "verifier": verifier_of(join_key(secret2))})
+    out["freed_challenge_status"] = post(url, r, "/attest/challenge", None)[0]
+    out["freed_spliced"] = await round_trip(phone2, mac2, b"after")
+    for ws in (mac, phone, mac2, phone2, fresh_mac):
+        await ws.close()
+    return out
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "park":
@@ -932,6 +1003,8 @@ if __name__ == "__main__":
         result = asyncio.run(flood(url, int(sys.argv[3])))
     elif scenario == "attest_flow":
         result = asyncio.run(attest_flow(url, sys.argv[3]))
+    elif scenario == "disk_full":
+        result = asyncio.run(disk_full(url, sys.argv[3], sys.argv[4]))
     elif scenario == "shard":
         result = asyncio.run(shard(url, sys.argv[3], sys.argv[4]))
     else:

@@ -64,6 +64,39 @@ final class RoomMachineTests: XCTestCase {
         XCTAssertEqual(try m.frame(from: mac, isText: false, payload: [4], now: 2_000), [.forward(to: phone)])
     }
 
+    func testAPhonesResultNamesATokenStorageAlreadyHoldsAndAFailedTokenWriteIsRefusedInternalError() throws {
+        var m = machine()
+        let mac = SocketID(1)
+        _ = try join(&m, mac, role: .mac)
+        // A full disk: reads answer, writes fail.
+        store.setWriteFailure(StoreError("room database: database or disk is full"))
+        let refused = try join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(sends(refused, to: SocketID(2)), [], "no Result: it would name a token that was never stored")
+        XCTAssertEqual(closes(refused).map { "\($0.0) \($0.1) \($0.2)" }, ["\(SocketID(2)) 1011 internal error"])
+        XCTAssertNil(m.admitted(.phone))
+        XCTAssertEqual(m.admitted(.mac), mac, "the parked Mac stays")
+
+        store.setWriteFailure(nil)
+        let admitted = try join(&m, SocketID(3), role: .phone)
+        let result = try XCTUnwrap(sends(admitted, to: SocketID(3)).first)
+        let token = try XCTUnwrap(result.split(separator: "\"").dropLast().last.map(String.init))
+        XCTAssertNotNil(try store.registrationToken(token, in: RoomKey(room), now: 0), "stored before the Result was sent")
+        XCTAssertFalse(admitted.contains { if case .persist(.registrationToken) = $0 { true } else { false } }, "not a write behind the Result")
+    }
+
+    func testAPhoneRetryingWhileItsMacIsAwayCostsNoTokenWrite() throws {
+        var m = rawMachine()
+        _ = m.connected(SocketID(2), now: 0)
+        _ = m.frame(from: SocketID(2), isText: true, payload: phoneHello, now: 0)
+        let load = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 0)
+        guard case let .load(step)? = load.first else { return XCTFail("\(load)") }
+        XCTAssertNil(step.registrationToken)
+        // A Mac cannot be admitted while the phone's Proof loads (its own Proof would wait behind
+        // it), so a phone that proved alone is refused as it proved: alone.
+        let answered = m.admissionLoaded(AdmissionAnswer(read: AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0))), now: 1)
+        XCTAssertEqual(closes(answered).map(\.2), ["mac offline"])
+    }
+
     func testBadHelloClosesWithoutAMessage() throws {
         var m = machine()
         _ = try m.connected(SocketID(1), now: 0)
@@ -241,7 +274,7 @@ final class RoomMachineTests: XCTestCase {
         _ = m.connected(SocketID(1), now: 0)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0), [.send(SocketID(1), challenge)])
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 5),
-                       [.load(AdmissionQuery(ticket: nil, now: 5), nil)], "nothing is admitted before storage answers")
+                       [.load(AdmissionLoad(query: AdmissionQuery(ticket: nil, now: 5)))], "nothing is admitted before storage answers")
         XCTAssertTrue(m.isAwaitingStorage)
         _ = m.connected(SocketID(2), now: 6)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 6), [.holdReading(SocketID(1))],
@@ -291,12 +324,13 @@ final class RoomMachineTests: XCTestCase {
             _ = m.connected(id, now: 1)
             _ = m.frame(from: id, isText: true, payload: phoneHello, now: 1)
         }
-        XCTAssertEqual(m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 2), [.load(AdmissionQuery(ticket: nil, now: 2), nil)])
+        let load = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 2)
+        XCTAssertEqual(load.map(\.loadQuery), [AdmissionQuery(ticket: nil, now: 2)])
         XCTAssertEqual(m.frame(from: SocketID(3), isText: true, payload: text(#"{"x":1}"#), now: 2), [.holdReading(SocketID(3))],
                        "no second read while the first Proof's count may still change")
         let first = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 4)), now: 3)
         XCTAssertTrue(first.contains(.persist(.pairingCycles(5))))
-        XCTAssertEqual(first.last, .load(AdmissionQuery(ticket: nil, now: 3), nil), "the waiting Proof reads after the first one's write")
+        XCTAssertEqual(first.last?.loadQuery, AdmissionQuery(ticket: nil, now: 3), "the waiting Proof reads after the first one's write")
         XCTAssertFalse(first.contains(.resumeReading(SocketID(3))), "its socket stays held until its own answer")
         let second = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 5)), now: 4)
         XCTAssertTrue(second.contains(.persist(.pairingCycles(6))))
@@ -320,7 +354,7 @@ final class RoomMachineTests: XCTestCase {
         _ = m.connected(SocketID(1), now: 0)
         _ = m.frame(from: SocketID(1), isText: true, payload: phoneHello, now: 0)
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text(#"{"ticket":"T"}"#), now: RoomTime(monotonic: 3, wall: 9)),
-                       [.load(AdmissionQuery(ticket: "T", now: 9), nil)], "expiry is judged on the wall clock: tickets are stamped with it")
+                       [.load(AdmissionLoad(query: AdmissionQuery(ticket: "T", now: 9)))], "expiry is judged on the wall clock: tickets are stamped with it")
     }
 
     func testASignedJoinsSignatureIsCheckedWithTheReadNotOnTheLoop() throws {
@@ -329,8 +363,8 @@ final class RoomMachineTests: XCTestCase {
         _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
         let actions = m.frame(from: SocketID(1), isText: true, payload: text(#"{"sig":"c2ln"}"#), now: 0)
         let nonce = [UInt8](repeating: 7, count: 32)
-        XCTAssertEqual(actions, [.load(AdmissionQuery(ticket: nil, now: 0),
-                                       JoinCheck(transcript: JoinTranscript(role: .mac, nonce: nonce, room: room, origin: origin).bytes, signature: "c2ln"))])
+        XCTAssertEqual(actions, [.load(AdmissionLoad(query: AdmissionQuery(ticket: nil, now: 0),
+                                                     join: JoinCheck(transcript: JoinTranscript(role: .mac, nonce: nonce, room: room, origin: origin).bytes, signature: "c2ln")))])
         let established = AdmissionRead(state: AdmissionState(verifier: "V", pairingCycles: 0))
         XCTAssertEqual(closes(m.admissionLoaded(established, joinVerified: false, now: 1)).map { $0.2 }, ["bad signature"])
 
@@ -548,10 +582,12 @@ final class StoredMachine {
         var output: [RoomAction] = []
         for action in actions {
             switch action {
-            case let .persist(write): try store.apply(write, to: machine.key)
-            case let .load(query, join):
-                let read = try store.admission(query, of: machine.key)
-                output += try settle(machine.admissionLoaded(read, joinVerified: JoinCheck.verdict(join, against: read), now: now), now: now)
+            // As the relay: a write nobody waits for that fails is only counted; a load that fails
+            // is answered.
+            case let .persist(write): try? store.apply(write, to: machine.key)
+            case let .load(step):
+                let answer = try? step.run(on: store, room: machine.key)
+                output += try settle(answer.map { machine.admissionLoaded($0, now: now) } ?? machine.admissionFailed(now: now), now: now)
             case .holdReading, .resumeReading: break
             case let .deliver(_, target, _, _): output.append(.forward(to: target))
             default: output.append(action)
@@ -570,4 +606,18 @@ final class StoredMachine {
     func admitted(_ role: RelayRole) -> SocketID? { machine.admitted(role) }
     var isEmpty: Bool { machine.isEmpty }
     var nextDeadline: UInt64? { machine.nextDeadline }
+}
+
+extension RoomMachine {
+    /// Storage's answer as the lane gives it when every write it was asked for succeeded.
+    mutating func admissionLoaded(_ read: AdmissionRead, joinVerified: Bool = false, now: RoomTime) -> [RoomAction] {
+        admissionLoaded(AdmissionAnswer(read: read, joinVerified: joinVerified, tokenStored: true), now: now)
+    }
+}
+
+extension RoomAction {
+    /// The query of a `.load` (nil for any other action).
+    var loadQuery: AdmissionQuery? {
+        if case let .load(step) = self { step.query } else { nil }
+    }
 }

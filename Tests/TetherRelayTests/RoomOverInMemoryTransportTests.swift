@@ -89,6 +89,8 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
 
         store.setFailure(nil)
         relay.adoptStoredMap(from: store)   // the 1 s shard-map read, run now
+        XCTAssertEqual(relay.readiness.failing(), ["storage"], "a read that answers is no proof: a full disk answers reads")
+        relay.probeStorage(store)           // the write probe that follows it
         XCTAssertEqual(relay.readiness.failing(), [])
         XCTAssertEqual(lines.all.last, "relay: storage available again (2 calls failed meanwhile)")
         let admitted = Peer()

@@ -126,16 +126,16 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         sink?.flush()
     }
 
-    /// While the store is failing, how often one cheap read asks whether it is back: `/readyz`
-    /// turns ready again within this of the database's return, whatever the traffic.
+    /// While the store is failing, how often one write that leaves nothing behind asks whether it
+    /// is back (a read is no proof: a full disk answers reads): `/readyz` turns ready again within
+    /// this of the database's return, whatever the traffic.
     static let storageProbeMs: UInt64 = 1_000
 
     func probeStorage() {
         guard !storageHealth.isAvailable else { return }
         storage.submit(lane: 0) { [self] store in
-            // An indexed lookup of an id that cannot exist: one round trip, no table scan.
             do {
-                _ = try store.mytty(pushID: "", now: 0)
+                try store.probeWrite()
                 storageAnswered()
             } catch {
                 // Still down: the outage was logged once, when it began.
@@ -150,7 +150,6 @@ public final class PushServer: HTTPServerDelegate, Sendable {
             do {
                 let pruned = try store.pruneExpired(now: now)
                 metrics.devices.set(Int64(try store.deviceCount(now: now)))
-                storageAnswered()
                 if pruned > 0 { diagnostic("push: housekeeping pruned \(pruned) expired registration\(pruned == 1 ? "" : "s")") }
             } catch {
                 storageFailed(error)

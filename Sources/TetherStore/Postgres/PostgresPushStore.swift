@@ -15,6 +15,12 @@ public final class PostgresPushStore: PushStore {
 
     // MARK: Profile M
 
+    /// Assigning a transaction id makes the commit write a WAL record: it fails when the server
+    /// cannot write, where a read would still answer.
+    public func probeWrite() throws(StoreError) {
+        _ = try pool.execute("probe_write", "SELECT txid_current()", [])
+    }
+
     public func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(StoreError) {
         try pool.execute("mytty_put", """
             INSERT INTO push_mytty_registrations (push_id, device_token, environment, relay_secret, expires_at) VALUES ($1, $2, $3, $4, $5)

@@ -18,6 +18,12 @@ public final class PostgresRoomStore: RoomStore {
     }
 
 
+    /// Assigning a transaction id makes the commit write a WAL record: it fails when the server
+    /// cannot write, where a read would still answer.
+    public func probeWrite() throws(StoreError) {
+        _ = try pool.execute("probe_write", "SELECT txid_current()", [])
+    }
+
     // MARK: Admission
 
     public func verifier(of room: RoomKey) throws(StoreError) -> String? {

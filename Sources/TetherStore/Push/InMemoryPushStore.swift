@@ -34,6 +34,8 @@ public final class InMemoryPushStore: PushStore, Sendable {
         }
     }
 
+    public func probeWrite() throws(StoreError) { try withState { _ in } }
+
     // MARK: Profile M
 
     public func putMytty(_ registration: MyttyRegistration, pushID: String, expiresAt: UInt64) throws(StoreError) {

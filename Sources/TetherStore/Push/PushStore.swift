@@ -44,6 +44,10 @@ public struct ITermRegistration: Sendable, Equatable {
 /// statement or transaction, so concurrent calls from several lanes or processes cannot break it.
 /// The contract every backend passes is `PushStoreContract` (TetherStoreContract).
 public protocol PushStore: AnyObject, Sendable {
+    /// A write that leaves nothing behind: whether the store can write at all. A full disk still
+    /// answers reads, so an outage is over only when this succeeds (the services' 1 s probe).
+    func probeWrite() throws(StoreError)
+
     // MARK: Profile M (`push:<pushID>`)
 
     /// Stores a new registration under `pushID`, replacing any record with that id.

@@ -117,6 +117,10 @@ public final class SQLitePushStore: PushStore, Sendable {
 
     // MARK: Housekeeping
 
+    public func probeWrite() throws(StoreError) {
+        try connection.withLock { (db) throws(StoreError) in try db.probeWrite() }
+    }
+
     public func pruneExpired(now: UInt64) throws(StoreError) -> Int {
         try connection.withLock { (db) throws(StoreError) -> Int in
             try db.transaction("prune expired registrations") { () throws(StoreError) -> Int in
@@ -260,6 +264,14 @@ private final class Connection {
 
     private func pragma(_ name: String) throws(StoreError) -> Int64 {
         try firstRow("read the schema", "PRAGMA \(name)", []) { $0.integer(0) } ?? 0
+    }
+
+    /// Creating and dropping a table dirties the schema page, so the commit appends to the WAL as
+    /// any write does, and fails as any write would on a full disk.
+    func probeWrite() throws(StoreError) {
+        try transaction("probe") { () throws(StoreError) in
+            try execute("probe", "CREATE TABLE write_probe (x); DROP TABLE write_probe")
+        }
     }
 
     // MARK: Statements
