@@ -3,6 +3,17 @@ import TetherService
 import TetherWire
 
 extension RelayServer {
+    /// An address's connections still sending their heads are capped at `RELAY_MAX_SOCKETS_PER_IP`
+    /// too (`ConnectionGate.admitConnection`); past it, a connection is answered 429 at accept,
+    /// counted as an `ip_cap` rejection.
+    public func admitConnection(peer: SocketAddress?) -> HTTPResponse? {
+        guard let refusal = gate.admitConnection(peer: peer) else { return nil }
+        metrics.upgradeRejected(.ip_cap)
+        return refusal.response
+    }
+
+    public func connectionLeft(peer: SocketAddress?) { gate.connectionLeft(peer: peer) }
+
     /// §2.3 in order: the room gate (Origin, room header, owner), then the connection gate (the
     /// per-IP upgrade rate, the per-IP and total socket caps, and — under the same lock — the
     /// resident-room cap), then the handshake itself. An accepted socket moves to its room's loop,

@@ -53,7 +53,7 @@ public enum RelaySetting {
                                             help: "which X-Forwarded-For element, counted from the right")
     static let maxRooms = Setting<Int64>("RELAY_MAX_ROOMS", default: 200_000, parser: .countOrDefault(200_000), help: "resident rooms (0 = default)")
     static let maxSocketsPerIP = Setting<Int64>("RELAY_MAX_SOCKETS_PER_IP", default: 64, parser: .countOrDefault(64),
-                                                help: "concurrent sockets per client IP (0 = default)")
+                                                help: "concurrent sockets per client IP (0 = default); as many connections per address may be sending their HTTP head")
     static let maxTotalSockets = Setting<Int64>("RELAY_MAX_TOTAL_SOCKETS", default: 200_000, parser: .countOrDefault(200_000),
                                                 help: "concurrent sockets in all (0 = default)")
     static let keepalive = Setting<Int64>("RELAY_KEEPALIVE_MS", default: 30_000, parser: keepaliveInterval,

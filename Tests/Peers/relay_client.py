@@ -991,6 +991,57 @@ async def disk_full(url, directory, admin):
     return out
 
 
+def slow_heads(url, count):
+    """`count` connections from 127.0.0.1 that start a head and never finish it: those past the
+    per-IP cap are answered at once, and a pair from another address (127.0.0.2) is admitted
+    meanwhile; once the slow ones close, 127.0.0.1 pairs again."""
+    import socket
+    import time
+    parsed = urlparse(url)
+    host, port = parsed.hostname, parsed.port
+    held, refused = [], []
+    for _ in range(count):
+        s = socket.create_connection((host, port))
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        held.append(s)
+    time.sleep(0.5)
+    for s in held:
+        s.setblocking(False)
+        try:
+            data = s.recv(4096)
+        except BlockingIOError:
+            continue
+        refused.append(data.split(b"\r\n")[0].decode() if data else "closed")
+    out = {"refused": len(refused), "statuses": sorted(set(refused))}
+
+    async def pair_from(source):
+        started = time.monotonic()
+        r = room()
+        sockets = []
+        for role in ("mac", "phone"):
+            ws = await websockets.connect(url, additional_headers={"x-relay-room": r}, compression=None,
+                                          user_agent_header="iTerm2Companion", origin=None,
+                                          sock=socket.create_connection((host, port), source_address=(source, 0)))
+            await ws.send(json.dumps({"v": 1, "role": role}))
+            await ws.recv()
+            await ws.send("{}")
+            sockets.append((ws, json.loads(await ws.recv())))
+        for ws, _ in sockets:
+            await ws.close()
+        return {"ok": [result.get("ok") for _, result in sockets], "seconds": time.monotonic() - started}
+
+    out["other_address"] = asyncio.run(pair_from("127.0.0.2"))
+    try:
+        out["same_address_while_held"] = asyncio.run(pair_from("127.0.0.1"))
+    except InvalidStatus as refusal:
+        out["same_address_while_held"] = [refusal.response.status_code, refusal.response.body.decode()]
+    for s in held:
+        s.close()
+    time.sleep(0.5)
+    out["same_address_after"] = asyncio.run(pair_from("127.0.0.1"))
+    return out
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "park":
@@ -1003,6 +1054,8 @@ if __name__ == "__main__":
         result = asyncio.run(flood(url, int(sys.argv[3])))
     elif scenario == "attest_flow":
         result = asyncio.run(attest_flow(url, sys.argv[3]))
+    elif scenario == "slow_heads":
+        result = slow_heads(url, int(sys.argv[3]))
     elif scenario == "disk_full":
         result = asyncio.run(disk_full(url, sys.argv[3], sys.argv[4]))
     elif scenario == "shard":

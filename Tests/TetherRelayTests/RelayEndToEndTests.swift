@@ -511,3 +511,19 @@ extension RelayEndToEndTests {
         XCTAssertLessThan(Double(parts.first ?? "") ?? 99, 1.0, "answered at once: \(out)")
     }
 }
+
+extension RelayEndToEndTests {
+    /// Issue 18: connections still sending their heads are capped at `RELAY_MAX_SOCKETS_PER_IP`
+    /// per address, so one address cannot hold a thousand descriptors for the 30 s head timeout;
+    /// other addresses are not affected.
+    func testHeadsStillArrivingCountAgainstThePerIPCapAndPastItAreRefusedAtOnce() throws {
+        let result = try client("slow_heads", ["200"])
+        XCTAssertEqual(result["refused"] as? Int, 200 - 64, "\(result)")
+        XCTAssertEqual(result["statuses"] as? [String], ["HTTP/1.1 429 Too Many Requests"])
+        let other = result["other_address"] as? [String: Any]
+        XCTAssertEqual(other?["ok"] as? [Bool], [true, true], "another address pairs meanwhile: \(result)")
+        XCTAssertLessThan(other?["seconds"] as? Double ?? 99, 2)
+        XCTAssertEqual(result["same_address_while_held"] as? [AnyHashable], [429, "too many connections"])
+        XCTAssertEqual((result["same_address_after"] as? [String: Any])?["ok"] as? [Bool], [true, true], "the places came back: \(result)")
+    }
+}

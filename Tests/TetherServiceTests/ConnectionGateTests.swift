@@ -51,6 +51,31 @@ final class ConnectionGateTests: XCTestCase {
         _ = second
     }
 
+    func testConnectionsStillSendingTheirHeadsAreCappedPerAddressApartFromItsSockets() throws {
+        let gate = gate { $0.maxSocketsPerIP = 2 }
+        let a = try SocketAddress(host: "192.0.2.1", port: 40_000), a2 = try SocketAddress(host: "192.0.2.1", port: 40_001)
+        let b = try SocketAddress(host: "192.0.2.2", port: 40_000)
+        XCTAssertNil(gate.admitConnection(peer: a))
+        XCTAssertNil(gate.admitConnection(peer: a2), "counted by address, not by port")
+        XCTAssertEqual(gate.admitConnection(peer: a), GateRefusal(reason: "ip_cap", response: .text(429, "too many connections")))
+        XCTAssertNil(gate.admitConnection(peer: b), "addresses are independent")
+        // At its socket cap an address's next head is still read: some refusals come before the cap's.
+        let sockets = try (0..<2).map { _ in try gate.admitSocket(ip: "192.0.2.2").get() }
+        XCTAssertNil(gate.admitConnection(peer: b))
+        XCTAssertEqual(gate.openConnections(from: b), 2)
+        gate.connectionLeft(peer: a)
+        XCTAssertEqual(gate.openConnections(from: a), 1)
+        XCTAssertNil(gate.admitConnection(peer: a), "a place came back")
+        _ = sockets
+    }
+
+    func testBehindATrustedProxyConnectionsAreNotCountedBeforeTheirHeads() throws {
+        let gate = gate({ $0.maxSocketsPerIP = 1 }, clientIP: ClientIPResolver(trustProxy: true))
+        let proxy = try SocketAddress(host: "127.0.0.1", port: 40_000)
+        for _ in 0..<5 { XCTAssertNil(gate.admitConnection(peer: proxy), "the proxy carries every client") }
+        XCTAssertEqual(gate.openConnections(from: proxy), 0)
+    }
+
     func testTheTotalCapAndThenTheServicesOwnCheckComeAfterTheRateLimit() throws {
         let gate = gate {
             $0.socketRate = .init(limit: 2)

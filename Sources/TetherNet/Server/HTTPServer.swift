@@ -17,6 +17,13 @@ public enum WebSocketUpgradeDecision {
 
 /// The application behind an `HTTPServer`. Called on the connection's loop thread.
 public protocol HTTPServerDelegate: AnyObject, Sendable {
+    /// Called as a connection is accepted, before anything is read from it: a response refuses it
+    /// at once (written, then the connection closes) — a cap on what one address may hold while
+    /// its heads are still arriving. After nil, `connectionLeft(peer:)` follows exactly once,
+    /// when the connection closes or is upgraded.
+    func admitConnection(peer: SocketAddress?) -> HTTPResponse?
+    /// An admitted connection closed or became a WebSocket (whose owner counts it from then on).
+    func connectionLeft(peer: SocketAddress?)
     /// Called once a non-upgrade request's head is known, before its body is read: a response
     /// refuses the request at once (without reading the body; the connection then closes), so
     /// checks that must precede the body cap come first. Nil lets the request continue.
@@ -40,6 +47,8 @@ public protocol HTTPServerDelegate: AnyObject, Sendable {
 }
 
 public extension HTTPServerDelegate {
+    func admitConnection(peer: SocketAddress?) -> HTTPResponse? { nil }
+    func connectionLeft(peer: SocketAddress?) {}
     func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? { nil }
     func bodyLimit(for head: HTTPRequestHead) -> Int { 64 * 1024 }
     func refusal(for error: HTTPParseError, head: HTTPRequestHead?) -> HTTPResponse? { nil }
@@ -149,7 +158,12 @@ public final class HTTPServer: @unchecked Sendable {
         } else {
             transport = tcp
         }
-        HTTPServerConnection(connection: transport, server: self, connections: open[loop.index]).start()
+        let connection = HTTPServerConnection(connection: transport, server: self, connections: open[loop.index])
+        if let refusal = delegate.admitConnection(peer: peer) {
+            connection.refuse(refusal)
+        } else {
+            connection.start()
+        }
     }
 }
 
@@ -182,6 +196,10 @@ final class HTTPServerConnection: TransportDelegate {
     private var upgraded = false
     /// A request was handed to the delegate and its reply has not come yet.
     private var awaitingReply = false
+    /// Admitted by the delegate, which is told once when the connection leaves.
+    private var counted = false
+    /// Refused at accept: whatever the client sends is not read.
+    private var refused = false
     private let connections: ConnectionSet
 
     init(connection: any Transport, server: HTTPServer, connections: ConnectionSet) {
@@ -192,10 +210,25 @@ final class HTTPServerConnection: TransportDelegate {
     }
 
     func start() {
+        counted = true
         // The set keeps the connection alive until it closes or is upgraded.
         connections.insert(self)
         connection.delegate = self
         armTimer(server.configuration.idleTimeout, idle: true)
+    }
+
+    /// Answers `response` without reading anything, and closes.
+    func refuse(_ response: HTTPResponse) {
+        refused = true
+        connections.insert(self)
+        connection.delegate = self
+        reply(response, closing: true)
+    }
+
+    private func left() {
+        guard counted else { return }
+        counted = false
+        server.delegate.connectionLeft(peer: connection.peer)
     }
 
     /// No request in progress.
@@ -216,6 +249,7 @@ final class HTTPServerConnection: TransportDelegate {
     }
 
     func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
+        guard !refused else { return }
         if parser.isIdle { armTimer(server.configuration.requestTimeout, idle: false) }
         parser.feed(bytes)
         drain()
@@ -293,6 +327,7 @@ final class HTTPServerConnection: TransportDelegate {
             let leftover = parser.takeUnparsed()
             connection.delegate = nil
             connections.remove(self)
+            left()
             open(connection, leftover)
         }
     }
@@ -300,5 +335,6 @@ final class HTTPServerConnection: TransportDelegate {
     func transportDidClose(_ connection: any Transport, error: NetError?) {
         if let timer { connection.loop.cancel(timer) }
         connections.remove(self)
+        left()
     }
 }

@@ -21,6 +21,8 @@ public final class ConnectionGate: Sendable {
         var socketLimiter: FixedWindowLimiter<String>
         var requestLimiters: [String: FixedWindowLimiter<String>]
         var socketsPerIP: [String: Int] = [:]
+        /// Connections not upgraded (yet), by TCP peer address.
+        var connectionsPerPeer: [String: Int] = [:]
         var totalSockets = 0
         var arrivals: UInt64 = 0
     }
@@ -93,6 +95,52 @@ public final class ConnectionGate: Sendable {
             state.arrivals += 1
             return .success(state.arrivals)
         }
+    }
+
+    /// Admits a connection from TCP peer `peer` as it is accepted, before its head is read: an
+    /// address may hold as many connections that have not upgraded as the per-IP cap allows it
+    /// sockets, so a thousand heads trickling in from one address are refused at once instead of
+    /// each holding a descriptor until the head timeout. They are capped apart from its sockets,
+    /// not with them: a head from an address at its socket cap must still be read, since the
+    /// protocols answer some refusals before the cap's (relay.md §2.3 and signaling.md §13.1: a
+    /// bad Origin is 403 even at the cap). Nil admits it; the caller then calls
+    /// `connectionLeft(peer:)` once it closes or upgrades.
+    ///
+    /// Only the TCP peer is known here. Behind a trusted proxy that is the proxy, whose
+    /// connections carry every client, so nothing is counted: the proxy owns slow heads there.
+    public func admitConnection(peer address: SocketAddress?) -> GateRefusal? {
+        guard countsConnections else { return nil }
+        let peer = key(address)
+        return state.withLock { state in
+            let held = state.connectionsPerPeer[peer, default: 0]
+            guard held < limits.maxSocketsPerIP else {
+                return GateRefusal(reason: GateRefusal.ipCap, response: limits.perIPRefusal)
+            }
+            state.connectionsPerPeer[peer] = held + 1
+            return nil
+        }
+    }
+
+    /// A connection admitted by `admitConnection` closed or upgraded.
+    public func connectionLeft(peer address: SocketAddress?) {
+        guard countsConnections else { return }
+        let peer = key(address)
+        state.withLock { state in
+            if let count = state.connectionsPerPeer[peer] { state.connectionsPerPeer[peer] = count > 1 ? count - 1 : nil }
+        }
+    }
+
+    /// Connections from `peer` not upgraded now.
+    public func openConnections(from peer: SocketAddress?) -> Int { state.withLock { $0.connectionsPerPeer[key(peer)] ?? 0 } }
+
+    /// The key a connection counts against before its head: the TCP peer, as `clientIP` gives it
+    /// when no header is trusted (so it meets the same socket count after the upgrade).
+    private func key(_ peer: SocketAddress?) -> String {
+        clientIPResolver.clientIP(cfConnectingIP: nil, forwardedFor: nil, peer: peer?.host)
+    }
+
+    private var countsConnections: Bool {
+        !clientIPResolver.trustProxy && !clientIPResolver.trustCloudflare && limits.maxSocketsPerIP < Int.max
     }
 
     /// Sockets holding a place now.

@@ -19,6 +19,12 @@ extension SignalServer {
 
     /// §13.1's order: path, query, `Origin`, total sockets, per-IP sockets, per-IP upgrade rate
     /// (which counts every request reaching it), then the RFC 6455 handshake itself.
+    /// An address's connections still sending their heads are capped as its sockets are
+    /// (`ConnectionGate.admitConnection`).
+    public func admitConnection(peer: SocketAddress?) -> HTTPResponse? { gate.admitConnection(peer: peer)?.response }
+
+    public func connectionLeft(peer: SocketAddress?) { gate.connectionLeft(peer: peer) }
+
     public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
         if let refusal = Self.refusePathOrQuery(request.head) { return refuse(refusal, reason: refusal.status == 404 ? "path" : "query") }
         let origins = request.head.headers.values("Origin")
