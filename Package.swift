@@ -68,7 +68,7 @@ let package = Package(
         // Settings table, log sink, metrics registry, admin listener, router, connection gate,
         // chores, signals: what a relay, a push relay and a signaling server all need, so none
         // copies it from another.
-        .target(name: "TetherService", dependencies: ["TetherNet", "TetherCrypto", "CTetherSystem"], swiftSettings: strict),
+        .target(name: "TetherService", dependencies: ["TetherNet", "TetherCrypto", "TetherWire", "CTetherSystem"], swiftSettings: strict),
 
         // MARK: Storage
         // The store protocols, their SQLite backend and the executor that keeps storage off the loops.

@@ -109,6 +109,8 @@ public struct Certificate: Sendable, Hashable {
     /// Validity bounds in seconds since 1970 (UTC).
     public var notBefore: Int64 { unixTime(X509_get0_notBefore(box.x509)) }
     public var notAfter: Int64 { unixTime(X509_get0_notAfter(box.x509)) }
+    /// Whether its issuer is its own subject (a self-signed placeholder, a root).
+    public var isSelfIssued: Bool { X509_NAME_cmp(X509_get_subject_name(box.x509), X509_get_issuer_name(box.x509)) == 0 }
 
     public static func == (a: Certificate, b: Certificate) -> Bool { a.derRepresentation == b.derRepresentation }
     public func hash(into hasher: inout Swift.Hasher) { hasher.combine(derRepresentation) }

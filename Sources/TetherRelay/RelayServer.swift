@@ -166,7 +166,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         }
         let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness,
-                                                 status: Self.statusPage)
+                                                 status: Self.statusPage, service: "relay") { [weak self] line in self?.write(line) }
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "relay") { write(warning, level: .warning) }
         startHousekeeping()
@@ -198,6 +198,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         }
         http?.shutdown(grace: .seconds(5))
         admin?.shutdown()
+        started?.acme?.stop()
         // The rooms' last writes (quota counts, cycle resets) reach the store before exit.
         storage.drain()
         sink?.flush()

@@ -11,21 +11,36 @@ public struct ServiceListeners: Sendable {
     public let admin: AdminListener?
     /// The certificate SIGHUP reloads (nil when serving plain HTTP).
     public let tls: TLSServerContext?
+    /// The certificate ACME keeps, when one is configured instead of files.
+    public let acme: ACMECertificates?
 
     /// Binds both listeners; if the admin one cannot bind, the public one is closed again and
     /// the error thrown (a service never runs half-started).
     public static func start(group: EventLoopGroup, configuration: some ServiceListenerSettings, delegate: any HTTPServerDelegate,
-                             metrics: MetricsSource, readiness: ReadinessChecks, status: StatusPage? = nil) throws -> ServiceListeners {
+                             metrics: MetricsSource, readiness: ReadinessChecks, status: StatusPage? = nil,
+                             service: String = "service", log: @escaping @Sendable (String) -> Void = { _ in }) throws -> ServiceListeners {
         var settings = HTTPServer.Configuration()
         settings.host = configuration.host
         settings.port = configuration.port
         var tls: TLSServerContext?
-        if let certificate = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
+        var acme: ACMECertificates?
+        if let acmeSettings = configuration.acme {
+            let certificates = ACMECertificates(configuration: acmeSettings, log: log)
+            try certificates.prepare()
+            tls = try TLSServerContext(certificateChainPath: certificates.certificatePath, privateKeyPath: certificates.keyPath)
+            acme = certificates
+        } else if let certificate = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
             tls = try TLSServerContext(certificateChainPath: certificate, privateKeyPath: key)
-            settings.tls = tls
         }
+        settings.tls = tls
         let http = HTTPServer(group: group, configuration: settings, delegate: delegate)
         try http.start()
+        if let acme, let tls {
+            do { try acme.start(tls: tls, group: group, service: service) } catch {
+                http.shutdown(grace: 0)
+                throw error
+            }
+        }
         var admin: AdminListener?
         if let adminPort = configuration.adminPort {
             var adminSettings = AdminListener.Configuration()
@@ -33,12 +48,13 @@ public struct ServiceListeners: Sendable {
             adminSettings.port = adminPort
             let listener = AdminListener(group: group, configuration: adminSettings, metrics: metrics, readiness: readiness, status: status)
             do { try listener.start() } catch {
+                acme?.stop()
                 http.shutdown(grace: 0)
                 throw error
             }
             admin = listener
         }
-        return ServiceListeners(http: http, admin: admin, tls: tls)
+        return ServiceListeners(http: http, admin: admin, tls: tls, acme: acme)
     }
 
     /// SIGHUP: the TLS certificate chain and key are read again; new connections get them, open
@@ -81,4 +97,10 @@ public protocol ServiceListenerSettings {
     var adminHost: String { get }
     /// No admin listener when nil.
     var adminPort: UInt16? { get }
+    /// A certificate kept by ACME, in place of the two files.
+    var acme: ACMECertificates.Configuration? { get }
+}
+
+extension ServiceListenerSettings {
+    public var acme: ACMECertificates.Configuration? { nil }
 }
