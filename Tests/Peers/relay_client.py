@@ -1042,6 +1042,29 @@ def slow_heads(url, count):
     return out
 
 
+async def tls_park(url, cafile, hostname):
+    """A Mac parked over TLS on 127.0.0.1 as `hostname` (verified against `cafile`); prints the
+    served certificate's serial once parked, holds the socket until standard input closes, then
+    proves it is still open (a ping answered)."""
+    import socket
+    import ssl
+    context = ssl.create_default_context(cafile=cafile)
+    sock = socket.create_connection(("127.0.0.1", urlparse(url).port))
+    ws = await websockets.connect(url, ssl=context, sock=sock, server_hostname=hostname, compression=None,
+                                  additional_headers={"x-relay-room": room()}, user_agent_header="iTerm2Companion", origin=None)
+    await ws.send(json.dumps({"v": 1, "role": "mac"}))
+    await ws.recv()
+    await ws.send("{}")
+    result = json.loads(await ws.recv())
+    serial = ws.transport.get_extra_info("ssl_object").getpeercert()["serialNumber"]
+    print(json.dumps({"parked": result.get("ok"), "serial": serial}), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    pong = await ws.ping()
+    await asyncio.wait_for(pong, 5)
+    await ws.close()
+    return {"still_open": True}
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "park":
@@ -1056,6 +1079,8 @@ if __name__ == "__main__":
         result = asyncio.run(attest_flow(url, sys.argv[3]))
     elif scenario == "slow_heads":
         result = slow_heads(url, int(sys.argv[3]))
+    elif scenario == "tls_park":
+        result = asyncio.run(tls_park(url, sys.argv[3], sys.argv[4]))
     elif scenario == "disk_full":
         result = asyncio.run(disk_full(url, sys.argv[3], sys.argv[4]))
     elif scenario == "shard":

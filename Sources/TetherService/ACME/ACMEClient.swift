@@ -187,9 +187,7 @@ extension ACMEClient {
         }
 
         func pause(milliseconds: UInt64) async {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                client.loop.schedule(after: milliseconds * 1_000_000) { done.resume() }
-            }
+            try? await Task.sleep(nanoseconds: milliseconds * 1_000_000)
         }
     }
 
