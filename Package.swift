@@ -131,7 +131,7 @@ let package = Package(
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherServiceTests", dependencies: ["TetherService", "TetherNet", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherServiceTests", dependencies: ["TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherPushTests", dependencies: ["TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),

@@ -3,6 +3,7 @@
 // OpenSSL 3 (Debian libssl-dev). Only non-deprecated interfaces are used.
 #define OPENSSL_API_COMPAT 30000
 #define OPENSSL_NO_DEPRECATED 1
+#include <string.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -57,6 +58,52 @@ static inline int tether_alpn_select_http11(SSL *ssl, const unsigned char **out,
     return SSL_TLSEXT_ERR_NOACK;
 }
 static inline void tether_SSL_CTX_select_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, tether_alpn_select_http11, NULL); }
+
+/// ACME TLS-ALPN-01 (RFC 8737): the ALPN of a ClientHello, and whether it offers "acme-tls/1".
+static inline int tether_client_hello_offers_acme_tls(SSL *ssl) {
+    const unsigned char *data = NULL;
+    size_t length = 0;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &data, &length) != 1 || length < 2) return 0;
+    size_t list = ((size_t)data[0] << 8) | data[1];
+    if (list + 2 != length) return 0;
+    for (size_t at = 2; at < length;) {
+        size_t name = data[at];
+        if (at + 1 + name > length) return 0;
+        if (name == 10 && memcmp(data + at + 1, "acme-tls/1", 10) == 0) return 1;
+        at += 1 + name;
+    }
+    return 0;
+}
+/// The host_name of a ClientHello's server_name extension, copied NUL-terminated into `out`
+/// (lowercase is the caller's); 0 when absent, malformed or longer than `capacity - 1`.
+static inline int tether_client_hello_server_name(SSL *ssl, char *out, size_t capacity) {
+    const unsigned char *data = NULL;
+    size_t length = 0;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &data, &length) != 1 || length < 5) return 0;
+    size_t list = ((size_t)data[0] << 8) | data[1];
+    if (list + 2 != length || data[2] != TLSEXT_NAMETYPE_host_name) return 0;
+    size_t name = ((size_t)data[3] << 8) | data[4];
+    if (5 + name > length || name == 0 || name >= capacity) return 0;
+    memcpy(out, data + 5, name);
+    out[name] = 0;
+    return 1;
+}
+/// ALPN for a server that answers TLS-ALPN-01: "acme-tls/1" when offered (the client-hello
+/// callback has installed the challenge certificate, or failed the handshake), else http/1.1.
+static inline int tether_alpn_select_acme_or_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                                     const unsigned char *in, unsigned int inlen, void *arg) {
+    static const unsigned char acme[] = "\x0a" "acme-tls/1";
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, outlen, acme, sizeof(acme) - 1, in, inlen) == OPENSSL_NPN_NEGOTIATED) {
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    return tether_alpn_select_http11(ssl, out, outlen, in, inlen, arg);
+}
+static inline void tether_SSL_CTX_select_acme_or_http11(SSL_CTX *ctx) { SSL_CTX_set_alpn_select_cb(ctx, tether_alpn_select_acme_or_http11, NULL); }
+static inline int tether_SSL_CLIENT_HELLO_SUCCESS(void) { return SSL_CLIENT_HELLO_SUCCESS; }
+static inline int tether_SSL_CLIENT_HELLO_ERROR(void) { return SSL_CLIENT_HELLO_ERROR; }
+static inline int tether_SSL_AD_NO_APPLICATION_PROTOCOL(void) { return SSL_AD_NO_APPLICATION_PROTOCOL; }
 
 // DTLS (TetherRTC's DTLSTransport).
 static inline long tether_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) { return SSL_CTX_set_max_proto_version(ctx, version); }

@@ -25,7 +25,7 @@ extension RelayEndToEndTests {
         return nil
     }
 
-    private func installed(_ line: String) -> Bool { line.hasPrefix("relay: ACME certificate for \(Self.domain) installed, valid until ") }
+    private func installed(_ line: String) -> Bool { line.hasPrefix("relay: ACME certificate for \(Self.domain) installed (") && line.contains("), valid until ") }
 
     func testTheRelayObtainsItsCertificateOverACMEKeepsItAcrossARestartAndRenewsItWithoutDroppingAConnection() throws {
         guard PebbleServer.isInstalled else { throw XCTSkip("pebble is not installed (scripts/install-deps)") }
@@ -39,6 +39,7 @@ extension RelayEndToEndTests {
         try startRelay(database: ":memory:", arguments)
         let issued = waitForLog(installed, within: 30)
         XCTAssertNotNil(issued, "\(logLines())\n\(pebble.log.suffix(2000))")
+        XCTAssertTrue(issued?.contains(" installed (http-01), ") == true, issued ?? "")
         let firstSerial = try servedSerial()
 
         // What it serves is pebble's, for the domain: curl verifies the chain and the name.
@@ -70,6 +71,28 @@ extension RelayEndToEndTests {
         let last = parked.output.fileHandleForReading.readFirstLine()
         XCTAssertEqual(last.trimmingCharacters(in: .whitespacesAndNewlines), #"{"still_open": true}"#, "the connection from before the renewal")
         XCTAssertTrue(process.isRunning)
+    }
+
+    func testWithNoHTTPListenerTheRelayProvesTLSALPN01OnItsOwnPort() throws {
+        guard PebbleServer.isInstalled else { throw XCTSkip("pebble is not installed (scripts/install-deps)") }
+        let relayPort = freePort()
+        let pebble = try PebbleServer(tlsPort: relayPort)
+        defer { pebble.shutdown() }
+        let state = try scratchDirectory().appendingPathComponent("acme")
+        tearDown()
+        try startRelay(database: ":memory:", ["--acme-domain", Self.domain, "--relay-acme-directory", pebble.directoryURL,
+                                              "--relay-acme-ca-file", pebble.caFile, "--relay-acme-dir", state.path, "--relay-acme-http-port", "0"],
+                       port: relayPort)
+        XCTAssertNotNil(waitForLog(installed, within: 30), "\(logLines())\n\(pebble.log.suffix(2000))")
+        XCTAssertTrue(logLines().contains { $0.hasPrefix("relay: ACME certificate for \(Self.domain) installed (tls-alpn-01), valid until ") }, "\(logLines())")
+        let root = try scratchDirectory().appendingPathComponent("pebble-root.pem")
+        try pebble.rootPEM().write(to: root, atomically: true, encoding: .utf8)
+        let verified = try runProcess("/usr/bin/curl", ["-s", "--resolve", "\(Self.domain):\(port):127.0.0.1", "--cacert", root.path,
+                                                        "https://\(Self.domain):\(port)/healthz"])
+        XCTAssertEqual(verified.stdout, "ok\n", verified.stderr)
+        // Once validated, an acme-tls/1 offer finds no challenge and is refused.
+        let probe = try runProcess("/bin/sh", ["-c", "openssl s_client -connect 127.0.0.1:\(port) -servername \(Self.domain) -alpn acme-tls/1 </dev/null 2>&1"])
+        XCTAssertTrue(probe.stdout.contains("no application protocol") || probe.stdout.contains("alert"), probe.stdout)
     }
 
     func testACMEIsRefusedBesideCertificateFilesAndForANameThatIsNotADomain() throws {

@@ -38,20 +38,28 @@ final class SSLContextBox: @unchecked Sendable {
 /// key, `reload()` re-reads the current files; connections that are already open keep the
 /// context they started with.
 public final class TLSServerContext: @unchecked Sendable {   // `lock` guards the mutable state
+    /// The certificate to serve, instead of the usual one, to a ClientHello that offers ALPN
+    /// `acme-tls/1` for a server name: ACME's TLS-ALPN-01 validation (RFC 8737). Nil fails that
+    /// handshake (no_application_protocol).
+    public typealias ChallengeCertificates = @Sendable (_ serverName: String) -> (certificatePEM: String, keyPEM: String)?
+
     private let lock = NetLock()
     private var current: SSLContextBox
     private var paths: (chain: String, key: String)
+    /// Kept for the process's life: every SSL_CTX built points at it.
+    private let challenges: ChallengeHook?
 
-    public init(certificateChainPath: String, privateKeyPath: String) throws(TLSError) {
+    public init(certificateChainPath: String, privateKeyPath: String, challengeCertificates: ChallengeCertificates? = nil) throws(TLSError) {
         paths = (certificateChainPath, privateKeyPath)
-        current = try Self.build(chain: certificateChainPath, key: privateKeyPath)
+        challenges = challengeCertificates.map(ChallengeHook.init)
+        current = try Self.build(chain: certificateChainPath, key: privateKeyPath, challenges: challenges)
     }
 
     /// The chain and key in use (the last ones loaded).
     public var certificateChainPath: String { lock.withLock { paths.chain } }
     public var privateKeyPath: String { lock.withLock { paths.key } }
 
-    private static func build(chain: String, key: String) throws(TLSError) -> SSLContextBox {
+    private static func build(chain: String, key: String, challenges: ChallengeHook?) throws(TLSError) -> SSLContextBox {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw .configuration("SSL_CTX_new: \(TLSError.lastError())") }
         let box = SSLContextBox(ctx)
         guard tether_SSL_CTX_set_min_proto_version(ctx, tether_TLS1_2_VERSION()) == 1 else { throw .configuration("minimum TLS version") }
@@ -59,7 +67,22 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
         guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1 else { throw .configuration("private key \(key): \(TLSError.lastError())") }
         guard SSL_CTX_check_private_key(ctx) == 1 else { throw .configuration("the private key does not match the certificate") }
         _ = tether_SSL_CTX_set_mode(ctx, tether_SSL_MODE_RELEASE_BUFFERS() | tether_SSL_MODE_ENABLE_PARTIAL_WRITE())
-        tether_SSL_CTX_select_http11(ctx)
+        if let challenges {
+            tether_SSL_CTX_select_acme_or_http11(ctx)
+            SSL_CTX_set_client_hello_cb(ctx, { ssl, alert, argument in
+                guard let ssl, let argument, tether_client_hello_offers_acme_tls(ssl) == 1 else { return tether_SSL_CLIENT_HELLO_SUCCESS() }
+                let hook = Unmanaged<ChallengeHook>.fromOpaque(argument).takeUnretainedValue()
+                var name = [CChar](repeating: 0, count: 256)
+                guard tether_client_hello_server_name(ssl, &name, name.count) == 1,
+                      let pair = hook.lookup(cText(name).lowercased()), ChallengeHook.install(pair, on: ssl) else {
+                    alert?.pointee = tether_SSL_AD_NO_APPLICATION_PROTOCOL()
+                    return tether_SSL_CLIENT_HELLO_ERROR()
+                }
+                return tether_SSL_CLIENT_HELLO_SUCCESS()
+            }, Unmanaged.passUnretained(challenges).toOpaque())
+        } else {
+            tether_SSL_CTX_select_http11(ctx)
+        }
         return box
     }
 
@@ -68,7 +91,7 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
     /// (the key must match the leaf) before anything changes: on failure this throws and the
     /// current pair stays in use. Safe from any thread (a SIGHUP watcher, an admin request).
     public func load(certificateChainPath: String, privateKeyPath: String) throws(TLSError) {
-        let fresh = try Self.build(chain: certificateChainPath, key: privateKeyPath)
+        let fresh = try Self.build(chain: certificateChainPath, key: privateKeyPath, challenges: challenges)
         lock.withLock {
             current = fresh
             paths = (certificateChainPath, privateKeyPath)
@@ -97,6 +120,29 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
     }
 
     var context: SSLContextBox { lock.withLock { current } }
+}
+
+/// The TLS-ALPN-01 lookup, as the client-hello callback reaches it.
+final class ChallengeHook: Sendable {
+    let lookup: TLSServerContext.ChallengeCertificates
+    init(_ lookup: @escaping TLSServerContext.ChallengeCertificates) { self.lookup = lookup }
+
+    /// Puts the challenge certificate and key on this one connection.
+    static func install(_ pair: (certificatePEM: String, keyPEM: String), on ssl: OpaquePointer) -> Bool {
+        func read<T>(_ pem: String, _ parse: (OpaquePointer) -> T?) -> T? {
+            // A memory BIO reads the bytes in place: it must not outlive them.
+            Array(pem.utf8).withUnsafeBytes { bytes in
+                guard let bio = tether_BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else { return nil }
+                defer { BIO_free(bio) }
+                return parse(bio)
+            }
+        }
+        guard let certificate = read(pair.certificatePEM, { PEM_read_bio_X509($0, nil, nil, nil) }) else { return false }
+        defer { X509_free(certificate) }
+        guard let key = read(pair.keyPEM, { PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else { return false }
+        defer { EVP_PKEY_free(key) }
+        return SSL_use_certificate(ssl, certificate) == 1 && SSL_use_PrivateKey(ssl, key) == 1
+    }
 }
 
 /// Client-side TLS: peers are verified against the system trust store or a given CA file,

@@ -111,9 +111,10 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
                 wait = min(due, 12 * 3600)
             } else {
                 do {
-                    let leaf = try await issue(loop: loop)
+                    let (leaf, proved) = try await issue(loop: loop)
                     try tls.load(certificateChainPath: certificatePath, privateKeyPath: keyPath)
-                    log("\(service): ACME certificate for \(configuration.domains.joined(separator: ", ")) installed, valid until \(Self.stamp(leaf.notAfter))")
+                    let how = proved.isEmpty ? "authorizations still valid" : Set(proved.map(\.rawValue)).sorted().joined(separator: ", ")
+                    log("\(service): ACME certificate for \(configuration.domains.joined(separator: ", ")) installed (\(how)), valid until \(Self.stamp(leaf.notAfter))")
                     backOff = 30
                     continue
                 } catch {
@@ -141,7 +142,7 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
     }
 
     /// One issuance: the account key (made once and kept), a fresh certificate key, the chain.
-    private func issue(loop: EventLoop) async throws -> Certificate {
+    private func issue(loop: EventLoop) async throws -> (Certificate, [ACMEClient.ChallengeType]) {
         let tls = try TLSClientContext(extraRootsFile: configuration.caFile)
         let accountKey: P256.PrivateKey
         if let pem = try? String(contentsOfFile: accountKeyPath, encoding: .utf8) {
@@ -152,13 +153,13 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
         }
         let certificateKey = P256.PrivateKey()
         let client = ACMEClient(directoryURL: configuration.directoryURL, accountKey: ACMEAccountKey(accountKey), tls: tls, loop: loop)
-        let chain = try await client.issue(domains: configuration.domains, contact: configuration.email, certificateKey: certificateKey,
-                                           challenges: challenges, accepting: configuration.challengeTypes)
+        let (chain, proved) = try await client.issue(domains: configuration.domains, contact: configuration.email, certificateKey: certificateKey,
+                                                     challenges: challenges, accepting: configuration.challengeTypes)
         // The key first: a chain on disk always has its key beside it.
         try Self.writeOwnerOnly(certificateKey.pemRepresentation, to: keyPath)
         try Self.writeOwnerOnly(chain, to: certificatePath)
         guard let leaf = try Certificate.chain(pemRepresentation: chain).first else { throw ACMEClient.Failure("empty chain") }
-        return leaf
+        return (leaf, proved)
     }
 
     /// Written to a temporary file (0600) and renamed over the old one: a reader sees the old

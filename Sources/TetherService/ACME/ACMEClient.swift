@@ -33,9 +33,10 @@ public struct ACMEClient: Sendable {
     }
 
     /// Issues a certificate for `domains` (the first is the common name) with `certificateKey`;
-    /// returns the PEM chain, leaf first.
+    /// returns the PEM chain, leaf first, and the challenges answered (none when the server
+    /// still held valid authorizations).
     public func issue(domains: [String], contact email: String?, certificateKey: P256.PrivateKey, challenges: ACMEChallenges,
-                      accepting types: [ChallengeType]) async throws(Failure) -> String {
+                      accepting types: [ChallengeType]) async throws(Failure) -> (chain: String, proved: [ChallengeType]) {
         var session = try await Session(client: self)
         let contact = email.map { #","contact":[\#(JSONValue.quoted("mailto:" + $0))]"# } ?? ""
         let account = try await session.post(session.directory.newAccount, #"{"termsOfServiceAgreed":true\#(contact)}"#, signer: .jwk)
@@ -49,8 +50,9 @@ public struct ACMEClient: Sendable {
         guard case let .array(authorizations)? = order["authorizations"], let finalize = order.string("finalize") else {
             throw Failure("the ACME order has no authorizations or finalize URL")
         }
+        var proved: [ChallengeType] = []
         for case let .string(url) in authorizations {
-            try await authorize(url, session: &session, challenges: challenges, accepting: types)
+            if let type = try await authorize(url, session: &session, challenges: challenges, accepting: types) { proved.append(type) }
         }
 
         let csr = try Self.crypto { () throws(CryptoError) in try CertificateSigningRequest.der(dnsNames: domains, key: certificateKey) }
@@ -60,12 +62,13 @@ public struct ACMEClient: Sendable {
         let chain = try await session.post(certificateURL, nil, accept: "application/pem-certificate-chain")
         let pem = String(decoding: chain.body, as: UTF8.self)
         guard (try? Certificate.chain(pemRepresentation: pem)) != nil else { throw Failure("the ACME server's certificate is not a PEM chain") }
-        return pem
+        return (pem, proved)
     }
 
-    private func authorize(_ url: String, session: inout Session, challenges: ACMEChallenges, accepting types: [ChallengeType]) async throws(Failure) {
+    /// Answers one authorization's challenge; returns its type (nil: it was valid already).
+    private func authorize(_ url: String, session: inout Session, challenges: ACMEChallenges, accepting types: [ChallengeType]) async throws(Failure) -> ChallengeType? {
         let authorization = try Self.object(try await session.post(url, nil))
-        if authorization.string("status") == "valid" { return }
+        if authorization.string("status") == "valid" { return nil }
         guard case let .object(identifier)? = authorization["identifier"], case let .string(domain)? = identifier["value"],
               case let .array(offered)? = authorization["challenges"] else { throw Failure("malformed ACME authorization") }
         let candidates = offered.compactMap { value -> (ChallengeType, String, String)? in
@@ -89,6 +92,7 @@ public struct ACMEClient: Sendable {
         }
         _ = try await session.post(challengeURL, "{}")
         _ = try await poll(url, session: &session, what: "authorization for \(domain) (\(type.rawValue))") { $0 == "valid" }
+        return type
     }
 
     /// POST-as-GET `url` until its status satisfies `done`; "invalid" (or the time limit) fails

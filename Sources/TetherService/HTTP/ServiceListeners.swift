@@ -27,7 +27,10 @@ public struct ServiceListeners: Sendable {
         if let acmeSettings = configuration.acme {
             let certificates = ACMECertificates(configuration: acmeSettings, log: log)
             try certificates.prepare()
-            tls = try TLSServerContext(certificateChainPath: certificates.certificatePath, privateKeyPath: certificates.keyPath)
+            let challenges = certificates.challenges
+            tls = try TLSServerContext(certificateChainPath: certificates.certificatePath, privateKeyPath: certificates.keyPath) { name in
+                challenges.alpnCertificate(serverName: name).map { ($0.certificatePEM, $0.keyPEM) }
+            }
             acme = certificates
         } else if let certificate = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
             tls = try TLSServerContext(certificateChainPath: certificate, privateKeyPath: key)
