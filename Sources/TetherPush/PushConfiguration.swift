@@ -28,6 +28,8 @@ public struct PushConfiguration: Sendable, ServiceListenerSettings {
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
     public var tlsKeyPath: String?
+    /// `PUSH_ACME_DOMAIN`: the certificate obtained and renewed over ACME instead of the files.
+    public var acme: ACMECertificates.Configuration?
 
     public init() {}
 }
@@ -72,6 +74,7 @@ extension PushConfiguration {
         if (c.tlsCertificatePath == nil) != (c.tlsKeyPath == nil) {
             throw SettingError(variable: c.tlsCertificatePath == nil ? "PUSH_TLS_CERT" : "PUSH_TLS_KEY", message: "TLS needs both a certificate chain and a key")
         }
+        c.acme = try S.acme.configuration(from: values, host: c.host, certificateFiles: c.tlsCertificatePath != nil)
         if c.clientIP.shouldWarnBehindProxy(boundToLoopback: isLoopback(c.host)) {
             notes.append("warning: bound to loopback without PUSH_TRUST_PROXY or PUSH_TRUST_CLOUDFLARE: behind a proxy every client shares one rate-limit bucket")
         }

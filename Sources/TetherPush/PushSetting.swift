@@ -10,7 +10,7 @@ public enum PushSetting {
         command: "tether push", synopsis: "[--tls-cert FILE --tls-key FILE]", switches: [],
         rows: [host, port, database, profiles, teamID, keyID, privateKey, privateKeyFile, topic, topicITerm2,
                productionURL, sandboxURL, caFile, registerLimit, trustProxy, trustCloudflare, trustedHops,
-               log, logFormat, adminHost, adminPort, tlsCertificate, tlsKey])
+               log, logFormat, adminHost, adminPort, tlsCertificate, tlsKey] + acme.rows)
 
     public static var all: [SettingEntry] { table.entries }
 
@@ -53,6 +53,7 @@ public enum PushSetting {
                                             help: "admin listener port (unset: no admin listener)")
     static let tlsCertificate = Setting<String?>("PUSH_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")],
                                                  help: "serve TLS with this PEM chain")
+    static let acme = ACMESettings(prefix: "PUSH")
     static let tlsKey = Setting<String?>("PUSH_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
                                          help: "PEM private key for PUSH_TLS_CERT")
 

@@ -58,15 +58,6 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
     /// must follow the port once a port of 0 has been given one.
     public var originFollowsBinding = false
 
-    /// A DNS name a certificate may carry: dot-separated labels of letters, digits and inner
-    /// hyphens, at most 253 characters (no wildcard: HTTP-01 cannot prove one).
-    static func isDomainName(_ name: String) -> Bool {
-        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
-        return name.utf8.count <= 253 && labels.count >= 2 && labels.allSatisfy { label in
-            (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
-                && label.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
-        }
-    }
     /// `RELAY_SHARD_MAP`: a map to publish to the shared store at start-up (§8).
     public var shardMap: ShardMap?
 
@@ -140,21 +131,7 @@ extension RelayConfiguration {
         if (c.tlsCertificatePath == nil) != (c.tlsKeyPath == nil) {
             throw .init(variable: c.tlsCertificatePath == nil ? "RELAY_TLS_CERT" : "RELAY_TLS_KEY", message: "TLS needs both a certificate chain and a key")
         }
-        if let domains = try values.value(of: S.acmeDomain) {
-            guard c.tlsCertificatePath == nil else {
-                throw .init(variable: "RELAY_ACME_DOMAIN", message: "ACME keeps the certificate itself: unset RELAY_TLS_CERT and RELAY_TLS_KEY")
-            }
-            let names = domains.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard !names.isEmpty, names.allSatisfy(Self.isDomainName) else {
-                throw .init(variable: "RELAY_ACME_DOMAIN", message: "not a domain name (or a comma-separated list of them): \(domains)")
-            }
-            let directory = try values.value(of: S.acmeDirectory)
-            guard directory.hasPrefix("https://") else { throw .init(variable: "RELAY_ACME_DIRECTORY", message: "must be an https:// URL") }
-            let httpPort = try values.value(of: S.acmeHTTPPort)
-            c.acme = ACMECertificates.Configuration(domains: names, email: try values.value(of: S.acmeEmail), directoryURL: directory,
-                                                    caFile: try values.value(of: S.acmeCAFile), stateDirectory: try values.value(of: S.acmeStateDirectory),
-                                                    httpHost: c.host, httpPort: httpPort == 0 ? nil : httpPort)
-        }
+        c.acme = try S.acme.configuration(from: values, host: c.host, certificateFiles: c.tlsCertificatePath != nil)
 
         let origin = try values.value(of: S.origin)
         if local {

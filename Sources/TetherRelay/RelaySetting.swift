@@ -14,7 +14,7 @@ public enum RelaySetting {
                dailyByteQuota, establishedIdleTTL, log, logFormat, trustProxy, trustCloudflare, trustedHops, maxRooms,
                maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, attestRateLimit, maxFramesPerSecond,
                stallTimeout, publicMetrics, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap, leaseTTL,
-               tlsCertificate, tlsKey, acmeDomain, acmeEmail, acmeDirectory, acmeCAFile, acmeStateDirectory, acmeHTTPPort])
+               tlsCertificate, tlsKey] + acme.rows)
 
     /// Every setting's documented half (name, flag, default, help).
     public static var all: [SettingEntry] { table.entries }
@@ -82,17 +82,7 @@ public enum RelaySetting {
     static let tlsKey = Setting<String?>("RELAY_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
                                          help: "PEM private key for RELAY_TLS_CERT")
 
-    static let acmeDomain = Setting<String?>("RELAY_ACME_DOMAIN", extraFlags: [.init("--acme-domain", needs: "a domain name")],
-                                             help: "obtain and renew the TLS certificate for this name over ACME, in place of RELAY_TLS_CERT/KEY (comma-separated for several)")
-    static let acmeEmail = Setting<String?>("RELAY_ACME_EMAIL", extraFlags: [.init("--acme-email", needs: "an e-mail address")],
-                                            help: "the ACME account's contact address (expiry notices)")
-    static let acmeDirectory = Setting<String>("RELAY_ACME_DIRECTORY", default: ACMECertificates.Configuration.letsEncrypt, parser: .text,
-                                               help: "the ACME server's directory URL")
-    static let acmeCAFile = Setting<String?>("RELAY_ACME_CA_FILE", help: "an extra PEM trust root for the ACME server (a private or test CA)")
-    static let acmeStateDirectory = Setting<String>("RELAY_ACME_DIR", default: "acme", parser: .text,
-                                                    help: "where the ACME account key, the certificate and its key are kept (owner-only)")
-    static let acmeHTTPPort = Setting<UInt16>("RELAY_ACME_HTTP_PORT", default: 80, parser: .port,
-                                              help: "the HTTP-01 challenge listener's port, on RELAY_HOST (0: TLS-ALPN-01 only, on the relay's port)")
+    static let acme = ACMESettings(prefix: "RELAY")
 
     /// The ping sweep: 0 is the default; under 100 ms a sweep would terminate sockets faster than
     /// a client on an ordinary link can answer its ping (1 ms closed every socket at once).

@@ -29,6 +29,8 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
     public var tlsKeyPath: String?
+    /// `SIGNAL_ACME_DOMAIN`: the certificate obtained and renewed over ACME instead of the files.
+    public var acme: ACMECertificates.Configuration?
     public var local = false
     /// Several nodes (SIGNAL_DB): the shared registry, this node's cluster address and listener,
     /// and the secret node-to-node connections present.
@@ -108,6 +110,7 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
         if (c.tlsCertificatePath == nil) != (c.tlsKeyPath == nil) {
             throw SettingError(variable: c.tlsCertificatePath == nil ? "SIGNAL_TLS_CERT" : "SIGNAL_TLS_KEY", message: "TLS needs both a certificate chain and a key")
         }
+        c.acme = try S.acme.configuration(from: values, host: c.host, certificateFiles: c.tlsCertificatePath != nil)
         if c.clientIP.shouldWarnBehindProxy(boundToLoopback: c.host == "127.0.0.1" || c.host == "::1") && !c.local {
             notes.append("warning: bound to loopback without SIGNAL_TRUST_PROXY or SIGNAL_TRUST_CLOUDFLARE: behind a proxy every client shares one per-IP limit")
         }

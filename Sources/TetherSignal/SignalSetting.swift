@@ -9,7 +9,7 @@ public enum SignalSetting {
         command: "tether signal", synopsis: "[--local] [--tls-cert FILE --tls-key FILE]", switches: [local],
         rows: [host, port, allowedOrigins, maxSockets, signalRateLimit, trustProxy, trustCloudflare, trustedHops, turnMode, turnSecret, turnURLs,
                stunURLs, cloudflareKeyID, cloudflareToken, cloudflareURL, cloudflareCAFile, log, logFormat, adminHost, adminPort,
-               tlsCertificate, tlsKey, database, nodeURL, clusterHost, clusterPort, clusterSecret, leaseTTL])
+               tlsCertificate, tlsKey, database, nodeURL, clusterHost, clusterPort, clusterSecret, leaseTTL] + acme.rows)
 
     public static var all: [SettingEntry] { table.entries }
 
@@ -66,6 +66,7 @@ public enum SignalSetting {
                                             help: "admin listener port (unset: no admin listener)")
     static let tlsCertificate = Setting<String?>("SIGNAL_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")],
                                                  help: "serve TLS with this PEM chain")
+    static let acme = ACMESettings(prefix: "SIGNAL")
     static let tlsKey = Setting<String?>("SIGNAL_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
                                          help: "PEM private key for SIGNAL_TLS_CERT")
 

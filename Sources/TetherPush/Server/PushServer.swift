@@ -97,7 +97,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
                                                      "pushrelay_devices", "pushrelay_push_total", "pushrelay_push_delivered_total",
                                                      "pushrelay_push_apns_error_total", "pushrelay_register_total", "pushrelay_rate_limited_total",
                                                      "pushrelay_storage_available", "pushrelay_store_backlog",
-                                                 ]))
+                                                 ]), service: "push") { [weak self] text in self?.line(text, level: .info) }
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "push") { line(warning, level: .warning) }
         chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
@@ -121,6 +121,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         chores.stopAll()
         http?.shutdown(grace: .seconds(12))
         admin?.shutdown()
+        started?.acme?.stop()
         apns.transport.shutdown()
         storage.drain()
         sink?.flush()

@@ -93,7 +93,7 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
                                                  readiness: readiness, status: StatusPage(title: "tether signal", headline: [
                                                      "signal_sockets", "signal_routable_ids", "signal_upgrades_total", "signal_registrations_total",
                                                      "signal_presence_queries_total", "signal_issuances_in_flight",
-                                                 ]))
+                                                 ]), service: "signal") { [weak self] text in self?.line(text, level: .info) }
         listeners.withLock { $0 = started }
         if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "signal") { line(warning, level: .warning) }
         if let cluster { try startCluster(cluster) }
@@ -132,6 +132,7 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         }
         started?.http.shutdown(grace: .seconds(2))
         started?.admin?.shutdown()
+        started?.acme?.stop()
         clusterServer.withLock { $0 }?.shutdown(grace: .seconds(1))
         // This node's IDs go now, not when its lease lapses: their owners reconnect elsewhere.
         if let cluster { try? cluster.registry.store.forget(node: cluster.node) }

@@ -1,0 +1,60 @@
+import Foundation
+
+/// The ACME rows of a service's settings table, under the service's prefix (`RELAY_ACME_DOMAIN`,
+/// `PUSH_ACME_DOMAIN`, `SIGNAL_ACME_DOMAIN`…), and how they read into a configuration: one set of
+/// names and checks for every service that serves TLS.
+public struct ACMESettings: Sendable {
+    public let prefix: String
+    public let domain: Setting<String?>
+    public let email: Setting<String?>
+    public let directory: Setting<String>
+    public let caFile: Setting<String?>
+    public let stateDirectory: Setting<String>
+    public let httpPort: Setting<UInt16>
+
+    public init(prefix: String) {
+        self.prefix = prefix
+        domain = Setting<String?>("\(prefix)_ACME_DOMAIN", extraFlags: [.init("--acme-domain", needs: "a domain name")],
+                                  help: "obtain and renew the TLS certificate for this name over ACME, in place of \(prefix)_TLS_CERT/KEY (comma-separated for several)")
+        email = Setting<String?>("\(prefix)_ACME_EMAIL", extraFlags: [.init("--acme-email", needs: "an e-mail address")],
+                                 help: "the ACME account's contact address (expiry notices)")
+        directory = Setting<String>("\(prefix)_ACME_DIRECTORY", default: ACMECertificates.Configuration.letsEncrypt, parser: .text,
+                                    help: "the ACME server's directory URL")
+        caFile = Setting<String?>("\(prefix)_ACME_CA_FILE", help: "an extra PEM trust root for the ACME server (a private or test CA)")
+        stateDirectory = Setting<String>("\(prefix)_ACME_DIR", default: "acme", parser: .text,
+                                         help: "where the ACME account key, the certificate and its key are kept (owner-only)")
+        httpPort = Setting<UInt16>("\(prefix)_ACME_HTTP_PORT", default: 80, parser: .port,
+                                   help: "the HTTP-01 challenge listener's port, on \(prefix)_HOST (0: TLS-ALPN-01 only, on the service's port)")
+    }
+
+    /// In the order `--help` lists them.
+    public var rows: [any SettingRow] { [domain, email, directory, caFile, stateDirectory, httpPort] }
+
+    /// The ACME configuration, or nil when no domain is set. Refused beside certificate files
+    /// (ACME keeps its own), for a name that is not a domain, and for a directory that is not https.
+    public func configuration(from values: SettingValues, host: String, certificateFiles: Bool) throws(SettingError) -> ACMECertificates.Configuration? {
+        guard let domains = try values.value(of: domain) else { return nil }
+        guard !certificateFiles else {
+            throw SettingError(variable: domain.entry.name, message: "ACME keeps the certificate itself: unset \(prefix)_TLS_CERT and \(prefix)_TLS_KEY")
+        }
+        let names = domains.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard !names.isEmpty, names.allSatisfy(Self.isDomainName) else {
+            throw SettingError(variable: domain.entry.name, message: "not a domain name (or a comma-separated list of them): \(domains)")
+        }
+        let url = try values.value(of: directory)
+        guard url.hasPrefix("https://") else { throw SettingError(variable: directory.entry.name, message: "must be an https:// URL") }
+        let port = try values.value(of: httpPort)
+        return ACMECertificates.Configuration(domains: names, email: try values.value(of: email), directoryURL: url, caFile: try values.value(of: caFile),
+                                              stateDirectory: try values.value(of: stateDirectory), httpHost: host, httpPort: port == 0 ? nil : port)
+    }
+
+    /// A DNS name a certificate may carry: dot-separated labels of letters, digits and inner
+    /// hyphens, at most 253 characters (no wildcard: HTTP-01 cannot prove one).
+    public static func isDomainName(_ name: String) -> Bool {
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        return name.utf8.count <= 253 && labels.count >= 2 && labels.allSatisfy { label in
+            (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+                && label.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
+        }
+    }
+}
