@@ -1065,6 +1065,53 @@ async def tls_park(url, cafile, hostname):
     return {"still_open": True}
 
 
+async def register_load(url, path, workers):
+    """`workers` clients pair and register fresh rooms back to back until standard input closes;
+    each registration answered 200 is appended to `path` (room and secret, one JSON line, flushed)
+    before the next begins. Errors (a relay killed mid-request) are counted and retried."""
+    stop = asyncio.Event()
+    counts = {"registered": 0, "errors": 0}
+    out = open(path, "a")
+
+    async def worker():
+        while not stop.is_set():
+            try:
+                r, secret, _, _, _, mac, phone, (status, _) = await asyncio.wait_for(pair_and_register(url), 10)
+                if status == 200:
+                    out.write(json.dumps({"room": r, "secret": secret.hex()}) + "\n")
+                    out.flush()
+                    counts["registered"] += 1
+                for ws in (mac, phone):
+                    await ws.close()
+            except Exception:
+                counts["errors"] += 1
+                await asyncio.sleep(0.1)
+
+    async def watch_stdin():
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        stop.set()
+
+    await asyncio.gather(watch_stdin(), *[worker() for _ in range(workers)])
+    out.close()
+    return counts
+
+
+async def rejoin_all(url, path):
+    """Every room in `path` (from register_load) joins with a signed join: how many did."""
+    origin = "http://" + urlparse(url).netloc
+    rooms = [json.loads(line) for line in open(path) if line.strip()]
+    admitted, refused = 0, []
+    for entry in rooms:
+        key = join_key(bytes.fromhex(entry["secret"]))
+        mac, _, result = await admit(url, entry["room"], "mac", key, origin)
+        if result.get("ok"):
+            admitted += 1
+        else:
+            refused.append(result.get("error"))
+        await mac.close()
+    return {"rooms": len(rooms), "admitted": admitted, "refused": refused[:5]}
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "park":
@@ -1081,6 +1128,10 @@ if __name__ == "__main__":
         result = slow_heads(url, int(sys.argv[3]))
     elif scenario == "tls_park":
         result = asyncio.run(tls_park(url, sys.argv[3], sys.argv[4]))
+    elif scenario == "register_load":
+        result = asyncio.run(register_load(url, sys.argv[3], int(sys.argv[4])))
+    elif scenario == "rejoin_all":
+        result = asyncio.run(rejoin_all(url, sys.argv[3]))
     elif scenario == "disk_full":
         result = asyncio.run(disk_full(url, sys.argv[3], sys.argv[4]))
     elif scenario == "shard":
