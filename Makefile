@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: deb deb-test build-deps fuzz bench-relay bench-storage bench-admission bench-failover bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: deb deb-test build-deps fuzz soak bench-attack check-asan check-tsan bench-relay bench-storage bench-admission bench-failover bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -53,6 +53,34 @@ bench-admission: deps
 
 # Shard failover time over 10 runs (median, max): three nodes on a PostgreSQL of the program's
 # own, one killed with -9, until each of its rooms is admitted again on a survivor.
+# The whole suite under a sanitizer (issue 18), each in a build directory of its own so the
+# normal build stays as it is. CHECK_FILTER= narrows it (a swift test --filter expression).
+check-asan: deps
+	$(SWIFT) build --build-tests --sanitize=address --build-path .build/asan
+	$(SWIFT) test --skip-build --sanitize=address --build-path .build/asan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/asan-results.xml
+	@./scripts/test-summary .build/asan-results.xml
+
+check-tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
+	TSAN_OPTIONS=$${TSAN_OPTIONS:-halt_on_error=0} $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/tsan-results.xml
+	@./scripts/test-summary .build/tsan-results.xml
+
+# The soak (issue 18): SOAK_MINUTES (30) of 19,000 parked macs, 500 echoing pairs and 50
+# connections a second of churn against a release relay; RSS and descriptors sampled each minute,
+# their slopes and every error printed as one JSON line (SOAK_OUT= keeps it).
+SOAK_MINUTES ?= 30
+soak: deps
+	$(SWIFT) build -c release --product tether
+	$(MAKE) -C ../shared/bench
+	.venv/bin/python bench/soak.py --minutes $(SOAK_MINUTES) $(if $(SOAK_OUT),--out $(SOAK_OUT))
+
+# Slow and idle attackers (issue 18): 3,000 heads sent a byte a second and 3,000 upgrades that
+# never send a Hello, from 60 addresses, against a release relay with its default limits; a fresh
+# pair's admission latency before and during the attack, and how and when each attacker was closed.
+bench-attack: deps
+	$(SWIFT) build -c release --product tether
+	.venv/bin/python bench/attack.py $(ATTACK_ARGS)
+
 bench-failover: deps
 	$(SWIFT) build -c release --product tether
 	.venv/bin/python bench/failover-bench.py $(FAILOVER_ARGS)
