@@ -95,8 +95,9 @@ def one_run(tether, pg, lease_ms, work, rooms_per_node=10):
         registered = asyncio.run(relay_cluster.register(rooms_file, rooms_per_node * 3, urls))
         if registered["rejoined"] != rooms_per_node * 3:
             raise RuntimeError(f"registration failed: {registered}")
-        # Survivors must have been healthy for a whole lease before they may fail a node over.
-        time.sleep(max(0.0, lease_ms / 1000 - 1.5))
+        # Survivors must have been healthy for a whole lease and the 5 s reconnect grace before
+        # they may fail a node over.
+        time.sleep(max(0.0, lease_ms / 1000 + 5 - 1.5))
         killed_at = time.time()
         nodes[0].kill()
         nodes[0].wait()

@@ -6,6 +6,12 @@ extension RelayServer {
     /// less of any sensible lease, so a few lost renewals never cost a live node its buckets.
     static let leaseRenewMs: UInt64 = 1_000
 
+    /// After a database outage a live node may reconnect as late as the pool's longest back-off
+    /// after another: a node that waited only one lease before failing others over took the
+    /// buckets of a node that was alive and still backing off (seen under load with a 3 s lease).
+    /// So a node takes part in failover once it has renewed for a lease and this much more.
+    static let reconnectGraceMs = PostgresPool.maxBackoffNanos / 1_000_000
+
     /// Starts renewing this node's lease, if its store is one several nodes share.
     func startLeases() {
         guard let leases = store as? any NodeLeases else { return }
@@ -15,7 +21,7 @@ extension RelayServer {
     }
 
     /// One renewal, on lane 0. A node takes part in failover only once it has renewed without a
-    /// failure for a whole lease: after a database outage every node's lease has lapsed by the
+    /// failure for a whole lease (and `reconnectGraceMs`): after a database outage every node's lease has lapsed by the
     /// database's clock, and the first node back must not take the buckets of nodes that are
     /// alive but have not renewed yet.
     func renewLease(_ leases: any NodeLeases) {
@@ -28,7 +34,7 @@ extension RelayServer {
                 if since == nil { since = now }
                 return since!
             }
-            guard now &- since >= UInt64(ttl), let (map, lapsed) = try leases.failOver() else { return }
+            guard now &- since >= UInt64(ttl) + Self.reconnectGraceMs, let (map, lapsed) = try leases.failOver() else { return }
             write("relay: lease lapsed for \(lapsed.joined(separator: ", ")); shard map version \(map.version) moves their buckets to \(Set(map.hosts).subtracting(lapsed).sorted().joined(separator: ", "))")
             adoptStoredMap(from: store)
         } catch {

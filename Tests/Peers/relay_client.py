@@ -496,6 +496,21 @@ def rss_kib(pid):
     return 0
 
 
+def round_trips_until(stop, a, b, pid):
+    """64 B round trips from `a` to `b` every 10 ms until `stop` (monotonic): the RTTs, sorted,
+    and the relay's peak RSS meanwhile."""
+    import time
+    rtts, peak = [], 0
+    while time.monotonic() < stop:
+        started = time.monotonic()
+        a.send_frame(0x2, b"x" * 64)
+        b.recv_frame()
+        rtts.append(time.monotonic() - started)
+        peak = max(peak, rss_kib(pid))
+        time.sleep(0.01)
+    return sorted(rtts), peak
+
+
 async def flood(url, pid):
     """Back-pressure: in each of FLOOD_ROOMS rooms (default 1) a mac floods 256 KiB frames for
     FLOOD_SECONDS into a phone that never reads, while an unrelated pair exchanges 64 B frames;
@@ -532,24 +547,90 @@ async def flood(url, pid):
     flooders = [threading.Thread(target=pump, args=(i, mac)) for i, (mac, _) in enumerate(floods)]
     for flooder in flooders:
         flooder.start()
-    rtts = []
-    peak = 0
-    while time.monotonic() < stop:
-        started = time.monotonic()
-        a.send_frame(0x2, b"x" * 64)
-        b.recv_frame()
-        rtts.append(time.monotonic() - started)
-        peak = max(peak, rss_kib(pid))
-        time.sleep(0.01)
+    rtts, peak = round_trips_until(stop, a, b, pid)
     for flooder in flooders:
         flooder.join()
-    rtts.sort()
     out["rooms"] = rooms
     out["sent_bytes"] = max(sent)
     out["rss_growth_kib"] = rss_kib(pid) - rss_before
     out["rss_peak_growth_kib"] = peak - rss_before
     out["rtt_p99_ms"] = rtts[int(len(rtts) * 0.99)] * 1000 if rtts else None
     out["round_trips"] = len(rtts)
+    return out
+
+
+def flooders(url, kind, rooms, ready, done, results):
+    """The flooding half of control_flood, in a process of its own (so the measuring pair never
+    waits on this one's interpreter): admits `rooms` pairs, sets `ready`, floods until `done`."""
+    import socket
+    import threading
+    first_byte, payload = {"ping": (0x80 | 0x9, os.urandom(125)), "close": (0x80 | 0x8, struct.pack(">H", 1000)),
+                           "fragments": (0x0, b"x")}[kind]
+    floods = []
+    for index in range(rooms):
+        r = room()
+        # Each room from its own address: the per-IP caps stay as deployed.
+        source = "127.0.%d.%d" % (1 + index // 250, 2 + index % 250)
+        mac, phone = RawSocket(url, r, source=source), RawSocket(url, r, source=source)
+        mac.admit("mac")
+        phone.admit("phone")
+        if kind == "fragments":
+            mac.send_frame(0x2, b"x", first_byte=0x2)   # a binary message's first frame, FIN clear
+        floods.append((mac, phone))
+    closed = [False] * rooms
+
+    def pump(index, mac):
+        mac.sock.settimeout(0.2)
+        while not done.is_set():
+            try:
+                mac.send_frame(first_byte & 0x0F, payload, first_byte=first_byte)
+            except socket.timeout:
+                pass   # the relay stopped reading this flooder: back-pressure
+            except OSError:
+                closed[index] = True
+                return
+
+    threads = [threading.Thread(target=pump, args=(i, mac)) for i, (mac, _) in enumerate(floods)]
+    for thread in threads:
+        thread.start()
+    ready.set()
+    for thread in threads:
+        thread.join()
+    results.put(sum(closed))
+    for mac, phone in floods:
+        mac.sock.close()
+        phone.sock.close()
+
+
+async def control_flood(url, pid):
+    """In each of FLOOD_ROOMS rooms (default 100) an admitted mac floods one kind of frame for
+    FLOOD_SECONDS (default 3) while never reading: pings (whose pongs pile up toward it), close
+    frames, or the 1-byte fragments of a binary message that never ends; meanwhile an unrelated
+    pair exchanges 64 B frames. Per kind: the relay's RSS peak growth, the other pair's RTT p99,
+    and how many flooders the relay closed."""
+    import multiprocessing
+    import time
+    seconds = float(os.environ.get("FLOOD_SECONDS", "3"))
+    rooms = int(os.environ.get("FLOOD_ROOMS", "100"))
+    out = {}
+    other_room = room()
+    a, b = RawSocket(url, other_room), RawSocket(url, other_room)
+    a.admit("mac")
+    b.admit("phone")
+    context = multiprocessing.get_context("fork")
+    for kind in ("ping", "close", "fragments"):
+        rss_before = rss_kib(pid)
+        ready, done, results = context.Event(), context.Event(), context.Queue()
+        child = context.Process(target=flooders, args=(url, kind, rooms, ready, done, results))
+        child.start()
+        ready.wait(60)
+        rtts, peak = round_trips_until(time.monotonic() + seconds, a, b, pid)
+        done.set()
+        closed = results.get(timeout=60)
+        child.join(30)
+        out[kind] = {"rss_peak_growth_kib": peak - rss_before, "rtt_p99_ms": round(rtts[int(len(rtts) * 0.99)] * 1000, 1) if rtts else None,
+                     "round_trips": len(rtts), "flooders_closed": closed, "rooms": rooms}
+        time.sleep(0.5)
     return out
 
 
@@ -1120,6 +1201,8 @@ if __name__ == "__main__":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
     elif scenario == "abuse":
         result = asyncio.run(abuse(url, int(sys.argv[3])))
+    elif scenario == "control_flood":
+        result = asyncio.run(control_flood(url, int(sys.argv[3])))
     elif scenario == "flood":
         result = asyncio.run(flood(url, int(sys.argv[3])))
     elif scenario == "attest_flow":

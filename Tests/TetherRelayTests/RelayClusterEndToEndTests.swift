@@ -198,7 +198,7 @@ extension RelayClusterEndToEndTests {
         // has renewed its lease for a whole TTL by then, so the survivors may run failover.
         let (survivors, dead) = (Array(cluster[0..<2]), cluster[2])
         let chat = try startChat(seconds: 14, survivors.map(\.url))
-        let healthy = Double(Self.leaseTTLms) / 1000 + 0.5 - Date().timeIntervalSince(started)
+        let healthy = Double(Self.leaseTTLms + 5_000) / 1000 + 0.5 - Date().timeIntervalSince(started)   // a lease and the reconnect grace
         if healthy > 0 { Thread.sleep(forTimeInterval: healthy) }
         Thread.sleep(forTimeInterval: 1)
         let killedAt = Date().timeIntervalSince1970
@@ -281,7 +281,7 @@ extension RelayClusterEndToEndTests {
         XCTAssertEqual(before.map { ($0["metrics"] as? [String: Double])?["relay_shard_map_version"] }, [1, 1, 1])
 
         let chat = try startChat(seconds: 34, cluster.map(\.url))
-        let healthy = Double(Self.leaseTTLms) / 1000 + 0.5 - Date().timeIntervalSince(started)
+        let healthy = Double(Self.leaseTTLms + 5_000) / 1000 + 0.5 - Date().timeIntervalSince(started)   // a lease and the reconnect grace
         if healthy > 0 { Thread.sleep(forTimeInterval: healthy) }
         let stoppedAt = Date()
         try server.stop()
@@ -320,6 +320,10 @@ extension RelayClusterEndToEndTests {
         let healed = Date().timeIntervalSince(restartedAt)
         let nodesAfter = after["nodes"] as? [[String: Any]] ?? []
         XCTAssertEqual(nodesAfter.map { $0["ok"] as? Bool }, [true, true, true], "\(nodesAfter)")
+        if nodesAfter.map({ $0["ok"] as? Bool }) != [true, true, true] {
+            for node in cluster { print("node \(node.host) after the outage:\n\(node.logText.suffix(4000))") }
+            print("PostgreSQL's log:\n" + ((try? String(contentsOf: server.directory.appendingPathComponent("server.log"), encoding: .utf8)) ?? "").suffix(6000))
+        }
         print("database outage: \(String(format: "%.1f", restartedAt.timeIntervalSince(stoppedAt))) s down; every node admitting again \(String(format: "%.2f", healed)) s after PostgreSQL started (\(after["attempts"] ?? "?") probe rounds)")
         for node in cluster {
             XCTAssertNotNil(waitForLine(node, within: 3) { $0.hasPrefix("relay: storage available again (") }, node.logText)
@@ -327,7 +331,7 @@ extension RelayClusterEndToEndTests {
 
         // Every lease lapsed by the database's clock during the outage; after a whole TTL of
         // renewals no node has lost a bucket: the map is still version 1 everywhere.
-        Thread.sleep(forTimeInterval: Double(Self.leaseTTLms) / 1000 + 2)
+        Thread.sleep(forTimeInterval: Double(Self.leaseTTLms + 5_000) / 1000 + 2)   // a lease and the reconnect grace
         let placed = try driver(["placement", roomsFile()] + cluster.map(\.url))
         XCTAssertEqual(placed["versions"] as? [String: Int], Dictionary(uniqueKeysWithValues: cluster.map { ($0.host, 1) }))
         XCTAssertEqual(placed["served"] as? Int, 3)

@@ -125,6 +125,19 @@ final class RelayEndToEndTests: XCTestCase {
         XCTAssertLessThan(result["rtt_p99_ms"] as? Double ?? 1e9, 200)
     }
 
+    /// Issue 18: 100 admitted macs, each from its own address, flood pings (never reading the
+    /// pongs), close frames, or the 1-byte fragments of a message that never ends; the relay's
+    /// memory stays bounded, the close flooders are closed, and an unrelated pair goes on.
+    func testFloodsOfPingsClosesAndTinyFragmentsStayBoundedAndSpareOtherPairs() throws {
+        let result = try client("control_flood", [String(process.processIdentifier)])
+        for kind in ["ping", "close", "fragments"] {
+            let figures = try XCTUnwrap(result[kind] as? [String: Any], "\(result)")
+            XCTAssertLessThan(figures["rss_peak_growth_kib"] as? Int ?? .max, 16 * 1024, "\(kind): \(figures)")
+            XCTAssertGreaterThan(figures["round_trips"] as? Int ?? 0, 5, "\(kind): the unrelated pair kept its splice: \(figures)")
+        }
+        XCTAssertEqual((result["close"] as? [String: Any])?["flooders_closed"] as? Int, 100, "a close ends the connection: the rest is never read")
+    }
+
     func testGateRefusalsAndMacOffline() throws {
         let result = try client("gate")
         XCTAssertEqual(result["origin"] as? [AnyHashable], [403, "forbidden"])

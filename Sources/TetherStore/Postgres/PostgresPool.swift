@@ -28,7 +28,7 @@ public final class PostgresPool: @unchecked Sendable {   // `idle`, `open` and `
     /// run, so it only fires when every connection is stuck.
     static let checkoutWaitSeconds = 10.0
     static let firstBackoffNanos: UInt64 = 100_000_000
-    static let maxBackoffNanos: UInt64 = 5_000_000_000
+    public static let maxBackoffNanos: UInt64 = 5_000_000_000
 
     public let settings: Settings
     private let condition = NSCondition()
