@@ -125,7 +125,7 @@ def main():
     def sampler():
         while not stop.wait(60) and time.monotonic() < started + seconds:
             samples.append(sample(relay.pid))
-            print(f"soak: {len(samples)} min: rss {samples[-1]['rss_kib']} KiB, fds {samples[-1]['fds']}", file=sys.stderr, flush=True)
+            print(f"soak: {len(samples) - 1} min: rss {samples[-1]['rss_kib']} KiB, fds {samples[-1]['fds']}", file=sys.stderr, flush=True)
 
     samples.append(sample(relay.pid))
     threading.Thread(target=sampler, daemon=True).start()
