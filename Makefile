@@ -55,9 +55,12 @@ bench-admission: deps
 # own, one killed with -9, until each of its rooms is admitted again on a survivor.
 # The whole suite under a sanitizer (issue 18), each in a build directory of its own so the
 # normal build stays as it is. CHECK_FILTER= narrows it (a swift test --filter expression).
+# LeakSanitizer is off by default: XCTest itself leaks at exit (a weak reference in
+# awaitUsingExpectation, its suite objects), which fails every test process, even an empty
+# passing one; the fuzz targets run with leak detection on.
 check-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build/asan
-	$(SWIFT) test --skip-build --sanitize=address --build-path .build/asan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/asan-results.xml
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0} $(SWIFT) test --skip-build --sanitize=address --build-path .build/asan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/asan-results.xml
 	@./scripts/test-summary .build/asan-results.xml
 
 check-tsan: deps
