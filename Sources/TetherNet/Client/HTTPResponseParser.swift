@@ -20,13 +20,17 @@ public struct HTTPResponseParser: Sendable {
 
     public mutating func feed(_ bytes: some Collection<UInt8>) { buffer.append(contentsOf: bytes) }
 
-    /// The head once complete; `remaining` gives the bytes after it.
+    /// The head once complete; `remaining` gives the bytes after it. At most `maxHeadBytes`
+    /// before its final CRLFCRLF, however the bytes arrive: a head that came in one read is
+    /// held to the limit too, and one still waiting for the last bytes of its CRLFCRLF is not
+    /// refused early.
     public mutating func parseHead() throws(HTTPParseError) -> Head? {
         if let head { return head }
         guard let end = Self.find(Array("\r\n\r\n".utf8), in: buffer) else {
-            if buffer.count > maxHeadBytes { throw .headersTooLarge("response head too large") }
+            if buffer.count > maxHeadBytes + 3 { throw .headersTooLarge("response head too large") }
             return nil
         }
+        guard end <= maxHeadBytes else { throw .headersTooLarge("response head too large") }
         let lines = Self.split(buffer[..<end])
         buffer.removeSubrange(..<(end + 4))
         guard let statusLine = lines.first else { throw .badRequest("empty response") }
