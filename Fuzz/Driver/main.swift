@@ -4,6 +4,7 @@
 // target's generated seeds there instead and exits (`scripts/fuzz --seeds`).
 import Foundation
 import TetherAttest
+import TetherClient
 import TetherSignal
 
 struct Harness: Sendable {

@@ -1,11 +1,14 @@
 // The push relay's request readers (push.md §2, §3) and its reading of APNs' answers (§4.5):
 // Profile M's `/v1/register` and `/v1/push` (the three credential headers, the HMAC over the
-// body, the payload), Profile I's `/register`, `/push` and `/push/mutable`, the body-size cap.
+// body, the payload), Profile I's `/register`, `/push` and `/push/mutable`, the body-size cap;
+// and the SDK's reading of the push relay's answers (compiled into TetherClient by scripts/fuzz,
+// for PushRelayClient's internal reader).
 //
 // Input: a mode byte, then the mode's parts.
 //   0 Mytty register: body             1 Mytty push: [header count] (name, value fields)… body
 //   2 iTerm register: body             3 iTerm push: [kind] body
 //   4 APNs answer: [status, 2 bytes] body
+//   5 the push relay's answer to the SDK: [status, 2 bytes] body
 // The registrations a push is checked against are fixed here (`registration`, `iterm`), so
 // seeds signed with their secrets pass authentication and reach the payload checks.
 import TetherCrypto
@@ -14,7 +17,7 @@ import TetherPush
 import TetherStore
 import TetherWire
 
-enum PushFuzz {
+public enum PushFuzz {
     static let nowSeconds: UInt64 = 1_700_000_000
     static let relaySecret = [UInt8](repeating: 0x5A, count: 32)
     static let registration = MyttyRegistration(deviceToken: String(repeating: "ab", count: 32), environment: .sandbox,
@@ -24,9 +27,9 @@ enum PushFuzz {
     static let iterm = ITermRegistration(secretHash: Hex.encode(SHA256.hash(try! Hex.decode(iTermSecret))), sandbox: false,
                                          registeredAt: nowSeconds * 1000 - 1000)
 
-    static func run(_ data: [UInt8]) {
+    public static func run(_ data: [UInt8]) {
         var input = FuzzInput(data)
-        switch input.byte() % 5 {
+        switch input.byte() % 6 {
         case 0:
             let body = input.rest()
             touch(BodySize.isTooLarge(body))
@@ -59,7 +62,7 @@ enum PushFuzz {
             guard case let .success(push) = ITermProfile.push(kind, from: input.rest()) else { return }
             expect(JSONValue.parse(push.notification.payload) != nil, "an APNs payload that is not JSON")
             touch(ITermProfile.isSecretValid(push.secret, for: iterm))
-        default:
+        case 4:
             let status = input.uint16()
             let body = input.rest()
             let reason = APNsReason.parse(body: body)
@@ -67,6 +70,13 @@ enum PushFuzz {
             for answer in [MyttyProfile.answer(outcome), ITermProfile.answer(outcome)] {
                 expect(JSONValue.parse(Array(answer.json.utf8)) != nil, "an answer that is not JSON")
             }
+        default:
+            // As PushRelayClient.post reads a refusal.
+            let status = input.uint16()
+            let body = input.rest()
+            let json = JSONValue.parse(body)
+            let error = json?.string("error") ?? String(decoding: body.prefix(200), as: UTF8.self)
+            touch(PushRelayClient.apnsStatus(status: status, json: json, error: error))
         }
     }
 }
@@ -74,7 +84,7 @@ enum PushFuzz {
 extension PushFuzz {
     /// push.md's requests as the Mytty and iTerm2 apps send them (ProfileTests), a Profile M push
     /// signed with `relaySecret`, and APNs' documented error answers.
-    static var seeds: [String: [UInt8]] {
+    public static var seeds: [String: [UInt8]] {
         let token = String(repeating: "0123456789abcdef", count: 4)
         let body = Array(#"{"ciphertext":"c2VhbGVk","macID":"mac-1","title":"Mytty","placeholder":"New activity","collapseID":"k"}"#.utf8)
         let timestamp = String(nowSeconds)
@@ -95,6 +105,9 @@ extension PushFuzz {
             "apns-unregistered": [4, 0x01, 0x9A] + Array(#"{"reason":"Unregistered","timestamp":1700000000000}"#.utf8),
             "apns-expired-token": [4, 0x01, 0x93] + Array(#"{"reason":"ExpiredProviderToken"}"#.utf8),
             "apns-not-json": [4, 0x01, 0xF4] + Array("<html>\"quoted\"\n</html>".utf8),
+            "sdk-mytty-502": [5, 0x01, 0xF6] + Array(#"{"error":"BadDeviceToken","status":400}"#.utf8),
+            "sdk-iterm-502": [5, 0x01, 0xF6] + Array(#"{"error":"APNs 410: {\"reason\":\"Unregistered\"}"}"#.utf8),
+            "sdk-refused": [5, 0x01, 0x93] + Array(#"{"error":"bad secret"}"#.utf8),
         ]
     }
 }
