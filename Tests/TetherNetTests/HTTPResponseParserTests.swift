@@ -27,4 +27,29 @@ final class HTTPResponseParserTests: XCTestCase {
         XCTAssertEqual(parsed?.status, 200)
         XCTAssertEqual(parsed?.headers["X"], String(repeating: "a", count: 44))
     }
+
+    private func chunked(_ body: String) throws -> [UInt8]? {
+        var parser = HTTPResponseParser()
+        parser.feed(Array(("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body).utf8))
+        _ = try parser.parseHead()
+        return try parser.body(closed: false)
+    }
+
+    /// A chunk size is 1-15 hex digits, as the request parser reads it: `7fffffffffffffff` made
+    /// the offset arithmetic trap (found while fuzzing, Fuzz/HTTPResponse), and a sign is no digit.
+    func testChunkSizesAreShortPureHex() throws {
+        XCTAssertEqual(try chunked("5;ext=1\r\nhello\r\n0\r\n\r\n"), Array("hello".utf8))
+        for size in ["7fffffffffffffff", "1000000000000000", "+5", "-0", " 5", ""] {
+            XCTAssertThrowsError(try chunked("\(size)\r\nhello\r\n0\r\n\r\n"), size) {
+                XCTAssertEqual(($0 as? HTTPParseError)?.status, 400, size)
+            }
+        }
+    }
+
+    /// The CRLF after a chunk's data is checked, not skipped: `helloXX` is no chunk of five.
+    func testAChunkMustEndWithCRLF() {
+        XCTAssertThrowsError(try chunked("5\r\nhelloXX0\r\n\r\n")) {
+            XCTAssertEqual($0 as? HTTPParseError, HTTPParseError(status: 400, "chunk not followed by CRLF"))
+        }
+    }
 }

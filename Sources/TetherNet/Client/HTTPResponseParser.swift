@@ -78,8 +78,11 @@ public struct HTTPResponseParser: Sendable {
         var i = 0
         while true {
             guard let lineEnd = Self.find([0x0d, 0x0a], in: buffer[i...]) else { return nil }
-            let sizeText = String(decoding: buffer[i..<lineEnd].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self)
-            guard let size = Int(sizeText, radix: 16), size >= 0 else { throw .badRequest("bad chunk size") }
+            // Pure hex, as the request parser reads it: at most 15 digits, so the size plus an
+            // offset cannot overflow (`7fffffffffffffff` trapped in `i + size`), and no sign.
+            let digits = buffer[i..<lineEnd].prefix { $0 != UInt8(ascii: ";") }
+            guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
+                  let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else { throw .badRequest("bad chunk size") }
             i = lineEnd + 2
             if size == 0 {
                 // Trailers end with an empty line.
@@ -89,10 +92,15 @@ public struct HTTPResponseParser: Sendable {
                 return out
             }
             guard buffer.count >= i + size + 2 else { return nil }
+            guard buffer[i + size] == 0x0d, buffer[i + size + 1] == 0x0a else { throw .badRequest("chunk not followed by CRLF") }
             out += buffer[i..<(i + size)]
             guard out.count <= maxBodyBytes else { throw .payloadTooLarge }
             i += size + 2
         }
+    }
+
+    static func isHexDigit(_ c: UInt8) -> Bool {
+        (0x30...0x39).contains(c) || (0x41...0x46).contains(c) || (0x61...0x66).contains(c)
     }
 
     static func find(_ needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
