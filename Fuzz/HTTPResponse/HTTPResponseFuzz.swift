@@ -38,26 +38,37 @@ enum HTTPResponseFuzz {
             expect(upgrade(make(), [stream[...]]) == upgrade(make(), pieces(of: stream, seed: seed)), "the split changed the upgrade")
             return
         }
-        let whole = exchange(make(), [stream[...]], maxBody: maxBody)
-        let split = exchange(make(), pieces(of: stream, seed: seed), maxBody: maxBody)
+        let whole = exchange(make(), [stream[...]], maxHead: maxHead, maxBody: maxBody)
+        let split = exchange(make(), pieces(of: stream, seed: seed), maxHead: maxHead, maxBody: maxBody)
         expect(whole == split, "the split changed the response")
     }
 
-    /// As HTTPClient reads: after every read, and once more when the peer has closed.
-    static func exchange(_ start: HTTPResponseParser, _ reads: [ArraySlice<UInt8>], maxBody: Int) -> Outcome {
+    /// As HTTPClient reads: after every read, and once more when the peer has closed. A response
+    /// still incomplete must not hold more than its limits allow: the head, and a body of
+    /// `maxBody` bytes in one-byte chunks with the longest size lines, and the trailers.
+    static func exchange(_ start: HTTPResponseParser, _ reads: [ArraySlice<UInt8>], maxHead: Int, maxBody: Int) -> Outcome {
         var parser = start
+        let bound = 2 * (maxHead + 4) + (maxBody + 1) * (1026 + 1 + 2)
+        var held = 0
         do throws(HTTPParseError) {
             for index in 0...reads.count {
                 let closed = index == reads.count
-                if !closed { parser.feed(reads[index]) }
+                if !closed {
+                    parser.feed(reads[index])
+                    held += reads[index].count
+                }
                 guard let head = try parser.parseHead() else {
                     if closed { return .incomplete }
+                    expect(held <= bound, "more bytes held for a head than its limit")
                     continue
                 }
                 expect((0...999).contains(head.status), "a status of more than three digits")
                 // A chunked body the close cut short is still incomplete (the client then fails
                 // with the close itself).
-                guard let body = try parser.body(closed: closed) else { continue }
+                guard let body = try parser.body(closed: closed) else {
+                    expect(held <= bound, "more bytes held for a body than its limits allow")
+                    continue
+                }
                 expect(body.count <= maxBody, "a body beyond the limit")
                 touch(head.headers.count)
                 return .response(head, body)

@@ -52,4 +52,41 @@ final class HTTPResponseParserTests: XCTestCase {
             XCTAssertEqual($0 as? HTTPParseError, HTTPParseError(status: 400, "chunk not followed by CRLF"))
         }
     }
+
+    /// A server cannot make the client buffer without end: a size line is at most 1 KiB, the
+    /// trailers at most the head limit, and a chunk whose declared size passes the body limit is
+    /// refused before its data arrives. Before, all three were held until the timeout.
+    func testAChunkedBodyCannotMakeTheClientBufferPastItsLimits() {
+        var parser = HTTPResponseParser(maxHeadBytes: 100, maxBodyBytes: 1000)
+        parser.feed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+        _ = try? parser.parseHead()
+        var line = parser
+        line.feed(Array(("1;" + String(repeating: "x", count: 1100)).utf8))
+        XCTAssertThrowsError(try line.body(closed: false)) { XCTAssertEqual(($0 as? HTTPParseError)?.status, 400) }
+        var trailers = parser
+        trailers.feed(Array(("0\r\nX: " + String(repeating: "t", count: 200)).utf8))
+        XCTAssertThrowsError(try trailers.body(closed: false)) { XCTAssertEqual(($0 as? HTTPParseError)?.status, 431) }
+        var declared = parser
+        declared.feed(Array("3e9\r\nabc".utf8))
+        XCTAssertThrowsError(try declared.body(closed: false)) { XCTAssertEqual($0 as? HTTPParseError, HTTPParseError(status: 413, "payload too large")) }
+    }
+
+    /// Chunks decoded on earlier reads are not decoded again: the body comes out whole however
+    /// many reads it took.
+    func testAChunkedBodyArrivingInManyReadsComesOutWhole() throws {
+        var parser = HTTPResponseParser()
+        parser.feed(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+        _ = try parser.parseHead()
+        var expected: [UInt8] = []
+        for n in 0..<200 {
+            let chunk = [UInt8](repeating: UInt8(n & 0x7F), count: n % 7 + 1)
+            expected += chunk
+            parser.feed(Array((String(chunk.count, radix: 16) + "\r\n").utf8) + chunk + [0x0D])
+            XCTAssertNil(try parser.body(closed: false))
+            parser.feed([0x0A])
+            XCTAssertNil(try parser.body(closed: false))
+        }
+        parser.feed(Array("0\r\n\r\n".utf8))
+        XCTAssertEqual(try parser.body(closed: false), expected)
+    }
 }

@@ -73,29 +73,40 @@ public struct HTTPResponseParser: Sendable {
         return closed ? buffer : nil
     }
 
-    private func dechunk() throws(HTTPParseError) -> [UInt8]? {
-        var out: [UInt8] = []
-        var i = 0
+    /// How far chunked decoding got: each call decodes only the chunks that arrived since the
+    /// last (decoding the whole buffer on every read was quadratic in the body's size).
+    private var decoded: [UInt8] = []
+    private var nextChunk = 0
+
+    /// The request parser's bounds apply: a size line (extensions included) of at most 1 KiB,
+    /// trailers of at most `maxHeadBytes`, and a chunk refused once its declared size would pass
+    /// `maxBodyBytes`, before its data is buffered; otherwise a server could make the client buffer
+    /// without end.
+    private mutating func dechunk() throws(HTTPParseError) -> [UInt8]? {
         while true {
-            guard let lineEnd = Self.find([0x0d, 0x0a], in: buffer[i...]) else { return nil }
-            // Pure hex, as the request parser reads it: at most 15 digits, so the size plus an
-            // offset cannot overflow (`7fffffffffffffff` trapped in `i + size`), and no sign.
-            let digits = buffer[i..<lineEnd].prefix { $0 != UInt8(ascii: ";") }
+            let line = buffer[nextChunk...].prefix(1026)
+            guard let lineEnd = Self.find([0x0d, 0x0a], in: line) else {
+                if line.count > 1025 { throw .badRequest("chunk size line too long") }
+                return nil
+            }
+            // Pure hex, at most 15 digits as the request parser reads it: no sign, and the size
+            // plus an offset cannot overflow (`7fffffffffffffff` trapped).
+            let digits = buffer[nextChunk..<lineEnd].prefix { $0 != UInt8(ascii: ";") }
             guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
                   let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else { throw .badRequest("bad chunk size") }
-            i = lineEnd + 2
+            let start = lineEnd + 2
             if size == 0 {
                 // Trailers end with an empty line.
-                guard let end = Self.find(Array("\r\n".utf8), in: buffer[i...]) else { return nil }
-                if end == i { return out }
-                guard Self.find(Array("\r\n\r\n".utf8), in: buffer[i...]) != nil else { return nil }
-                return out
+                let trailers = buffer[start...]
+                if Self.find(Array("\r\n".utf8), in: trailers) == start || Self.find(Array("\r\n\r\n".utf8), in: trailers) != nil { return decoded }
+                if trailers.count > maxHeadBytes { throw .headersTooLarge("trailers too large") }
+                return nil
             }
-            guard buffer.count >= i + size + 2 else { return nil }
-            guard buffer[i + size] == 0x0d, buffer[i + size + 1] == 0x0a else { throw .badRequest("chunk not followed by CRLF") }
-            out += buffer[i..<(i + size)]
-            guard out.count <= maxBodyBytes else { throw .payloadTooLarge }
-            i += size + 2
+            guard decoded.count + size <= maxBodyBytes else { throw .payloadTooLarge }
+            guard buffer.count >= start + size + 2 else { return nil }
+            guard buffer[start + size] == 0x0d, buffer[start + size + 1] == 0x0a else { throw .badRequest("chunk not followed by CRLF") }
+            decoded += buffer[start..<(start + size)]
+            nextChunk = start + size + 2
         }
     }
 
