@@ -20,6 +20,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --parallel --xunit-output .build/test-results.xml
 	@./scripts/test-summary .build/test-results.xml
+	scripts/fuzz --smoke
 
 bench: deps
 	$(SWIFT) build -c release --product tether-bench
@@ -107,10 +108,13 @@ bench-rtc: deps
 	$(SWIFT) build -c release --product tether-rtcbench
 	.build/release/tether-rtcbench $(RTCBENCH_ARGS)
 
-# libFuzzer on the CBOR decoder (App Attest input): FUZZ_SECONDS, default 600.
+# libFuzzer on every parser that reads the network or the disk (scripts/fuzz, harnesses and seed
+# corpora in Fuzz/): each target for FUZZ_SECONDS, default 600; FUZZ_TARGETS="cbor websocket"
+# runs only those (scripts/fuzz --list names them). `make test` runs each for 5 s (--smoke).
 FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
 fuzz:
-	scripts/fuzz-cbor $(FUZZ_SECONDS)
+	FUZZ_TARGETS='$(FUZZ_TARGETS)' scripts/fuzz $(FUZZ_SECONDS)
 
 relay: build-deps
 	$(SWIFT) build -c release --product tether

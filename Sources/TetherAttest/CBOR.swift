@@ -1,5 +1,5 @@
-// CBOR (RFC 8949) decoding for App Attest objects. Self-contained (standard library only) so
-// the fuzz target can compile this file on its own (see Fuzz/ and scripts/fuzz-cbor).
+// CBOR (RFC 8949) decoding for App Attest objects, on the standard library alone (fuzzed as
+// Fuzz/CBOR by scripts/fuzz).
 
 /// One decoded CBOR data item.
 public indirect enum CBOR: Sendable, Equatable {

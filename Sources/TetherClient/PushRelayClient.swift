@@ -135,7 +135,8 @@ public struct PushRelayClient: Sendable {
     /// APNs' status inside a 502: Profile M's `status` field, or Profile I's `APNs <status>: …`.
     static func apnsStatus(status: Int, json: JSONValue?, error: String) -> Int? {
         guard status == 502 else { return nil }
-        if case let .object(fields)? = json, case let .number(value)? = fields["status"] { return Int(value) }
+        // The relay's number, if it is an integer at all: `Int(_:)` traps on 1e300 or 0.5.
+        if case let .object(fields)? = json, case let .number(value)? = fields["status"] { return Int(exactly: value) }
         guard error.hasPrefix("APNs ") else { return nil }
         return Int(error.dropFirst(5).prefix { $0.isNumber })
     }

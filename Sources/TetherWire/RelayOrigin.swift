@@ -17,16 +17,31 @@ public enum RelayOrigin {
     /// With `allowLoopbackHTTP` (local test relays, as the reference clients allow them) an
     /// `http://` origin is accepted too, but only when its host is loopback; the scheme is kept.
     public static func canonicalize(_ text: String, allowLoopbackHTTP: Bool = false) -> String? {
-        guard let (components, scheme) = webComponents(text, allowLoopbackHTTP: allowLoopbackHTTP) else { return nil }
-        guard components.percentEncodedPath.isEmpty || components.percentEncodedPath == "/" else { return nil }
-        return scheme + "://" + authority(components)
+        fixedPoint(text) { text in
+            guard let (components, scheme) = webComponents(text, allowLoopbackHTTP: allowLoopbackHTTP) else { return nil }
+            guard components.percentEncodedPath.isEmpty || components.percentEncodedPath == "/" else { return nil }
+            return scheme + "://" + authority(components)
+        }
     }
 
     /// `canonicalResolverURL`: the same rules, but the path is allowed and kept verbatim in its
     /// percent-encoded form (a trailing slash included).
     public static func canonicalizeResolver(_ text: String, allowLoopbackHTTP: Bool = false) -> String? {
-        guard let (components, scheme) = webComponents(text, allowLoopbackHTTP: allowLoopbackHTTP) else { return nil }
-        return scheme + "://" + authority(components) + components.percentEncodedPath
+        fixedPoint(text) { text in
+            guard let (components, scheme) = webComponents(text, allowLoopbackHTTP: allowLoopbackHTTP) else { return nil }
+            return scheme + "://" + authority(components) + components.percentEncodedPath
+        }
+    }
+
+    /// A canonical form is stored and read again (the phone's pairing record, the relay's
+    /// `RELAY_ORIGIN` check), so it must canonicalise to itself. The host comes out as Foundation
+    /// decodes it, and some decoded hosts do not read back: `a%20b` gives a host with a space,
+    /// `b%C2%BC` one that NFKC turns into `b1⁄4`, and a raw non-ASCII host punycode Foundation
+    /// then refuses to read. Such a link was accepted and then found corrupt on the next start
+    /// (found by fuzzing, Fuzz/PairingLink); now it is refused when read.
+    private static func fixedPoint(_ text: String, _ canonical: (String) -> String?) -> String? {
+        guard let once = canonical(text), canonical(once) == once else { return nil }
+        return once
     }
 
     /// A loopback host: `localhost`, `::1` or a dotted `127.x.y.z`.

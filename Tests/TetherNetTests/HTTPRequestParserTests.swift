@@ -83,6 +83,30 @@ final class HTTPRequestParserTests: XCTestCase {
         XCTAssertThrowsError(try parser.next()) { XCTAssertEqual(($0 as? HTTPParseError)?.status, 431) }
     }
 
+    /// A head of exactly the limit (before its final CRLFCRLF) parses however the reads split it:
+    /// byte by byte, the last bytes of its CRLFCRLF arrive when the buffer already holds more
+    /// than the limit (found by fuzzing, Fuzz/HTTPRequest). One byte more is 431 either way.
+    func testAHeadOfExactlyTheLimitParsesEvenWhenItArrivesByteByByte() throws {
+        var limits = HTTPRequestParser.Limits()
+        limits.maxHeadBytes = 64
+        let start = "GET / HTTP/1.1\r\nHost: h\r\nX: "
+        func head(_ length: Int) -> [UInt8] { Array((start + String(repeating: "a", count: length - start.utf8.count) + "\r\n\r\n").utf8) }
+        func byteByByte(_ bytes: [UInt8]) throws -> HTTPRequestParser.Event? {
+            var parser = HTTPRequestParser(limits: limits)
+            for byte in bytes {
+                parser.feed([byte])
+                if let event = try parser.next() { return event }
+            }
+            return nil
+        }
+        var whole = HTTPRequestParser(limits: limits)
+        whole.feed(head(64))
+        let event = try XCTUnwrap(try whole.next())
+        XCTAssertEqual(try byteByByte(head(64)), event)
+        XCTAssertThrowsError(try byteByByte(head(65))) { XCTAssertEqual(($0 as? HTTPParseError)?.status, 431) }
+        assertStatus(String(decoding: head(65), as: UTF8.self), 431, limits: limits)
+    }
+
     func testMoreThan100HeadersIs431() {
         let headers = (0..<101).map { "X-\($0): v\r\n" }.joined()
         assertStatus("GET / HTTP/1.1\r\nHost: h\r\n" + headers + "\r\n", 431)

@@ -109,6 +109,24 @@ final class PairingLinkTests: XCTestCase {
         XCTAssertEqual(RelayOrigin.origin(forShardHost: "127.0.0.1:7", resolverURL: "https://resolver.example/m.json"), "https://127.0.0.1:7")
     }
 
+    /// What a link's origin canonicalises to is stored and canonicalised again when the pairing
+    /// record loads: a host that does not read back as itself is refused when the link is read,
+    /// not found corrupt on the next start (found by fuzzing, Fuzz/PairingLink).
+    func testAnOriginWhoseCanonicalFormDoesNotReadBackIsRefused() throws {
+        for host in ["a%20b.example", "b%C2%BCcher.example", "lec0-a%73623\u{2BE}12-AB12d-AB12-AB12"] {
+            XCTAssertNil(RelayOrigin.canonicalize("https://" + host), host)
+            XCTAssertNil(RelayOrigin.canonicalizeResolver("https://\(host)/shardmap.json"), host)
+            let encoded = ("https://" + host).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            XCTAssertThrowsError(try PairingLink.parse(link("v=1&proto=\(proto)&rs=\(rs)&pid=p&relay=\(encoded)")), host) {
+                XCTAssertEqual($0 as? PairingLinkError, .invalidRelay)
+            }
+        }
+        for origin in ["https://relay.example.com", "https://xn--bcher-kva.example:8443", "https://[::1]:4443", "https://Relay.Example"] {
+            let canonical = try XCTUnwrap(RelayOrigin.canonicalize(origin), origin)
+            XCTAssertEqual(RelayOrigin.canonicalize(canonical), canonical, origin)
+        }
+    }
+
     func testResolverURLKeepsItsPathVerbatim() {
         XCTAssertEqual(RelayOrigin.canonicalizeResolver("https://resolver.example.com/shardmap.json"), "https://resolver.example.com/shardmap.json")
         XCTAssertEqual(RelayOrigin.canonicalizeResolver("https://resolver.example.com/maps/"), "https://resolver.example.com/maps/")

@@ -20,13 +20,17 @@ public struct HTTPResponseParser: Sendable {
 
     public mutating func feed(_ bytes: some Collection<UInt8>) { buffer.append(contentsOf: bytes) }
 
-    /// The head once complete; `remaining` gives the bytes after it.
+    /// The head once complete; `remaining` gives the bytes after it. At most `maxHeadBytes`
+    /// before its final CRLFCRLF, however the bytes arrive: a head that came in one read is
+    /// held to the limit too, and one still waiting for the last bytes of its CRLFCRLF is not
+    /// refused early.
     public mutating func parseHead() throws(HTTPParseError) -> Head? {
         if let head { return head }
         guard let end = Self.find(Array("\r\n\r\n".utf8), in: buffer) else {
-            if buffer.count > maxHeadBytes { throw .headersTooLarge("response head too large") }
+            if buffer.count > maxHeadBytes + 3 { throw .headersTooLarge("response head too large") }
             return nil
         }
+        guard end <= maxHeadBytes else { throw .headersTooLarge("response head too large") }
         let lines = Self.split(buffer[..<end])
         buffer.removeSubrange(..<(end + 4))
         guard let statusLine = lines.first else { throw .badRequest("empty response") }
@@ -69,26 +73,45 @@ public struct HTTPResponseParser: Sendable {
         return closed ? buffer : nil
     }
 
-    private func dechunk() throws(HTTPParseError) -> [UInt8]? {
-        var out: [UInt8] = []
-        var i = 0
+    /// How far chunked decoding got: each call decodes only the chunks that arrived since the
+    /// last (decoding the whole buffer on every read was quadratic in the body's size).
+    private var decoded: [UInt8] = []
+    private var nextChunk = 0
+
+    /// The request parser's bounds apply: a size line (extensions included) of at most 1 KiB,
+    /// trailers of at most `maxHeadBytes`, and a chunk refused once its declared size would pass
+    /// `maxBodyBytes`, before its data is buffered; otherwise a server could make the client buffer
+    /// without end.
+    private mutating func dechunk() throws(HTTPParseError) -> [UInt8]? {
         while true {
-            guard let lineEnd = Self.find([0x0d, 0x0a], in: buffer[i...]) else { return nil }
-            let sizeText = String(decoding: buffer[i..<lineEnd].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self)
-            guard let size = Int(sizeText, radix: 16), size >= 0 else { throw .badRequest("bad chunk size") }
-            i = lineEnd + 2
+            let line = buffer[nextChunk...].prefix(1026)
+            guard let lineEnd = Self.find([0x0d, 0x0a], in: line) else {
+                if line.count > 1025 { throw .badRequest("chunk size line too long") }
+                return nil
+            }
+            // Pure hex, at most 15 digits as the request parser reads it: no sign, and the size
+            // plus an offset cannot overflow (`7fffffffffffffff` trapped).
+            let digits = buffer[nextChunk..<lineEnd].prefix { $0 != UInt8(ascii: ";") }
+            guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
+                  let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else { throw .badRequest("bad chunk size") }
+            let start = lineEnd + 2
             if size == 0 {
                 // Trailers end with an empty line.
-                guard let end = Self.find(Array("\r\n".utf8), in: buffer[i...]) else { return nil }
-                if end == i { return out }
-                guard Self.find(Array("\r\n\r\n".utf8), in: buffer[i...]) != nil else { return nil }
-                return out
+                let trailers = buffer[start...]
+                if Self.find(Array("\r\n".utf8), in: trailers) == start || Self.find(Array("\r\n\r\n".utf8), in: trailers) != nil { return decoded }
+                if trailers.count > maxHeadBytes { throw .headersTooLarge("trailers too large") }
+                return nil
             }
-            guard buffer.count >= i + size + 2 else { return nil }
-            out += buffer[i..<(i + size)]
-            guard out.count <= maxBodyBytes else { throw .payloadTooLarge }
-            i += size + 2
+            guard decoded.count + size <= maxBodyBytes else { throw .payloadTooLarge }
+            guard buffer.count >= start + size + 2 else { return nil }
+            guard buffer[start + size] == 0x0d, buffer[start + size + 1] == 0x0a else { throw .badRequest("chunk not followed by CRLF") }
+            decoded += buffer[start..<(start + size)]
+            nextChunk = start + size + 2
         }
+    }
+
+    static func isHexDigit(_ c: UInt8) -> Bool {
+        (0x30...0x39).contains(c) || (0x41...0x46).contains(c) || (0x61...0x66).contains(c)
     }
 
     static func find(_ needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
