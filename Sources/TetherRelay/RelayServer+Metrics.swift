@@ -27,6 +27,7 @@ extension RelayServer {
     func registerChassisMetrics() {
         let registry = metrics.registry
         registry.registerBuildInfo(service: "relay")
+        registry.registerProcessMetrics()
         registry.gauge("relay_store_backlog", help: "Storage calls queued and not yet finished.") { [storage] in Int64(storage.backlog) }
         registry.counter("relay_accept_backoffs_total", help: "Times the listener paused accepting because descriptors ran out.") { [weak self] in
             UInt64(self?.listeners.withLock { $0?.http.acceptBackOffs.value } ?? 0)

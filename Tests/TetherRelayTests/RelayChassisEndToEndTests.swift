@@ -63,6 +63,36 @@ extension RelayEndToEndTests {
         XCTAssertTrue(process.isRunning)
     }
 
+    func testTheMetricsCarryTheProcessFiguresAndCountFailedTLSHandshakes() throws {
+        tearDown()
+        let directory = try scratchDirectory()
+        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
+        let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                      "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=relay", "-addext", "subjectAltName=IP:127.0.0.1"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let admin = freePort()
+        try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key, "--relay-admin-port", String(admin)])
+        func sample(_ name: String) throws -> Double? {
+            try curl("http://127.0.0.1:\(admin)/metrics").stdout.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                .flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        XCTAssertEqual(try sample("tether_tls_handshake_failures_total"), 0)
+        // Plain HTTP at the TLS port, and a TLS 1.1-only client: two failed handshakes.
+        _ = try curl("http://127.0.0.1:\(port)/healthz")
+        _ = try runProcess("/bin/sh", ["-c", "openssl s_client -connect 127.0.0.1:\(port) -tls1_1 </dev/null >/dev/null 2>&1"])
+        XCTAssertEqual(try sample("tether_tls_handshake_failures_total"), 2)
+        XCTAssertEqual(try curl("https://127.0.0.1:\(port)/healthz", ["--cacert", cert]).stdout, "ok\n\n200", "a good handshake is not counted")
+        XCTAssertEqual(try sample("tether_tls_handshake_failures_total"), 2)
+        let rss = try XCTUnwrap(try sample("process_resident_memory_bytes"))
+        XCTAssertGreaterThan(rss, 1_000_000)
+        XCTAssertLessThan(rss, 2_000_000_000)
+        XCTAssertGreaterThan(try sample("process_open_fds") ?? 0, 3)
+        XCTAssertGreaterThanOrEqual(try sample("process_max_fds") ?? 0, 1024)
+        let started = try XCTUnwrap(try sample("process_start_time_seconds"))
+        XCTAssertLessThan(abs(started - Date().timeIntervalSince1970), 120)
+        XCTAssertFalse(logLines().contains { $0.lowercased().contains("handshake") }, "a failed handshake is counted, not logged: \(logLines())")
+    }
+
     func testAPhoneThatStopsReadingIsClosedWriteStalledAndItsMacStaysAdmitted() throws {
         tearDown()
         try startRelay(database: ":memory:", ["--relay-max-frames-per-sec", "0", "--relay-daily-byte-quota", "100000000000",

@@ -224,7 +224,10 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
     }
 
     func fail(_ error: TLSError) {
-        if !handshakeDone, handshakeFailure == nil { handshakeFailure = error }
+        if !handshakeDone, handshakeFailure == nil {
+            handshakeFailure = error
+            if SSL_is_server(ssl) == 1 { TLSServerContext.handshakeFailures.increment() }
+        }
         if let onHandshake {
             self.onHandshake = nil
             onHandshake(error)

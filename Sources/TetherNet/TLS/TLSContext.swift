@@ -43,6 +43,9 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
     /// handshake (no_application_protocol).
     public typealias ChallengeCertificates = @Sendable (_ serverName: String) -> (certificatePEM: String, keyPEM: String)?
 
+    /// Server-side handshakes that failed, in this process (each service is a process of its own).
+    public static let handshakeFailures = NetCounter()
+
     private let lock = NetLock()
     private var current: SSLContextBox
     private var paths: (chain: String, key: String)

@@ -61,6 +61,7 @@ public final class PushMetrics: Sendable {
     func register(storageBacklog: @escaping @Sendable () -> Int, apnsConnections: @escaping @Sendable () -> Int,
                   tokensMinted: @escaping @Sendable () -> Int, droppedLogLines: @escaping @Sendable () -> Int) {
         registry.registerBuildInfo(service: "push")
+        registry.registerProcessMetrics()
         registry.gauge("pushrelay_store_backlog", help: "storage calls queued and not yet finished") { Int64(storageBacklog()) }
         registry.counter("pushrelay_apns_connections_opened_total", help: "HTTP/2 connections opened to APNs") { UInt64(apnsConnections()) }
         registry.counter("pushrelay_apns_provider_tokens_minted_total", help: "provider tokens signed") { UInt64(tokensMinted()) }

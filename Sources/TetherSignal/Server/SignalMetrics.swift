@@ -29,6 +29,7 @@ public final class SignalMetrics: Sendable {
     func register(sockets: @escaping @Sendable () -> Int, routable: @escaping @Sendable () -> Int,
                   issuing: @escaping @Sendable () -> Int, droppedLogLines: @escaping @Sendable () -> Int) {
         registry.registerBuildInfo(service: "signal")
+        registry.registerProcessMetrics()
         registry.gauge("signal_sockets", help: "open WebSocket connections") { Int64(sockets()) }
         registry.gauge("signal_routable_ids", help: "IDs registered and routable now") { Int64(routable()) }
         registry.gauge("signal_issuances_in_flight", help: "TURN credential issuances in flight") { Int64(issuing()) }
