@@ -99,10 +99,12 @@ public struct CompanionEnvelope: Sendable, Equatable {
             self.payload = .relayRoomSecret(secret)
         case "relayRoomSecretStored": self.payload = .relayRoomSecretStored
         case "hello":
-            guard case let .number(revision)? = values["revision"], case let .number(minimum)? = values["minimumPeer"] else { return nil }
+            // Integers, as the reference's Int fields decode them: `Int(_:)` trapped on 1e300.
+            guard case let .number(revisionNumber)? = values["revision"], let revision = Int(exactly: revisionNumber),
+                  case let .number(minimumNumber)? = values["minimumPeer"], let minimum = Int(exactly: minimumNumber) else { return nil }
             var wants: Bool?
             if case let .bool(flag)? = values["wantsNotificationPermission"] { wants = flag }
-            self.payload = .hello(revision: Int(revision), minimumPeer: Int(minimum), wantsNotificationPermission: wants)
+            self.payload = .hello(revision: revision, minimumPeer: minimum, wantsNotificationPermission: wants)
         case "error":
             guard case let .object(detail)? = values["_0"], case let .string(code)? = detail["code"], case let .string(message)? = detail["message"] else { return nil }
             self.payload = .error(code: code, message: message)

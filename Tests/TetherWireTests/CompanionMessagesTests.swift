@@ -45,6 +45,18 @@ final class CompanionMessagesTests: XCTestCase {
         }
     }
 
+    /// A hello's revisions are integers: a peer's `1e300` made `Int(_:)` trap (found by fuzzing,
+    /// Fuzz/Companion); a fraction is as malformed as it is to the reference's Int fields.
+    func testAHelloWhoseRevisionIsNoIntegerIsDropped() {
+        for revision in ["1e300", "1e999", "-1e300", "11.5"] {
+            let text = #"{"payload":{"hello":{"revision":\#(revision),"minimumPeer":11}}}"#
+            XCTAssertNil(CompanionEnvelope(frame: Array(text.utf8)), revision)
+            XCTAssertNil(CompanionEnvelope(frame: Array(#"{"payload":{"hello":{"revision":11,"minimumPeer":\#(revision)}}}"#.utf8)), revision)
+        }
+        XCTAssertEqual(CompanionEnvelope(frame: Array(#"{"payload":{"hello":{"revision":11.0,"minimumPeer":1.1e1}}}"#.utf8))?.payload,
+                       .hello(revision: 11, minimumPeer: 11, wantsNotificationPermission: nil))
+    }
+
     func testRevisionVerdictsAreConsistentOnBothSides() {
         XCTAssertEqual(CompanionRevision.compare(peerRevision: 11, peerMinimumPeer: 11), .compatible)
         XCTAssertEqual(CompanionRevision.compare(peerRevision: 12, peerMinimumPeer: 12), .upgradeSelf)
