@@ -12,6 +12,17 @@ final class PushConfigurationTests: XCTestCase {
         ["APNS_TEAM_ID": "ABCDE12345", "APNS_KEY_ID": "FGHIJ67890", "APNS_PRIVATE_KEY": P256.PrivateKey().pemRepresentation]
     }
 
+    func testACMEReadsUnderThePushPrefixAndIsRefusedBesideCertificateFiles() throws {
+        let (configuration, _) = try PushConfiguration.load(environment: environment.merging(["PUSH_ACME_DOMAIN": "Push.Example.com"]) { $1 },
+                                                            arguments: ["--acme-email", "ops@example.com", "--push-acme-http-port", "0"])
+        XCTAssertEqual(configuration.acme?.domains, ["push.example.com"])
+        XCTAssertEqual(configuration.acme?.email, "ops@example.com")
+        XCTAssertNil(configuration.acme?.httpPort, "0: TLS-ALPN-01 only")
+        XCTAssertThrowsError(try PushConfiguration.load(environment: environment, arguments: ["--acme-domain", "push.example.com", "--tls-cert", "c", "--tls-key", "k"])) {
+            XCTAssertEqual(($0 as? SettingError)?.variable, "PUSH_ACME_DOMAIN")
+        }
+    }
+
     func testTheDefaultsAreTheSettledOnes() throws {
         let (configuration, _) = try PushConfiguration.load(environment: environment, arguments: [])
         XCTAssertEqual(configuration.host, "127.0.0.1")

@@ -17,6 +17,13 @@ final class SignalConfigurationTests: XCTestCase {
         }
     }
 
+    func testACMEReadsUnderTheSignalPrefix() throws {
+        let (c, _) = try SignalConfiguration.load(environment: ["SIGNAL_ACME_DOMAIN": "signal.example.com"], arguments: [])
+        XCTAssertEqual(c.acme?.domains, ["signal.example.com"])
+        XCTAssertEqual(c.acme?.httpPort, 80)
+        XCTAssertEqual(c.acme?.directoryURL, "https://acme-v02.api.letsencrypt.org/directory")
+    }
+
     func testTheDefaultsAreTheSpecifiedOnes() throws {
         let (c, _) = try SignalConfiguration.load(environment: [:], arguments: [])
         XCTAssertEqual(c.host, "127.0.0.1")
