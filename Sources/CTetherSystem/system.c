@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <stdio.h>
 #include "CTetherSystem.h"
 #include <errno.h>
 #include <netinet/in.h>
@@ -161,6 +162,11 @@ static void tether_forward_signal(int signal) {
 }
 
 void tether_forward_signals_stop(void) { tether_signal_target_set = 0; }
+
+void tether_flush_standard_output(void) {
+    fflush(stdout);
+    fflush(stderr);
+}
 
 int tether_forward_signals(pthread_t thread, const int *signals, int count) {
     tether_signal_target_set = 0;

@@ -109,7 +109,7 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     }
     let status = await session.finished()
     withExtendedLifetime(signalSources) {}
-    exit(status)
+    leave(status)
 }
 
 private func isIPAddress(_ text: String) -> Bool {

@@ -77,7 +77,7 @@ func runDemoCallCommand(_ arguments: [String]) async -> Never {
         try? await Task.sleep(nanoseconds: 200_000_000)
         server.shutdown()
         group.shutdown()
-        exit(0)
+        leave(0)
     } catch {
         fail("demo call: \(error)", code: 1)
     }

@@ -45,7 +45,7 @@ func runDemoCommand(_ arguments: [String]) async -> Never {
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler {
             cleanUp(relay, scratch)
-            exit(130)
+            leave(130)
         }
         source.resume()
         signalSources.append(source)
@@ -53,11 +53,11 @@ func runDemoCommand(_ arguments: [String]) async -> Never {
     do {
         try await demo(scratch: scratch, relay: relay)
         cleanUp(relay, scratch)
-        exit(0)
+        leave(0)
     } catch {
         cleanUp(relay, scratch)
         FileHandle.standardError.write(Data("tether: demo: \(error)\n".utf8))
-        exit(1)
+        leave(1)
     }
 }
 

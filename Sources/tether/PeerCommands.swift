@@ -104,33 +104,34 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler {
             shuttingDown.withLock { $0 = true }
-            close()
+            // Cancelled before the close, so the endpoint sees the cancellation when the closed
+            // socket wakes it and does not join again.
             work.cancel()
-            // A moment for the close frames to leave; then out without running the process's
-            // teardown under the event loops still running (exit(3) crashed there now and then).
+            close()
+            // A moment for the close frames to leave.
             usleep(100_000)
-            fflush(nil)
-            _exit(0)
+            leave(0)
         }
         source.resume()
         signalSources.append(source)
     }
-    switch await work.value {
+    let outcome = await work.value
+    // A stop signal cancelled the session (it may end with or without an error): the handler
+    // leaves once the close frames are out.
+    if shuttingDown.withLock({ $0 }) {
+        usleep(200_000)
+        leave(0)
+    }
+    switch outcome {
     case nil:
-        exit(0)
+        leave(0)
     case .unpairedByPeer?:
         console.say(CompanionError.unpairedByPeer.description)
-        exit(0)
+        leave(0)
     case let error?:
-        // A stop signal cancelled it: the handler exits 0 once the close frames are out.
-        if shuttingDown.withLock({ $0 }) {
-            usleep(200_000)
-            fflush(nil)
-            _exit(0)
-        }
         // One line, as scripts expect: the reason, then what to do when it does not say.
         FileHandle.standardError.write(Data("tether: \(error)\(advice(for: error).map { " — " + $0 } ?? "")\n".utf8))
-        exit(1)
+        leave(1)
     }
 }
 
@@ -380,7 +381,7 @@ func endOfInput(_ console: Console, close: @escaping @Sendable () -> Void) -> @S
         shuttingDown.withLock { $0 = true }
         close()
         usleep(100_000)
-        exit(0)
+        leave(0)
     }
 }
 
@@ -442,7 +443,7 @@ func runUnpairCommand(_ arguments: [String]) async -> Never {
         }
         print("Unpaired: the room is deleted on the relay and the pairing is forgotten (\(state.url.path)).")
     }
-    exit(0)
+    leave(0)
 }
 
 /// "2 minutes", "3 seconds", "1 minute 30 seconds": how long a pairing link lives, in words.

@@ -68,7 +68,7 @@ func runPresenceCommand(_ arguments: [String]) async {
     switch outcome {
     case let .success(online):
         for id in contacts { print("\(id.canonical) \(online[id] == true ? "online" : "offline")") }
-        exit(0)
+        leave(0)
     case let .failure(failure):
         fail("presence: \(failure)", code: 1)
     }

@@ -71,11 +71,11 @@ func runPushSendCommand(_ arguments: [String]) async {
         }
         print("delivered: APNs accepted the notification (200)")
         group.shutdown()
-        exit(0)
+        leave(0)
     } catch {
         print(PushSendVerdict.explain(error))
         group.shutdown()
-        exit(1)
+        leave(1)
     }
 }
 

@@ -1,5 +1,6 @@
 // tether: the command-line shell. It parses configuration and wires libraries together; the
 // protocols live in the Tether* modules.
+import CTetherSystem
 import Foundation
 import Glibc
 import TetherNet
@@ -12,7 +13,16 @@ import TetherWire
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data("tether: \(message)\n".utf8))
-    exit(code)
+    leave(code)
+}
+
+/// Ends a client command whose event loops may still be running. exit(3) would run the atexit
+/// handlers, and OpenSSL's frees the global locks a loop thread may be taking that moment (a
+/// Ctrl-C on `tether mac` crashed in pthread_rwlock_wrlock(NULL) now and then), so standard
+/// output is flushed and the process leaves without its teardown.
+func leave(_ code: Int32) -> Never {
+    tether_flush_standard_output()
+    _exit(code)
 }
 
 let usage = """

@@ -83,4 +83,8 @@ int tether_set_thread_name(const char *name);
 int tether_forward_signals(pthread_t thread, const int *signals, int count);
 /// Stops forwarding (the watcher is gone): a forwarded signal is then dropped.
 void tether_forward_signals_stop(void);
+
+/// Flushes stdout and stderr only: fflush(NULL) also takes the lock of stdin, which a thread
+/// blocked reading a line holds for as long as it waits.
+void tether_flush_standard_output(void);
 #endif
