@@ -82,8 +82,9 @@ public struct AppAttestVerifier: Sendable {
         guard constantTimeEquals(Array(authData[0..<32]), SHA256.hash(Array(appID.utf8))) else {
             throw AppAttestError("rpIdHash (app id) mismatch")
         }
-        // Not in the reference; every genuine attestation has a zero counter (Apple's step 6).
-        guard authData[33..<37].allSatisfy({ $0 == 0 }) else { throw AppAttestError("attestation counter is not zero") }
+        // The sign counter (authData[33..<37]) is not checked: Apple's procedure wants 0, but
+        // relay.md §5.1 allows an added check only if it never rejects an attestation the
+        // reference accepts, and the reference accepts any counter.
         guard authData.count >= 55, constantTimeEquals(Array(authData[37..<53]), environment.aaguid) else {
             let got = authData.count >= 53 ? String(decoding: authData[37..<53].map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: "?") }, as: UTF8.self) : ""
             throw AppAttestError("AAGUID/environment mismatch: got \"\(got)\", env=\"\(environment == .development ? "development" : "production")\"")

@@ -42,10 +42,12 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
     /// The admin listener (`/metrics`, `/healthz`, `/readyz`), off unless a port is set.
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
-    /// Per-IP WebSocket upgrades per minute (0 = off).
+    /// Per-IP WebSocket upgrades per `wsRateWindowMs` (0 = off).
     public var wsRateLimit = 120
-    /// Per-IP `/attest*` requests per minute (0 = off).
+    public var wsRateWindowMs: UInt64 = 60_000
+    /// Per-IP `/attest*` requests per `attestRateWindowMs` (0 = off).
     public var attestRateLimit = 30
+    public var attestRateWindowMs: UInt64 = 60_000
     /// Spliced frames per room per second (0 = off).
     public var maxFramesPerSecond = 500
     public var tlsCertificatePath: String?
@@ -108,6 +110,8 @@ extension RelayConfiguration {
         c.keepaliveMs = try values.value(of: S.keepalive)
         c.wsRateLimit = Int(try values.value(of: S.wsRateLimit))
         c.attestRateLimit = Int(try values.value(of: S.attestRateLimit))
+        c.wsRateWindowMs = UInt64(try values.value(of: S.wsRateWindow))
+        c.attestRateWindowMs = UInt64(try values.value(of: S.attestRateWindow))
         c.maxFramesPerSecond = Int(try values.value(of: S.maxFramesPerSecond))
         c.metricsPushURL = try values.value(of: S.metricsPushURL)
         c.metricsPushToken = try values.value(of: S.metricsPushToken)

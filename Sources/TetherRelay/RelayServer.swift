@@ -132,13 +132,13 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     /// The gate's limits and refusals, each exactly relay.md §2.3/§2.5's answer.
     static func gateLimits(_ configuration: RelayConfiguration) -> ConnectionGate.Limits {
         var limits = ConnectionGate.Limits()
-        limits.socketRate = .init(limit: configuration.wsRateLimit)
+        limits.socketRate = .init(limit: configuration.wsRateLimit, windowMs: configuration.wsRateWindowMs)
         limits.socketRateRefusal = .text(429, "rate limited")
         limits.maxSocketsPerIP = configuration.maxSocketsPerIP
         limits.perIPRefusal = .text(429, "too many connections")
         limits.maxTotalSockets = configuration.maxTotalSockets
         limits.totalRefusal = .text(503, "capacity")
-        limits.requestLimits[Self.attestLimiter] = .init(.init(limit: configuration.attestRateLimit), refusal: .text(429, "rate limited"))
+        limits.requestLimits[Self.attestLimiter] = .init(.init(limit: configuration.attestRateLimit, windowMs: configuration.attestRateWindowMs), refusal: .text(429, "rate limited"))
         return limits
     }
 

@@ -12,7 +12,7 @@ public enum RelaySetting {
         command: "tether relay", synopsis: "[--local] [--tls-cert FILE --tls-key FILE]", switches: [local],
         rows: [host, port, database, origin, attestationRequired, appID, appAttestEnvironment, appAttestRootPEM,
                dailyByteQuota, establishedIdleTTL, log, logFormat, trustProxy, trustCloudflare, trustedHops, maxRooms,
-               maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, attestRateLimit, maxFramesPerSecond,
+               maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, wsRateWindow, attestRateLimit, attestRateWindow, maxFramesPerSecond,
                stallTimeout, publicMetrics, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap, leaseTTL,
                tlsCertificate, tlsKey] + acme.rows)
 
@@ -59,9 +59,13 @@ public enum RelaySetting {
     static let keepalive = Setting<Int64>("RELAY_KEEPALIVE_MS", default: 30_000, parser: keepaliveInterval,
                                           help: "WebSocket ping sweep interval, at least 100 (0 = default)")
     static let wsRateLimit = Setting<Int64>("RELAY_WS_RATE_LIMIT", default: 120, parser: .zeroOrPositive,
-                                            help: "WebSocket upgrades per IP per minute (0 = off)")
+                                            help: "WebSocket upgrades per IP per window (0 = off)")
     static let attestRateLimit = Setting<Int64>("RELAY_ATTEST_RATE_LIMIT", default: 30, parser: .zeroOrPositive,
-                                                help: "/attest* requests per IP per minute (0 = off)")
+                                                help: "/attest* requests per IP per window (0 = off)")
+    static let wsRateWindow = Setting<Int64>("RELAY_WS_RATE_WINDOW_MS", default: 60_000, parser: .positiveInteger,
+                                             help: "the window of RELAY_WS_RATE_LIMIT, in milliseconds")
+    static let attestRateWindow = Setting<Int64>("RELAY_ATTEST_RATE_WINDOW_MS", default: 60_000, parser: .positiveInteger,
+                                                 help: "the window of RELAY_ATTEST_RATE_LIMIT, in milliseconds")
     static let maxFramesPerSecond = Setting<Int64>("RELAY_MAX_FRAMES_PER_SEC", default: 500, parser: .zeroOrPositive,
                                                    help: "spliced frames per room per second (0 = off)")
     static let stallTimeout = Setting<Int64>("RELAY_STALL_TIMEOUT_MS", default: 60_000, parser: .positiveInteger,

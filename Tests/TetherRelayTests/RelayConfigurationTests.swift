@@ -1,5 +1,6 @@
 import Foundation
-import TetherRelay
+@testable import TetherRelay
+import TetherService
 import TetherTestSupport
 import XCTest
 
@@ -127,6 +128,21 @@ final class RelayConfigurationTests: XCTestCase {
         XCTAssertEqual(c.wsRateLimit, 0)
         XCTAssertEqual(c.attestRateLimit, 0)
         XCTAssertEqual(c.maxFramesPerSecond, 0)
+    }
+
+    /// relay.md §2.5: "Tether: exposes both limits (count and window) as settings with these
+    /// defaults" — the windows default to 60 s and reach the gate's limiters.
+    func testBothPerIPLimitersWindowsAreSettingsThatReachTheGate() throws {
+        let (defaults, _) = try load(production)
+        XCTAssertEqual(RelayServer.gateLimits(defaults).socketRate, .init(limit: 120, windowMs: 60_000))
+        XCTAssertEqual(RelayServer.gateLimits(defaults).requestLimits[RelayServer.attestLimiter]?.rate, .init(limit: 30, windowMs: 60_000))
+        let (c, _) = try load(production.merging(["RELAY_WS_RATE_LIMIT": "5", "RELAY_WS_RATE_WINDOW_MS": "1500"]) { $1 },
+                              ["--relay-attest-rate-limit", "3", "--relay-attest-rate-window-ms=2500"])
+        let limits = RelayServer.gateLimits(c)
+        XCTAssertEqual(limits.socketRate, .init(limit: 5, windowMs: 1_500))
+        XCTAssertEqual(limits.requestLimits[RelayServer.attestLimiter]?.rate, .init(limit: 3, windowMs: 2_500))
+        assertRefused(production.merging(["RELAY_WS_RATE_WINDOW_MS": "0"]) { $1 }, naming: "RELAY_WS_RATE_WINDOW_MS")
+        assertRefused(production.merging(["RELAY_ATTEST_RATE_WINDOW_MS": "1m"]) { $1 }, naming: "RELAY_ATTEST_RATE_WINDOW_MS")
     }
 
     func testFlagsOverrideTheEnvironment() throws {

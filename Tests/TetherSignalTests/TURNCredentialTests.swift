@@ -61,7 +61,8 @@ final class TURNCredentialTests: XCTestCase {
             limiter.finish()
         }
         XCTAssertFalse(limiter.start(nowMs: 59_999), "the 61st in the minute")
-        XCTAssertTrue(limiter.start(nowMs: 60_000), "a new window")
+        XCTAssertFalse(limiter.start(nowMs: 60_000), "the window ends only when more than 60,000 ms have passed (relay.md §2.5)")
+        XCTAssertTrue(limiter.start(nowMs: 60_001), "a new window")
     }
 }
 

@@ -1,4 +1,5 @@
 import Synchronization
+import TetherService
 
 /// The per-process issuance limits of signaling.md §8.1 [DOC]: at most 8 issuances at once and
 /// 60 started per minute (a fixed window from the first counted start, §13.1). An issuance
@@ -10,25 +11,19 @@ public final class IssuanceLimiter: Sendable {
 
     private struct State {
         var inFlight = 0
-        var windowStart: UInt64?
-        var started = 0
+        /// Restarts when `now − start > window`, strictly, as every window of relay.md §2.5.
+        var window = FixedWindow(limit: IssuanceLimiter.perWindow, window: IssuanceLimiter.windowMs)
     }
 
     private let state = Mutex(State())
 
     public init() {}
 
-    /// Takes a place for one issuance at `nowMs` (monotonic); false when over either limit.
+    /// Takes a place for one issuance at `nowMs` (monotonic); false when over either limit. One
+    /// refused for the concurrency limit does not count toward the window.
     public func start(nowMs: UInt64) -> Bool {
         state.withLock { state in
-            if let start = state.windowStart, nowMs &- start >= Self.windowMs { state.windowStart = nil }
-            guard state.inFlight < Self.maxConcurrent else { return false }
-            if state.windowStart == nil {
-                state.windowStart = nowMs
-                state.started = 0
-            }
-            guard state.started < Self.perWindow else { return false }
-            state.started += 1
+            guard state.inFlight < Self.maxConcurrent, state.window.hit(now: nowMs) else { return false }
             state.inFlight += 1
             return true
         }
