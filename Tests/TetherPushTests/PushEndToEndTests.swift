@@ -312,12 +312,19 @@ final class PushProcess {
 /// One HTTP/1.1 exchange, waited for.
 enum HTTP {
     static func call(_ loop: EventLoop, _ method: String, _ url: String, body: String? = nil, headers: [(String, String)] = []) -> (status: Int, body: String) {
+        let answer = exchange(loop, method, url, body: body, headers: headers)
+        return (answer.status, answer.body)
+    }
+
+    /// The same exchange, with the response's header fields.
+    static func exchange(_ loop: EventLoop, _ method: String, _ url: String, body: String? = nil,
+                         headers: [(String, String)] = []) -> (status: Int, headers: HTTPHeaders, body: String) {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<(Int, String)>((0, ""))
+        let result = Mutex<(Int, HTTPHeaders, String)>((0, HTTPHeaders(), ""))
         HTTPClient.request(method, url, headers: HTTPHeaders(headers), body: body.map { Array($0.utf8) }, on: loop, timeout: .seconds(30)) { outcome in
             switch outcome {
-            case let .success(response): result.withLock { $0 = (response.status, String(decoding: response.body, as: UTF8.self)) }
-            case let .failure(error): result.withLock { $0 = (-1, "\(error)") }
+            case let .success(response): result.withLock { $0 = (response.status, response.headers, String(decoding: response.body, as: UTF8.self)) }
+            case let .failure(error): result.withLock { $0 = (-1, HTTPHeaders(), "\(error)") }
             }
             done.signal()
         }
