@@ -4,12 +4,14 @@ public import TetherWire
 /// A working session between the paired devices, after pairing or reconnect setup: application
 /// frames of any size both ways. The control envelopes that are not the application's own are
 /// handled here: a `ping` is answered with `pong` (on the Mac), `unpairing`/`unpaired` end the
-/// pairing; every other frame is the application's.
+/// pairing, the phone's `pushStatus` is handed to the Mac; every other frame is the application's.
 public final class CompanionConnection: @unchecked Sendable {
     public enum Incoming: Sendable, Equatable {
         case message([UInt8])
         /// The other device unpaired (its farewell arrived).
         case peerUnpaired
+        /// On the Mac: the phone's push registration (client.md §12.6, push.md §3.3).
+        case pushStatus(PushStatus)
     }
 
     public let role: RelayRole
@@ -76,9 +78,11 @@ public final class CompanionConnection: @unchecked Sendable {
                     try? channel.send(CompanionEnvelope(requestID: id, .hello(revision: CompanionRevision.current, minimumPeer: CompanionRevision.minimumPeer,
                                                                               wantsNotificationPermission: false)).frame)
                 }
+            case let .pushStatus(status):
+                if role == .mac { return .pushStatus(status) }
             case .unsupported:
                 // A request this side does not serve gets a correlated error (client.md §12.2);
-                // events such as `pushStatus` carry no request id and are ignored.
+                // events without a request id are ignored.
                 if role == .mac, let id = envelope.requestID {
                     try? channel.send(CompanionEnvelope(requestID: id, .error(code: "unsupported", message: "not supported by this Mac")).frame)
                 }

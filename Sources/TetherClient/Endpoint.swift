@@ -85,7 +85,7 @@ enum SessionEnd: Sendable {
 
 extension EndpointContext {
     /// Delivers frames from the session until it ends; outgoing frames flow through `outbox`.
-    func serve(_ connection: CompanionConnection, outbox: Outbox) async -> SessionEnd {
+    func serve(_ connection: CompanionConnection, outbox: Outbox, pushStatus: (PushStatus) -> Void = { _ in }) async -> SessionEnd {
         outbox.attach(connection)
         defer { outbox.detach() }
         while true {
@@ -96,6 +96,7 @@ extension EndpointContext {
                 }
                 switch incoming {
                 case let .message(frame): events(.message(frame))
+                case let .pushStatus(status): pushStatus(status)
                 case .peerUnpaired:
                     connection.close()
                     return .peerUnpaired
@@ -161,6 +162,9 @@ public class CompanionEndpoint: @unchecked Sendable {
     /// Sends an application frame to the other device (held until a session is up).
     public func send(_ frame: [UInt8]) { outbox.send(frame) }
 
+    /// The phone's `pushStatus` arrived (the Mac keeps it).
+    func received(_ status: PushStatus) {}
+
     /// Closes the current session, if any (the process is about to end).
     public func closeSession() { outbox.current?.close() }
 
@@ -169,7 +173,7 @@ public class CompanionEndpoint: @unchecked Sendable {
     /// or a deleted room end the pairing (thrown).
     func serveSession(_ connection: CompanionConnection, delay: (RelaySignal) -> Double) async throws(CompanionError) -> RelaySignal {
         events(.connected)
-        switch await context.serve(connection, outbox: outbox) {
+        switch await context.serve(connection, outbox: outbox, pushStatus: { received($0) }) {
         case .peerUnpaired:
             state.wipePairing()
             throw .unpairedByPeer

@@ -21,6 +21,8 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     /// Whether any park has succeeded in this run: before that, an unreachable relay is the
     /// user's mistake to hear about at once (a wrong URL), not something to wait out.
     private var everParked = false
+    private let pushStatusLock = NSLock()
+    private var lastPushStatus: PushStatus?
 
     /// `enterCode(attempt)` returns the code the user typed, or nil if no more input will come.
     public init(context: EndpointContext, transport: PairingLink.Transport?, enterCode: @escaping @Sendable (Int) async -> String?) {
@@ -28,6 +30,13 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
         self.enterCode = enterCode
         super.init(context: context)
     }
+
+    /// The phone's last `pushStatus` (client.md §12.6), kept across sessions: its
+    /// `relayCredentials` are the hex token and secret the Mac sends in Profile I pushes
+    /// (push.md §3.3). Nil until a phone sent one.
+    public var pushStatus: PushStatus? { pushStatusLock.withLock { lastPushStatus } }
+
+    override func received(_ status: PushStatus) { pushStatusLock.withLock { lastPushStatus = status } }
 
     /// Pairs if needed, then serves sessions until a fatal error (thrown) or cancellation.
     public func run() async throws(CompanionError) {

@@ -19,6 +19,19 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     public var pongTimeout: Double = 10
 
     public let attester: (any Attester)?
+    private let pushStatusLock = NSLock()
+    private var configuredPushStatus: PushStatus?
+
+    /// What the phone couriers to the Mac in `pushStatus` (client.md §12.6, push.md §3.3): sent
+    /// after `hello` on every connection while set, and at once on a live session when it
+    /// changes (a new APNs token).
+    public var pushStatus: PushStatus? {
+        get { pushStatusLock.withLock { configuredPushStatus } }
+        set {
+            pushStatusLock.withLock { configuredPushStatus = newValue }
+            if let newValue { try? outbox.current?.send(CompanionEnvelope(.pushStatus(newValue)).frame) }
+        }
+    }
 
     public init(context: EndpointContext, attester: (any Attester)? = nil) {
         self.attester = attester
@@ -156,7 +169,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     }
 
     /// Courier the room secret (request 1), register after the ack if not yet done, `hello`
-    /// (request 2): client.md §12.4, §12.5.
+    /// (request 2), then `pushStatus` when configured: client.md §12.4–§12.6.
     private func setUp(_ channel: SecureChannel, socket: AdmittedSocket, room: RelayRoom, link: PairingLink,
                        secret: RoomSecret) async throws(CompanionError) -> CompanionConnection {
         try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's acknowledgement")) { () throws(CompanionError) in
@@ -169,7 +182,9 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's hello")) { () throws(CompanionError) in
             try await CompanionSession.helloFromPhone(channel, requestID: 2)
         }
-        return CompanionConnection(role: .phone, channel: channel, socket: socket)
+        let connection = CompanionConnection(role: .phone, channel: channel, socket: socket)
+        if let status = pushStatus { try connection.send(CompanionEnvelope(.pushStatus(status)).frame) }
+        return connection
     }
 
     /// `/register`: with an assertion from the attested key when there is an attester and the

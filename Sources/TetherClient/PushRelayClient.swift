@@ -45,6 +45,12 @@ public struct PushRelayClient: Sendable {
         public let pushID: String
         /// The 32 secret bytes (the HMAC key for the Mac's pushes).
         public let relaySecret: [UInt8]
+
+        /// As the Mac rebuilds it from what the phone handed over (push.md §2.3).
+        public init(pushID: String, relaySecret: [UInt8]) {
+            self.pushID = pushID
+            self.relaySecret = relaySecret
+        }
     }
 
     /// Phone: `POST /v1/register`. A new `pushID` every call (the phone re-registers on launch).

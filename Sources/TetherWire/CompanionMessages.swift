@@ -51,6 +51,8 @@ public struct CompanionEnvelope: Sendable, Equatable {
         case hello(revision: Int, minimumPeer: Int, wantsNotificationPermission: Bool?)
         case error(code: String, message: String)
         case ping, pong, unpairing, unpaired
+        /// Phone → Mac, fire-and-forget: the phone's push registration (§12.6).
+        case pushStatus(PushStatus)
         /// A case this side does not know (the Mac answers it with `error` `unsupported`).
         case unsupported(String)
     }
@@ -76,6 +78,12 @@ public struct CompanionEnvelope: Sendable, Equatable {
         case .pong: body = #""pong":{}"#
         case .unpairing: body = #""unpairing":{}"#
         case .unpaired: body = #""unpaired":{}"#
+        case let .pushStatus(status):
+            var fields = [#""authorization":\#(Self.quote(status.authorization.rawValue))"#]
+            if let token = status.token { fields.append(#""token":\#(Self.quote(Base64.encode(token)))"#) }
+            if let secret = status.relaySecret { fields.append(#""relaySecret":\#(Self.quote(Base64.encode(secret)))"#) }
+            fields.append(#""sandbox":\#(status.sandbox)"#)
+            body = #""pushStatus":{"# + fields.joined(separator: ",") + "}"
         case let .unsupported(name): body = "\(Self.quote(name)):{}"
         }
         return (requestID.map { #"{"requestID":\#($0),"# } ?? "{") + #""payload":{\#(body)}}"#
@@ -112,12 +120,53 @@ public struct CompanionEnvelope: Sendable, Equatable {
         case "pong": self.payload = .pong
         case "unpairing": self.payload = .unpairing
         case "unpaired": self.payload = .unpaired
+        case "pushStatus":
+            // As the reference's Codable decodes it: `authorization` one of the three names and
+            // `sandbox` a boolean, required; `token` and `relaySecret` optional base64 (`Data`).
+            guard case let .string(name)? = values["authorization"], let authorization = PushStatus.Authorization(rawValue: name),
+                  case let .bool(sandbox)? = values["sandbox"] else { return nil }
+            func bytes(_ key: String) -> [UInt8]?? {
+                guard let value = values[key] else { return .some(nil) }
+                guard case let .string(text) = value, let decoded = try? Base64.decode(text) else { return nil }
+                return .some(decoded)
+            }
+            guard let token = bytes("token"), let relaySecret = bytes("relaySecret") else { return nil }
+            self.payload = .pushStatus(PushStatus(authorization: authorization, token: token, relaySecret: relaySecret, sandbox: sandbox))
         default: self.payload = .unsupported(name)
         }
     }
 
     /// A JSON string literal.
     static func quote(_ text: String) -> String { "\"" + AdmissionReply.jsonEscaped(text) + "\"" }
+}
+
+/// The phone's push state as it couriers it to the Mac in `pushStatus` (client.md §12.6,
+/// push.md §3.3): notification permission, and, once registered with a Profile I relay, the APNs
+/// token bytes and the 32-byte push secret whose hash the relay holds.
+public struct PushStatus: Sendable, Equatable {
+    public enum Authorization: String, Sendable {
+        case notDetermined, denied, authorized
+    }
+
+    public var authorization: Authorization
+    public var token: [UInt8]?
+    public var relaySecret: [UInt8]?
+    public var sandbox: Bool
+
+    public init(authorization: Authorization, token: [UInt8]? = nil, relaySecret: [UInt8]? = nil, sandbox: Bool) {
+        self.authorization = authorization
+        self.token = token
+        self.relaySecret = relaySecret
+        self.sandbox = sandbox
+    }
+
+    /// What the Mac sends in `/push` and `/push/mutable` (push.md §3.3): the token and the secret
+    /// as lowercase hex. Nil unless there is a token and the secret is exactly 32 bytes (anything
+    /// else is ignored: no push could authenticate with it).
+    public var relayCredentials: (token: String, secret: String)? {
+        guard let token, !token.isEmpty, let relaySecret, relaySecret.count == 32 else { return nil }
+        return (Hex.encode(token), Hex.encode(relaySecret))
+    }
 }
 
 /// What a reassembled application frame is (client.md §12.1).

@@ -70,10 +70,13 @@ CONTROL API (HTTP/1.1 + JSON on 127.0.0.1:<control-port>, keep-alive supported)
   GET    /requests   -> 200 [record, ...] oldest first
   DELETE /requests   -> 200 {"cleared":N}   (empties the log; connection ids keep counting)
   GET    /stats      -> 200 {"connections_opened":N, "connections_open":N, "requests":N,
-                             "distinct_jwts":N, "connections_refused":N, "streams_refused":N}
+                             "distinct_jwts":N, "connections_refused":N, "streams_refused":N,
+                             "priority_frames":N}
                         connections_opened/_open count h2 connections since start;
                         connections_refused = TLS connections closed for lacking ALPN h2;
                         streams_refused = streams refused over the stream limit (since start);
+                        priority_frames = PRIORITY frames and HEADERS carrying priority
+                        received (since start; APNs ignores them, so a client sends none);
                         requests and distinct_jwts are computed over the current log, so
                         DELETE /requests resets them.
   POST   /script     body: JSON array of rules; replaces the script -> 200 {"rules":N}
@@ -224,6 +227,7 @@ class State:
         self.connections_opened = 0
         self.connections_refused = 0
         self.streams_refused = 0
+        self.priority_frames = 0
         self.stop_event = None
 
     def add_record(self, rec):
@@ -245,6 +249,7 @@ class State:
             "distinct_jwts": len({r["jwt"] for r in self.records if r["jwt"] is not None}),
             "connections_refused": self.connections_refused,
             "streams_refused": self.streams_refused,
+            "priority_frames": self.priority_frames,
         }
 
 
@@ -378,6 +383,9 @@ class APNsProtocol(asyncio.Protocol):
         self.flush()
 
     def handle_event(self, ev):
+        if isinstance(ev, h2.events.PriorityUpdated):
+            self.state.priority_frames += 1
+            return
         if isinstance(ev, h2.events.RequestReceived):
             if len(self.streams) >= self.stream_limit:
                 self.conn.reset_stream(ev.stream_id, ErrorCodes.REFUSED_STREAM)

@@ -103,4 +103,67 @@ final class MacEndpointInteropTests: RelayTestCase {
         XCTAssertNil(state.pairedRole)
         XCTAssertNil(try state.roomSecret())
     }
+
+    /// A Mac endpoint paired with a phone played by the test, up to the session (courier, hello).
+    private func pairedWithAShippingPhone() async throws -> (MacEndpoint, SecureChannel, Task<Void, any Error>) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-mac-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        let state = try StateDirectory(directory)
+        let recorder = Recorder(), code = Box()
+        let mac = MacEndpoint(context: EndpointContext(loop: loop, state: state) { recorder.add($0) },
+                              transport: .direct(relayOrigin: relay.origin)) { _ in await code.get() }
+        let running = Task { try await mac.run() }
+        let link = try await recorder.wait("link") { if case let .pairingLink(link) = $0 { link } else { nil } }
+        let socket = try await RelayAdmission.join(RelayRoom(origin: relay.origin, name: link.roomName), role: .phone, proof: .park, on: loop)
+        let channel = try await SecureChannel.initiate(over: socket, staticKey: X25519.PrivateKey(),
+                                                       responderStaticKey: try X25519.PublicKey(rawRepresentation: link.responderStaticKey),
+                                                       pairingID: link.pairingID)
+        code.set(channel.sas)
+        _ = try await channel.receive()
+        try channel.send(CompanionEnvelope(requestID: 1, .relayRoomSecret(RoomSecret.generate().bytes)).frame)
+        _ = try await channel.receive()
+        try channel.send(Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11}}}"#.utf8))
+        _ = try await channel.receive()
+        _ = try await recorder.wait("session") { $0 == .connected ? true : nil }
+        return (mac, channel, running)
+    }
+
+    private func awaitPushStatus(_ mac: MacEndpoint, _ match: (PushStatus) -> Bool) async throws -> PushStatus {
+        for _ in 0..<500 {
+            if let status = mac.pushStatus, match(status) { return status }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        throw NSError(domain: "no matching pushStatus", code: 1)
+    }
+
+    /// push.md §3.3, client.md §12.6: the phone's `pushStatus` (base64 token and secret) gives
+    /// the Mac the lowercase-hex token and secret of its Profile I pushes; the last one is kept,
+    /// and a secret that is not 32 bytes yields no credentials.
+    func testAPushStatusHandsTheMacTheRelayCredentialsAsHex() async throws {
+        let (mac, channel, running) = try await pairedWithAShippingPhone()
+        defer { running.cancel() }
+        XCTAssertNil(mac.pushStatus)
+        let token = (0..<32).map { UInt8($0) }
+        let secret = [UInt8](repeating: 0xAB, count: 32)
+        try channel.send(Array(#"{"payload":{"pushStatus":{"authorization":"authorized","token":"\#(Base64.encode(token))","relaySecret":"\#(Base64.encode(secret))","sandbox":true}}}"#.utf8))
+        let status = try await awaitPushStatus(mac) { $0.token != nil }
+        XCTAssertEqual(status, PushStatus(authorization: .authorized, token: token, relaySecret: secret, sandbox: true))
+        let credentials = try XCTUnwrap(status.relayCredentials)
+        XCTAssertEqual(credentials.token, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+        XCTAssertEqual(credentials.secret, String(repeating: "ab", count: 32))
+        // A secret of 31 bytes: kept as sent, but no push could authenticate with it.
+        try channel.send(Array(#"{"payload":{"pushStatus":{"authorization":"authorized","token":"\#(Base64.encode(token))","relaySecret":"\#(Base64.encode([UInt8](repeating: 1, count: 31)))","sandbox":false}}}"#.utf8))
+        let short = try await awaitPushStatus(mac) { !$0.sandbox }
+        XCTAssertNil(short.relayCredentials)
+        // Without a token (permission denied): none either. A malformed one is dropped.
+        try channel.send(Array(#"{"payload":{"pushStatus":{"authorization":"maybe","sandbox":true}}}"#.utf8))
+        try channel.send(Array(#"{"payload":{"pushStatus":{"authorization":"denied","sandbox":true}}}"#.utf8))
+        let denied = try await awaitPushStatus(mac) { $0.authorization == .denied }
+        XCTAssertEqual(denied, PushStatus(authorization: .denied, sandbox: true))
+        XCTAssertNil(denied.relayCredentials)
+        // The session goes on: an envelope, not an application message.
+        try channel.send(Array(#"{"requestID":3,"payload":{"ping":{}}}"#.utf8))
+        let pong = try await channel.receive()
+        XCTAssertEqual(pong, Array(#"{"requestID":3,"payload":{"pong":{}}}"#.utf8))
+    }
 }

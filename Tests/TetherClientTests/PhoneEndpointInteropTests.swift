@@ -133,4 +133,30 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         XCTAssertNil(end, "the phone closed the session")
         XCTAssertFalse(recorder.all.contains { if case .message = $0 { true } else { false } }, "pongs never reach the application")
     }
+
+    /// client.md §12.6, push.md §3.3: a configured `pushStatus` follows `hello` (no request id,
+    /// base64 token and secret), and a changed one is sent at once on the live session.
+    func testAConfiguredPushStatusFollowsHelloAndEachChangeIsSent() async throws {
+        let (_, _, phone) = try makePhone()
+        let token = [UInt8](repeating: 0x5A, count: 32)
+        let secret = [UInt8](repeating: 0x07, count: 32)
+        phone.pushStatus = PushStatus(authorization: .authorized, token: token, relaySecret: secret, sandbox: true)
+        let macKey = X25519.PrivateKey()
+        let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
+                                   pairingID: "0a0b0c0d0e0f0002", allowLoopbackHTTP: true)
+        let macSocket = try await RelayAdmission.join(RelayRoom(origin: relay.origin, name: link.roomName), role: .mac, proof: .park, on: loop)
+        let running = Task { try await phone.pair(link) }
+        defer { running.cancel() }
+        let channel = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: link.pairingID)
+        try channel.send(PairingVerdict.accepted.frame)
+        _ = try await channel.receive()
+        try channel.send(Array(#"{"requestID":1,"payload":{"relayRoomSecretStored":{}}}"#.utf8))
+        _ = try await channel.receive()
+        try channel.send(Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11}}}"#.utf8))
+        let status = try await channel.receive()
+        XCTAssertEqual(status, Array(#"{"payload":{"pushStatus":{"authorization":"authorized","token":"\#(Base64.encode(token))","relaySecret":"\#(Base64.encode(secret))","sandbox":true}}}"#.utf8))
+        phone.pushStatus = PushStatus(authorization: .denied, sandbox: false)
+        let changed = try await channel.receive()
+        XCTAssertEqual(changed, Array(#"{"payload":{"pushStatus":{"authorization":"denied","sandbox":false}}}"#.utf8))
+    }
 }

@@ -24,6 +24,51 @@ final class APNsReasonTests: XCTestCase {
         XCTAssertEqual(APNsReason.classes.count, 33, "every reason of §4.5's table")
     }
 
+    /// push.md §4.5's table, row by row: (status, reason, class).
+    func testEveryReasonOfTheTableHasItsClass() {
+        let table: [(Int, String, APNsFailureClass)] = [
+            (400, "BadCollapseId", .requestBug),
+            (400, "BadDeviceToken", .tokenPermanent),
+            (400, "BadExpirationDate", .requestBug),
+            (400, "BadMessageId", .requestBug),
+            (400, "BadPriority", .requestBug),
+            (400, "BadTopic", .configuration),
+            (400, "DeviceTokenNotForTopic", .tokenPermanent),
+            (400, "DuplicateHeaders", .requestBug),
+            (400, "IdleTimeout", .transient),
+            (400, "InvalidPushType", .requestBug),
+            (400, "MissingDeviceToken", .requestBug),
+            (400, "MissingTopic", .configuration),
+            (400, "PayloadEmpty", .requestBug),
+            (400, "TopicDisallowed", .configuration),
+            (403, "BadCertificate", .configuration),
+            (403, "BadCertificateEnvironment", .configuration),
+            (403, "ExpiredProviderToken", .retryWithFreshToken),
+            (403, "Forbidden", .configuration),
+            (403, "InvalidProviderToken", .configuration),
+            (403, "MissingProviderToken", .configuration),
+            (403, "UnrelatedKeyIdInToken", .retryOnNewConnection),
+            (403, "BadEnvironmentKeyInToken", .configuration),
+            (403, "BadEnvironmentKeyIdInToken", .configuration),
+            (404, "BadPath", .requestBug),
+            (405, "MethodNotAllowed", .requestBug),
+            (410, "ExpiredToken", .tokenPermanent),
+            (410, "Unregistered", .tokenPermanent),
+            (413, "PayloadTooLarge", .requestBug),
+            (429, "TooManyProviderTokenUpdates", .transient),
+            (429, "TooManyRequests", .transient),
+            (500, "InternalServerError", .transient),
+            (503, "ServiceUnavailable", .transient),
+            (503, "Shutdown", .transient),
+        ]
+        XCTAssertEqual(table.count, 33)
+        for (status, reason, expected) in table {
+            XCTAssertEqual(APNsReason.classify(status: status, reason: reason), expected, "\(status) \(reason)")
+            XCTAssertEqual(APNsReason.classes[reason], expected, reason)
+        }
+        XCTAssertEqual(Set(APNsReason.classes.keys), Set(table.map(\.1)), "no reason beyond the table's")
+    }
+
     func testTheReasonIsReadFromAJSONObjectAndIsNilOtherwise() {
         XCTAssertEqual(APNsReason.parse(body: Array(#"{"reason":"BadDeviceToken"}"#.utf8)), "BadDeviceToken")
         XCTAssertNil(APNsReason.parse(body: Array("not json".utf8)))
@@ -119,6 +164,18 @@ final class APNsClientTests: XCTestCase {
         let lost = InMemoryHTTP2Transport { _ in .failed(reason: "Timeout was reached", refused: false) }
         XCTAssertEqual(send(client(lost), notification), .unreachable("Timeout was reached"))
         XCTAssertEqual(lost.requests.count, 1, "it may have been delivered: never sent twice")
+    }
+
+    /// push.md §4.5: 429 `TooManyProviderTokenUpdates` is transient and must not trigger a re-mint
+    /// (re-minting is what caused it).
+    func testTooManyProviderTokenUpdatesIsNeitherRetriedNorReminted() {
+        let body = Array(#"{"reason":"TooManyProviderTokenUpdates"}"#.utf8)
+        let transport = InMemoryHTTP2Transport { _ in .response(status: 429, body: body) }
+        let apns = client(transport)
+        XCTAssertEqual(send(apns, notification), .rejected(status: 429, reason: "TooManyProviderTokenUpdates", failureClass: .transient, body: body))
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(apns.tokens.mintCount, 1)
+        XCTAssertEqual(transport.connectionsOpened, 1)
     }
 
     func testOtherFailuresAreReportedWithoutARetry() {

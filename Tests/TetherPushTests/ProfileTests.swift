@@ -160,6 +160,39 @@ final class ITermProfileTests: XCTestCase {
         XCTAssertFalse(ITermProfile.isSecretValid(String(Hex.encode(secret).dropLast(2)), for: stored))
     }
 
+    /// push.md §3.2: a token is 32–256 lowercase hex characters.
+    func testTokenLengthBoundsAre32And256() {
+        let hash = Hex.encode(SHA256.hash(secret))
+        func registration(_ token: String) -> PushAnswer? {
+            ITermProfile.registration(from: Array(#"{"token":"\#(token)","secretHash":"\#(hash)"}"#.utf8)).failure?.answer
+        }
+        for length in [32, 33, 255, 256] {
+            XCTAssertNil(registration(String(repeating: "a", count: length)), "\(length)")
+            XCTAssertTrue(ITermProfile.isValidToken(String(repeating: "0", count: length)))
+        }
+        for length in [31, 257] {
+            XCTAssertEqual(registration(String(repeating: "a", count: length))?.json, #"{"error":"invalid token"}"#, "\(length)")
+        }
+        XCTAssertEqual(ITermProfile.push(.mutable, from: Array(#"{"token":"\#(String(repeating: "a", count: 257))","collapse":"ab"}"#.utf8)).failure?.answer.json,
+                       #"{"error":"invalid token"}"#)
+    }
+
+    /// push.md §3.5: `collapse` is 1–64 lowercase hex characters, `nonce` 1–256 characters.
+    func testCollapseAndNonceLengthBounds() {
+        func push(collapse: String, nonce: String? = nil) -> Result<ITermProfile.Push, PushRefusal> {
+            let nonceField = nonce.map { #","nonce":"\#($0)""# } ?? ""
+            return ITermProfile.push(.mutable, from: Array(#"{"token":"\#(token)","collapse":"\#(collapse)"\#(nonceField)}"#.utf8))
+        }
+        XCTAssertEqual(push(collapse: "a").success?.notification.collapse, "a")
+        XCTAssertEqual(push(collapse: String(repeating: "f", count: 64)).success?.notification.collapse, String(repeating: "f", count: 64))
+        XCTAssertEqual(push(collapse: String(repeating: "f", count: 65)).failure?.answer.json, #"{"error":"invalid collapse"}"#)
+        XCTAssertNotNil(push(collapse: "ab", nonce: "A").success)
+        XCTAssertNotNil(push(collapse: "ab", nonce: String(repeating: "A", count: 254) + "==").success, "256 characters")
+        XCTAssertNotNil(push(collapse: "ab", nonce: String(repeating: "A", count: 256)).success)
+        XCTAssertEqual(push(collapse: "ab", nonce: String(repeating: "A", count: 257)).failure?.answer.json, #"{"error":"invalid nonce"}"#)
+        XCTAssertEqual(push(collapse: "ab", nonce: String(repeating: "A", count: 255) + "==").failure?.answer.json, #"{"error":"invalid nonce"}"#, "257 with padding")
+    }
+
     func testAPNsFailuresAreQuotedWithTheirBody() {
         XCTAssertEqual(ITermProfile.answer(.rejected(status: 400, reason: "BadDeviceToken", failureClass: .tokenPermanent, body: Array(#"{"reason":"BadDeviceToken"}"#.utf8))).json,
                        #"{"error":"APNs 400: {\"reason\":\"BadDeviceToken\"}"}"#)

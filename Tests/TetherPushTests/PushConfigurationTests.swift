@@ -44,6 +44,24 @@ final class PushConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.profiles, [.mytty, .iterm2])
         XCTAssertEqual(configuration.port, 9000)
         XCTAssertNotNil(configuration.key)
+        // `APNS_P8_FILE` stands for `APNS_PRIVATE_KEY_FILE` (push.md §1.1).
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tether-p8-\(UUID().uuidString).p8")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let key = P256.PrivateKey()
+        try Data(key.pemRepresentation.utf8).write(to: file)
+        environment["APNS_P8"] = nil
+        environment["APNS_P8_FILE"] = file.path
+        let (fromFile, _) = try PushConfiguration.load(environment: environment, arguments: [])
+        XCTAssertEqual(fromFile.key?.publicKey.x963Representation, key.publicKey.x963Representation)
+    }
+
+    /// push.md §5: `APNS_TOPIC` and `APNS_TOPIC_ITERM2` set the two topics (the requests'
+    /// `apns-topic`: `PushServerTests.testTheConfiguredTopicsAreSentToAPNs`).
+    func testTheTopicsCanBeSet() throws {
+        let (configuration, _) = try PushConfiguration.load(environment: environment.merging(["APNS_TOPIC": "com.example.app", "APNS_TOPIC_ITERM2": "com.example.iterm"]) { $1 },
+                                                            arguments: [])
+        XCTAssertEqual(configuration.topic, "com.example.app")
+        XCTAssertEqual(configuration.topicITerm2, "com.example.iterm")
     }
 
     func testEachBadSettingIsRefusedByName() {

@@ -226,6 +226,79 @@ final class PushEndToEndTests: XCTestCase {
     }
 }
 
+/// push.md §1.1, §4.1, §4.2: what the connection to APNs must and must not do, and what both
+/// profiles share.
+extension PushEndToEndTests {
+    /// §1.1: the APNs certificate is always verified: without `APNS_CA_FILE` the stand-in's
+    /// self-signed certificate is not trusted, and a trusted one whose names do not include the
+    /// URL's host is refused too. Either way nothing reaches the stand-in.
+    func testAnAPNsCertificateThatDoesNotVerifyIsUnreachable() throws {
+        relay.stop()
+        var environment = relayEnvironment()
+        environment["APNS_CA_FILE"] = nil
+        relay = try PushProcess(environment: environment)
+        XCTAssertAnswer(pushMytty(try registerMytty(Self.token(0x31))), 502, #"{"error":"apns unreachable","status":0}"#)
+        relay.stop()
+        standIn.stop()
+        try Self.shell(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                        "-subj", "/CN=apns.example", "-addext", "subjectAltName=DNS:apns.example",
+                        "-keyout", path("tls.key"), "-out", path("tls.pem")])
+        standIn = try StandIn(directory: directory, group: group)
+        relay = try PushProcess(environment: relayEnvironment())
+        XCTAssertAnswer(pushMytty(try registerMytty(Self.token(0x32))), 502, #"{"error":"apns unreachable","status":0}"#,
+                        "trusted, but not for 127.0.0.1")
+        XCTAssertEqual(try standIn.stats()["requests"] as? Int, 0)
+    }
+
+    /// §1.1: one provider token per process serves both profiles.
+    func testBothProfilesShareOneProviderToken() throws {
+        XCTAssertAnswer(pushMytty(try registerMytty(Self.token(0x41))), 200, #"{"ok":true}"#)
+        let token = Self.token(0x42)
+        let secret = [UInt8](repeating: 4, count: 32)
+        XCTAssertAnswer(post("/register", #"{"token":"\#(token)","secretHash":"\#(Hex.encode(SHA256.hash(secret)))"}"#), 200, #"{"ok":true}"#)
+        XCTAssertAnswer(post("/push", #"{"token":"\#(token)","secret":"\#(Hex.encode(secret))","title":"t","body":"b"}"#), 200, #"{"ok":true}"#)
+        let stats = try standIn.stats()
+        XCTAssertEqual(stats["requests"] as? Int, 2)
+        XCTAssertEqual(stats["distinct_jwts"] as? Int, 1)
+    }
+
+    /// §4.1: until a request with the provider token has succeeded APNs allows one stream per
+    /// connection; pushes arriving together right after start still all succeed, over at most
+    /// two connections, and no PRIORITY frame is ever sent.
+    func testPushesBeforeTheFirstSuccessRespectTheOneStreamStart() throws {
+        relay.stop()
+        standIn.stop()
+        standIn = try StandIn(directory: directory, group: group, arguments: ["--initial-max-concurrent-streams", "1", "--max-concurrent-streams", "1000"])
+        relay = try PushProcess(environment: relayEnvironment())
+        let registration = try registerMytty(Self.token(0x51))
+        let statuses = Mutex<[Int]>([])
+        let (loop, port) = (group.loops[0], relay.port)
+        DispatchQueue.concurrentPerform(iterations: 20) { _ in
+            let answer = Self.pushMytty(registration, loop: loop, port: port)
+            statuses.withLock { $0.append(answer.status) }
+        }
+        XCTAssertEqual(statuses.withLock { $0 }, [Int](repeating: 200, count: 20))
+        let stats = try standIn.stats()
+        XCTAssertEqual(stats["requests"] as? Int, 20)
+        XCTAssertLessThanOrEqual(stats["connections_opened"] as? Int ?? 99, 2)
+        XCTAssertEqual(stats["priority_frames"] as? Int, 0)
+    }
+
+    /// §4.2, §4.5: a body within the relay's 4,096-unit cap can still make an APNs payload over
+    /// 4,096 bytes; APNs' 413 `PayloadTooLarge` is a request bug: 502, registration kept.
+    func testAnOversizedAPNsPayloadIsARequestBug() throws {
+        let registration = try registerMytty(Self.token(0x61))
+        let prefix = #"{"macID":"7C0FFEE0-0000-4000-8000-000000000001","ciphertext":""#
+        let suffix = #"","collapseID":"s-1","title":"Mytty","placeholder":"An agent needs you"}"#
+        let body = prefix + String(repeating: "A", count: 4_090 - prefix.count - suffix.count) + suffix
+        XCTAssertEqual(body.utf16.count, 4_090)
+        XCTAssertAnswer(pushMytty(registration, body: body), 502, #"{"error":"PayloadTooLarge","status":413}"#)
+        let recorded = try XCTUnwrap(try standIn.requests().last)
+        XCTAssertEqual(recorded["status"] as? Int, 413)
+        XCTAssertAnswer(pushMytty(registration), 200, #"{"ok":true}"#, "kept")
+    }
+}
+
 /// The APNs stand-in process and its control API.
 final class StandIn {
     let process = Process()
@@ -233,14 +306,14 @@ final class StandIn {
     let controlPort: UInt16
     private let loop: EventLoop
 
-    init(directory: URL, group: EventLoopGroup) throws {
+    init(directory: URL, group: EventLoopGroup, arguments extra: [String] = []) throws {
         let python = PythonPackageVectors.virtualenv.appendingPathComponent("bin/python")
         process.executableURL = python
         process.arguments = [Vectors.packageRoot().appendingPathComponent("Tests/Peers/apns_standin.py").path,
                              "--cert", directory.appendingPathComponent("tls.pem").path, "--key", directory.appendingPathComponent("tls.key").path,
                              "--jwt-public-key", directory.appendingPathComponent("AuthKey.pub").path,
                              "--team-id", PushEndToEndTests.teamID, "--key-id", PushEndToEndTests.keyID,
-                             "--topics", "com.m-tkg.mytty.remote,com.googlecode.iterm2.companion", "--exit-on-stdin-eof"]
+                             "--topics", "com.m-tkg.mytty.remote,com.googlecode.iterm2.companion", "--exit-on-stdin-eof"] + extra
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = Pipe()
@@ -312,12 +385,19 @@ final class PushProcess {
 /// One HTTP/1.1 exchange, waited for.
 enum HTTP {
     static func call(_ loop: EventLoop, _ method: String, _ url: String, body: String? = nil, headers: [(String, String)] = []) -> (status: Int, body: String) {
+        let answer = exchange(loop, method, url, body: body, headers: headers)
+        return (answer.status, answer.body)
+    }
+
+    /// The same exchange, with the response's header fields.
+    static func exchange(_ loop: EventLoop, _ method: String, _ url: String, body: String? = nil,
+                         headers: [(String, String)] = []) -> (status: Int, headers: HTTPHeaders, body: String) {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<(Int, String)>((0, ""))
+        let result = Mutex<(Int, HTTPHeaders, String)>((0, HTTPHeaders(), ""))
         HTTPClient.request(method, url, headers: HTTPHeaders(headers), body: body.map { Array($0.utf8) }, on: loop, timeout: .seconds(30)) { outcome in
             switch outcome {
-            case let .success(response): result.withLock { $0 = (response.status, String(decoding: response.body, as: UTF8.self)) }
-            case let .failure(error): result.withLock { $0 = (-1, "\(error)") }
+            case let .success(response): result.withLock { $0 = (response.status, response.headers, String(decoding: response.body, as: UTF8.self)) }
+            case let .failure(error): result.withLock { $0 = (-1, HTTPHeaders(), "\(error)") }
             }
             done.signal()
         }

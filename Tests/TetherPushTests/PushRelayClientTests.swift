@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TetherClient
 import TetherCrypto
 import TetherNet
@@ -55,5 +56,97 @@ final class PushRelayClientTests: XCTestCase {
         } catch {
             XCTAssertEqual(error, .refused(status: 502, error: #"APNs 400: {"reason":"BadDeviceToken"}"#, apnsStatus: 400))
         }
+    }
+
+    /// push.md §2.2: each registration is a new lowercase UUIDv4 `pushID` (the phone re-registers
+    /// on every launch) and every one of them can push; `sandbox` picks APNs' sandbox host.
+    func testEachRegistrationIsANewPushIDAndSandboxPicksTheSandboxHost() async throws {
+        let relay = try PushServerHarness()
+        let client = PushRelayClient(baseURL: "http://127.0.0.1:\(relay.port)", loop: relay.group.loops[0])
+        let token = String(repeating: "ab", count: 32)
+        let first = try await client.registerMytty(deviceToken: token, sandbox: true)
+        let second = try await client.registerMytty(deviceToken: token, sandbox: false)
+        XCTAssertNotEqual(first.pushID, second.pushID)
+        for registration in [first, second] {
+            XCTAssertEqual(registration.pushID, registration.pushID.lowercased())
+            XCTAssertEqual(UUID(uuidString: registration.pushID)?.uuidString.lowercased(), registration.pushID, "canonical UUID form")
+            let characters = Array(registration.pushID)
+            XCTAssertEqual(characters[14], "4", "version 4")
+            XCTAssertTrue("89ab".contains(characters[19]), "RFC 4122 variant")
+        }
+        let now = Date(timeIntervalSince1970: Double(relay.nowSeconds))
+        for registration in [first, second] {
+            try await client.pushMytty(to: registration, macID: "MAC", alert: Array("{}".utf8), deviceSecret: SecureRandom.bytes(32),
+                                       collapseID: "c", placeholder: "p", now: now)
+        }
+        XCTAssertEqual(relay.transport.requests.map(\.url), ["https://api.sandbox.push.apple.com/3/device/\(token)",
+                                                             "https://api.push.apple.com/3/device/\(token)"])
+    }
+
+    /// push.md §2.4, §2.5: a refused Mytty push throws the relay's status and error (and APNs'
+    /// status for a 502).
+    func testAMyttyPushRefusalIsTypedWithItsStatus() async throws {
+        let relay = try PushServerHarness()
+        let client = PushRelayClient(baseURL: "http://127.0.0.1:\(relay.port)", loop: relay.group.loops[0])
+        let registration = try await client.registerMytty(deviceToken: String(repeating: "ab", count: 32), sandbox: false)
+        let now = Date(timeIntervalSince1970: Double(relay.nowSeconds))
+        let forged = try await pushRefusal(client, PushRelayClient.MyttyRegistration(pushID: registration.pushID, relaySecret: SecureRandom.bytes(32)), now)
+        XCTAssertEqual(forged, .refused(status: 401, error: "unauthorized", apnsStatus: nil))
+        relay.transport.answer { _ in .response(status: 400, body: Array(#"{"reason":"BadDeviceToken"}"#.utf8)) }
+        let dead = try await pushRefusal(client, registration, now)
+        XCTAssertEqual(dead, .refused(status: 502, error: "BadDeviceToken", apnsStatus: 400))
+    }
+
+    private func pushRefusal(_ client: PushRelayClient, _ registration: PushRelayClient.MyttyRegistration, _ now: Date) async throws -> PushRelayError? {
+        do {
+            try await client.pushMytty(to: registration, macID: "MAC", alert: Array("{}".utf8), deviceSecret: SecureRandom.bytes(32),
+                                       collapseID: "c", placeholder: "p", now: now)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// push.md §3.1 (client.md §1): every Profile I call says `User-Agent: iTerm2Companion`, and a
+    /// redirect is never followed but reported.
+    func testITermCallsSendTheCompanionUserAgentAndFollowNoRedirect() async throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let relay = RecordingRelay()
+        var configuration = HTTPServer.Configuration()
+        configuration.port = 0
+        let server = HTTPServer(group: group, configuration: configuration, delegate: relay)
+        let port = try server.start()
+        defer { server.shutdown(grace: .seconds(1)) }
+        let client = PushRelayClient(baseURL: "http://127.0.0.1:\(port)", loop: group.loops[0])
+        let (token, secret) = ([UInt8](repeating: 1, count: 32), [UInt8](repeating: 2, count: 32))
+        try await client.registerITerm(token: token, secret: secret, sandbox: false)
+        try await client.wakeITerm(token: token, secret: secret, sealedNonce: nil)
+        try await client.notifyITerm(token: token, secret: secret, title: "t", body: "b")
+        XCTAssertEqual(relay.heads.withLock { $0 }.map { String($0.path) }, ["/register", "/push/mutable", "/push"])
+        XCTAssertEqual(relay.heads.withLock { $0 }.map { $0.headers.values("user-agent") }, [["iTerm2Companion"], ["iTerm2Companion"], ["iTerm2Companion"]])
+        relay.redirect.store(true, ordering: .relaxed)
+        do {
+            try await client.wakeITerm(token: token, secret: secret, sealedNonce: nil)
+            XCTFail("a redirect is not a success")
+        } catch {
+            guard case .refused(302, _, nil) = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(relay.heads.withLock { $0 }.count, 4, "the Location was not followed")
+    }
+}
+
+/// A push relay stand-in that records each request head and answers `{"ok":true}`, or a 302 to
+/// itself once `redirect` is set.
+private final class RecordingRelay: HTTPServerDelegate {
+    let heads = Mutex<[HTTPRequestHead]>([])
+    let redirect = Atomic<Bool>(false)
+
+    func respond(to request: HTTPServerRequest) -> HTTPResponse {
+        heads.withLock { $0.append(request.head) }
+        guard redirect.load(ordering: .relaxed) else { return .json(200, Array(#"{"ok":true}"#.utf8)) }
+        var headers = HTTPHeaders()
+        headers.add("Location", "/register")
+        return HTTPResponse(status: 302, headers: headers, body: Array(#"{"error":"moved"}"#.utf8))
     }
 }

@@ -20,7 +20,8 @@ final class PushServerHarness {
     let time = TestTime()
     let log = TestLog()
 
-    init(profiles: PushProfiles = [.mytty, .iterm2], store: any PushStore = InMemoryPushStore(), registerLimit: Int = 10) throws {
+    init(profiles: PushProfiles = [.mytty, .iterm2], store: any PushStore = InMemoryPushStore(), registerLimit: Int = 10,
+         configure: (inout PushConfiguration) -> Void = { _ in }) throws {
         var configuration = PushConfiguration()
         configuration.port = 0
         configuration.profiles = profiles
@@ -28,6 +29,7 @@ final class PushServerHarness {
         configuration.keyID = "FGHIJ67890"
         configuration.key = P256.PrivateKey()
         configuration.registerLimit = registerLimit
+        configure(&configuration)
         group = try EventLoopGroup(count: 1)
         self.store = store
         transport = InMemoryHTTP2Transport()
@@ -48,6 +50,22 @@ final class PushServerHarness {
     /// One request on a connection of its own; returns status and body text.
     func request(_ path: String, method: String = "POST", body: String? = nil, headers: [(String, String)] = []) -> (status: Int, body: String) {
         HTTP.call(group.loops[0], method, "http://127.0.0.1:\(port)\(path)", body: body, headers: headers)
+    }
+
+    /// The same, with the response's header fields.
+    func exchange(_ path: String, method: String = "POST", body: String? = nil, headers: [(String, String)] = []) -> (status: Int, headers: HTTPHeaders, body: String) {
+        HTTP.exchange(group.loops[0], method, "http://127.0.0.1:\(port)\(path)", body: body, headers: headers)
+    }
+
+    /// Registers a Profile I device (secret hash of `secret`); returns the answer.
+    @discardableResult
+    func registerITerm(_ token: String, secret: [UInt8], sandbox: Bool = false, headers: [(String, String)] = []) -> (status: Int, body: String) {
+        request("/register", body: #"{"token":"\#(token)","secretHash":"\#(Hex.encode(SHA256.hash(secret)))","sandbox":\#(sandbox)}"#, headers: headers)
+    }
+
+    /// A Profile I wakeup.
+    func wakeITerm(_ token: String, secret: [UInt8]) -> (status: Int, body: String) {
+        request("/push/mutable", body: #"{"token":"\#(token)","secret":"\#(Hex.encode(secret))","collapse":"00000000000000000000000000000000"}"#)
     }
 
     /// Registers a Profile M device; returns its push id and secret bytes.
@@ -216,6 +234,277 @@ final class PushServerTests: XCTestCase {
         let text = relay.log.lines.withLock { $0 }.joined(separator: "\n")
         XCTAssertFalse(text.contains(pushID))
         XCTAssertFalse(text.contains("abab"))
+    }
+}
+
+/// The rules of push.md pinned one by one (answers' form, limits, lifetimes, APNs failure classes).
+extension PushServerTests {
+    /// push.md §2.1 (Profile M) and §3.7 (Profile I): every answer, success or error, is a JSON
+    /// object with `content-type: application/json`.
+    func testEveryAnswerIsJSONWithAJSONContentType() throws {
+        let relay = try PushServerHarness()
+        var answers: [(String, (status: Int, headers: HTTPHeaders, body: String))] = []
+        let register = relay.exchange("/v1/register", body: #"{"deviceToken":"\#(String(repeating: "ab", count: 32))","environment":"production"}"#)
+        answers.append(("M register", register))
+        let json = try XCTUnwrap(JSONValue.parse(Array(register.body.utf8)))
+        let (pushID, secret) = (try XCTUnwrap(json.string("pushID")), try Base64.decode(try XCTUnwrap(json.string("relaySecret"))))
+        func signed(_ body: String) -> [(String, String)] {
+            let stamp = String(relay.nowSeconds)
+            return [("x-mytty-push-id", pushID), ("x-mytty-timestamp", stamp),
+                    ("x-mytty-signature", MyttyPush.requestSignature(relaySecret: secret, timestamp: stamp, body: Array(body.utf8)))]
+        }
+        answers.append(("M push", relay.exchange("/v1/push", body: alert, headers: signed(alert))))
+        answers.append(("M invalid deviceToken", relay.exchange("/v1/register", body: "not json")))
+        answers.append(("M 401", relay.exchange("/v1/push", body: alert)))
+        answers.append(("M 404", relay.exchange("/v1/elsewhere", method: "GET")))
+        let huge = String(repeating: "x", count: 5_000)
+        answers.append(("M 413", relay.exchange("/v1/push", body: huge, headers: signed(huge))))
+        relay.transport.answer { _ in .response(status: 400, body: Array(#"{"reason":"BadDeviceToken"}"#.utf8)) }
+        answers.append(("M 502", relay.exchange("/v1/push", body: alert, headers: signed(alert))))
+        relay.transport.answer { _ in .response(status: 200, body: []) }
+
+        let token = String(repeating: "cd", count: 32)
+        let itermSecret = [UInt8](repeating: 3, count: 32)
+        let registerBody = #"{"token":"\#(token)","secretHash":"\#(Hex.encode(SHA256.hash(itermSecret)))"}"#
+        answers.append(("I register", relay.exchange("/register", body: registerBody)))
+        answers.append(("I skipped", relay.exchange("/register", body: registerBody)))
+        answers.append(("I invalid json", relay.exchange("/register", body: "[")))
+        answers.append(("I invalid token", relay.exchange("/register", body: #"{"token":"x","secretHash":"\#(String(repeating: "0", count: 64))"}"#)))
+        answers.append(("I request too large", relay.exchange("/push", body: huge)))
+        answers.append(("I 405", relay.exchange("/push", method: "GET")))
+        answers.append(("I 404", relay.exchange("/nowhere")))
+        let wake = #"{"token":"\#(token)","secret":"\#(Hex.encode(itermSecret))","collapse":"00"}"#
+        answers.append(("I push", relay.exchange("/push/mutable", body: wake)))
+        answers.append(("I bad secret", relay.exchange("/push/mutable", body: #"{"token":"\#(token)","secret":"00","collapse":"00"}"#)))
+        answers.append(("I unknown device token", relay.exchange("/push/mutable", body: #"{"token":"\#(String(repeating: "ef", count: 32))","secret":"00","collapse":"00"}"#)))
+        relay.transport.answer { _ in .response(status: 500, body: Array(#"{"reason":"InternalServerError"}"#.utf8)) }
+        answers.append(("I 502", relay.exchange("/push/mutable", body: wake)))
+        relay.transport.answer { _ in .response(status: 200, body: []) }
+        for _ in 0..<9 { _ = relay.exchange("/push/mutable", body: wake) }
+        answers.append(("I 429", relay.exchange("/push/mutable", body: wake)))
+
+        XCTAssertEqual(answers.map(\.1.status), [200, 200, 400, 401, 404, 413, 502, 200, 200, 400, 400, 400, 405, 404, 200, 403, 403, 502, 429],
+                       answers.map { "\($0.0): \($0.1.body)" }.joined(separator: "\n"))
+        for (name, answer) in answers {
+            XCTAssertEqual(answer.headers["content-type"], "application/json", name)
+            guard case .object? = JSONValue.parse(Array(answer.body.utf8)) else { return XCTFail("\(name): not a JSON object: \(answer.body)") }
+        }
+    }
+
+    /// push.md §4.5: a request bug (here 400 `BadCollapseId`) keeps the registration and is
+    /// answered 502 with APNs' status and reason, after one APNs request (no retry).
+    func testARequestBugAnswers502AndKeepsTheRegistration() throws {
+        let relay = try PushServerHarness()
+        let (pushID, secret) = try relay.registerMytty()
+        let token = String(repeating: "cd", count: 32)
+        let itermSecret = [UInt8](repeating: 5, count: 32)
+        XCTAssertEqual(relay.registerITerm(token, secret: itermSecret).status, 200)
+        relay.transport.answer { _ in .response(status: 400, body: Array(#"{"reason":"BadCollapseId"}"#.utf8)) }
+        XCTAssertAnswer(relay.pushMytty(pushID, secret: secret, body: alert), 502, #"{"error":"BadCollapseId","status":400}"#)
+        XCTAssertEqual(relay.transport.requests.count, 1, "no retry")
+        relay.server.storage.drain()
+        XCTAssertNotNil(try relay.store.mytty(pushID: pushID, now: 0))
+        XCTAssertAnswer(relay.wakeITerm(token, secret: itermSecret), 502, #"{"error":"APNs 400: {\"reason\":\"BadCollapseId\"}"}"#)
+        XCTAssertEqual(relay.transport.requests.count, 2, "no retry")
+        relay.server.storage.drain()
+        XCTAssertNotNil(try relay.store.iterm(token: token, now: 0))
+        relay.transport.answer { _ in .response(status: 200, body: []) }
+        XCTAssertEqual(relay.pushMytty(pushID, secret: secret, body: alert).status, 200, "still registered")
+        XCTAssertEqual(relay.wakeITerm(token, secret: itermSecret).status, 200, "still registered")
+    }
+
+    /// push.md §1.1: the signature covers the timestamp header's exact text, not the number
+    /// re-printed (`0` + now is 11 digits, within `^[0-9]{1,12}$`).
+    func testTheSignatureCoversTheTimestampHeaderTextAsSent() throws {
+        let relay = try PushServerHarness()
+        let (pushID, secret) = try relay.registerMytty()
+        let now = String(relay.nowSeconds)
+        XCTAssertAnswer(relay.pushMytty(pushID, secret: secret, body: alert, timestamp: "0" + now), 200, #"{"ok":true}"#)
+        let reprinted = MyttyPush.requestSignature(relaySecret: secret, timestamp: now, body: Array(alert.utf8))
+        XCTAssertAnswer(relay.pushMytty(pushID, secret: secret, body: alert, timestamp: "0" + now, signature: reprinted), 401, #"{"error":"unauthorized"}"#)
+    }
+
+    /// push.md §1.1: registration bodies are capped like pushes, at 4,096 UTF-16 units.
+    func testRegistrationBodiesAreCappedLikePushes() throws {
+        let relay = try PushServerHarness()
+        func padded(_ json: String, to units: Int) -> String {
+            var body = json
+            body.insert(contentsOf: String(repeating: " ", count: units - json.utf16.count), at: body.index(before: body.endIndex))
+            return body
+        }
+        let mytty = #"{"deviceToken":"\#(String(repeating: "ab", count: 32))","environment":"production"}"#
+        let iterm = #"{"token":"\#(String(repeating: "cd", count: 32))","secretHash":"\#(String(repeating: "0", count: 64))"}"#
+        XCTAssertEqual(padded(mytty, to: 4_096).utf16.count, 4_096)
+        XCTAssertEqual(relay.request("/v1/register", body: padded(mytty, to: 4_096)).status, 200, "4,096 units are parsed")
+        XCTAssertAnswer(relay.request("/v1/register", body: padded(mytty, to: 4_097)), 413, #"{"error":"payload too large"}"#)
+        XCTAssertAnswer(relay.request("/register", body: padded(iterm, to: 4_096)), 200, #"{"ok":true}"#, "4,096 units are parsed")
+        XCTAssertAnswer(relay.request("/register", body: padded(iterm, to: 4_097)), 400, #"{"error":"request too large"}"#)
+        // Units, not bytes: 1,366 three-byte characters are 4,098 bytes but 1,366 units.
+        let wide = padded(#"{"deviceToken":"\#(String(repeating: "ab", count: 32))","environment":"production","x":"\#(String(repeating: "€", count: 1_366))"}"#, to: 4_096)
+        XCTAssertGreaterThan(wide.utf8.count, 4_096)
+        XCTAssertEqual(relay.request("/v1/register", body: wide).status, 200)
+    }
+
+    /// push.md §1.1: the Content-Type is never checked; the body is parsed as JSON whatever it says.
+    func testTheContentTypeIsNeverChecked() throws {
+        let relay = try PushServerHarness()
+        let plain = [("content-type", "text/plain")]
+        let register = relay.request("/v1/register", body: #"{"deviceToken":"\#(String(repeating: "ab", count: 32))","environment":"sandbox"}"#, headers: plain)
+        XCTAssertEqual(register.status, 200, register.body)
+        let json = try XCTUnwrap(JSONValue.parse(Array(register.body.utf8)))
+        let (pushID, secret) = (try XCTUnwrap(json.string("pushID")), try Base64.decode(try XCTUnwrap(json.string("relaySecret"))))
+        let stamp = String(relay.nowSeconds)
+        XCTAssertAnswer(relay.request("/v1/push", body: alert, headers: plain + [
+            ("x-mytty-push-id", pushID), ("x-mytty-timestamp", stamp),
+            ("x-mytty-signature", MyttyPush.requestSignature(relaySecret: secret, timestamp: stamp, body: Array(alert.utf8))),
+        ]), 200, #"{"ok":true}"#)
+        XCTAssertAnswer(relay.registerITerm(String(repeating: "cd", count: 32), secret: [UInt8](repeating: 1, count: 32), headers: plain), 200, #"{"ok":true}"#)
+    }
+
+    /// push.md §1.1, §3.7: an APNs that cannot be reached answers Profile I 502 `APNs 0:
+    /// unreachable` and keeps the registration; the next push goes through.
+    func testAnUnreachableAPNsKeepsTheITermRegistration() throws {
+        let relay = try PushServerHarness()
+        let token = String(repeating: "cd", count: 32)
+        let secret = [UInt8](repeating: 2, count: 32)
+        XCTAssertEqual(relay.registerITerm(token, secret: secret).status, 200)
+        relay.transport.answer { _ in .failed(reason: "Timeout was reached", refused: false) }
+        XCTAssertAnswer(relay.wakeITerm(token, secret: secret), 502, #"{"error":"APNs 0: unreachable"}"#)
+        XCTAssertEqual(relay.transport.requests.count, 1, "a request that may have arrived is never sent twice")
+        relay.server.storage.drain()
+        XCTAssertNotNil(try relay.store.iterm(token: token, now: 0))
+        relay.transport.answer { _ in .response(status: 200, body: []) }
+        XCTAssertAnswer(relay.wakeITerm(token, secret: secret), 200, #"{"ok":true}"#)
+    }
+
+    /// push.md §2.2, §2.7, §3.2, §6: Profile M lives 180 days (15,552,000 s), Profile I 90 days
+    /// (7,776,000 s) and is rewritten after half of that.
+    func testRegistrationsLiveTheReferencesLifetimes() throws {
+        XCTAssertEqual(MyttyProfile.registrationLifetimeMs, 15_552_000_000)
+        XCTAssertEqual(ITermProfile.registrationLifetimeMs, 7_776_000_000)
+        XCTAssertEqual(ITermProfile.rewriteAgeMs, 3_888_000_000)
+        let relay = try PushServerHarness()
+        let t = relay.time.ms.load(ordering: .relaxed)
+        let (pushID, _) = try relay.registerMytty()
+        let token = String(repeating: "cd", count: 32)
+        let secret = [UInt8](repeating: 4, count: 32)
+        XCTAssertEqual(relay.registerITerm(token, secret: secret).status, 200)
+        relay.server.storage.drain()
+        let day: UInt64 = 86_400_000
+        XCTAssertNotNil(try relay.store.mytty(pushID: pushID, now: t + 180 * day - 1))
+        XCTAssertNil(try relay.store.mytty(pushID: pushID, now: t + 180 * day))
+        XCTAssertNotNil(try relay.store.iterm(token: token, now: t + 90 * day - 1))
+        XCTAssertNil(try relay.store.iterm(token: token, now: t + 90 * day))
+        // An unchanged re-registration is skipped until the record is 45 days old, then rewritten.
+        relay.time.ms.store(t + 45 * day - 1, ordering: .relaxed)
+        XCTAssertEqual(relay.registerITerm(token, secret: secret).body, #"{"ok":true,"skipped":true}"#)
+        relay.time.ms.store(t + 45 * day, ordering: .relaxed)
+        XCTAssertEqual(relay.registerITerm(token, secret: secret).body, #"{"ok":true}"#)
+        relay.server.storage.drain()
+        XCTAssertNotNil(try relay.store.iterm(token: token, now: t + 135 * day - 1))
+    }
+
+    /// push.md §4.3, §2.7: after a 410 deleted a Profile I token, the phone's next `/register`
+    /// writes it again (not skipped) and pushes are delivered.
+    func testATokenDeletedByA410CanRegisterAgain() throws {
+        let relay = try PushServerHarness()
+        let token = String(repeating: "cd", count: 32)
+        let secret = [UInt8](repeating: 6, count: 32)
+        XCTAssertEqual(relay.registerITerm(token, secret: secret).body, #"{"ok":true}"#)
+        relay.transport.answer { _ in .response(status: 410, body: Array(#"{"reason":"Unregistered","timestamp":1700000000000}"#.utf8)) }
+        XCTAssertEqual(relay.wakeITerm(token, secret: secret).status, 502)
+        XCTAssertAnswer(relay.wakeITerm(token, secret: secret), 403, #"{"error":"unknown device token"}"#)
+        relay.transport.answer { _ in .response(status: 200, body: []) }
+        XCTAssertAnswer(relay.registerITerm(token, secret: secret), 200, #"{"ok":true}"#, "written again, not skipped")
+        XCTAssertAnswer(relay.wakeITerm(token, secret: secret), 200, #"{"ok":true}"#)
+    }
+
+    /// push.md §4.5: a configuration failure keeps the registration, logs one operator line
+    /// (no token, push id or IP) and is counted.
+    func testAConfigurationFailureIsLoggedOnceAndCounted() throws {
+        let relay = try PushServerHarness()
+        let (pushID, secret) = try relay.registerMytty()
+        relay.transport.answer { _ in .response(status: 403, body: Array(#"{"reason":"InvalidProviderToken"}"#.utf8)) }
+        XCTAssertAnswer(relay.pushMytty(pushID, secret: secret, body: alert), 502, #"{"error":"InvalidProviderToken","status":403}"#)
+        XCTAssertAnswer(relay.pushMytty(pushID, secret: secret, body: alert), 502, #"{"error":"InvalidProviderToken","status":403}"#)
+        relay.server.storage.drain()
+        XCTAssertNotNil(try relay.store.mytty(pushID: pushID, now: 0))
+        let lines = relay.log.lines.withLock { $0 }.filter { $0.contains("configuration") }
+        XCTAssertEqual(lines, ["push: APNs refuses the relay's configuration: InvalidProviderToken (403); "
+                               + "every push fails until APNS_KEY_ID, APNS_TEAM_ID, the key or the topic is fixed"])
+        let text = relay.log.lines.withLock { $0 }.joined(separator: "\n")
+        XCTAssertFalse(text.contains(pushID))
+        XCTAssertFalse(text.contains("abab"))
+        XCTAssertFalse(text.contains("127.0.0.1"))
+        let exposition = relay.server.metrics.registry.render()
+        XCTAssertTrue(exposition.contains(#"pushrelay_apns_outcomes_total{reason="InvalidProviderToken"} 2"# + "\n"), exposition)
+        XCTAssertTrue(exposition.contains("pushrelay_push_apns_error_total 2\n"), exposition)
+    }
+
+    /// push.md §6: housekeeping prunes expired registrations and sets the device gauge to what
+    /// is left.
+    func testHousekeepingPrunesExpiredRegistrationsAndRefreshesTheDeviceGauge() throws {
+        let relay = try PushServerHarness()
+        relay.server.storage.drain()
+        let (live, _) = try relay.registerMytty()
+        let now = relay.time.ms.load(ordering: .relaxed)
+        try relay.store.putMytty(MyttyRegistration(deviceToken: String(repeating: "ef", count: 32), environment: .production,
+                                                   relaySecret: Base64.encode([UInt8](repeating: 1, count: 32))),
+                                 pushID: "expired", expiresAt: now - 1)
+        try relay.store.putITerm(ITermRegistration(secretHash: String(repeating: "0", count: 64), sandbox: false, registeredAt: 0),
+                                 token: String(repeating: "12", count: 32), expiresAt: now - 1)
+        relay.server.metrics.devices.set(3)
+        relay.server.housekeeping()
+        relay.server.storage.drain()
+        XCTAssertNil(try relay.store.mytty(pushID: "expired", now: 0), "pruned, not only unread")
+        XCTAssertNil(try relay.store.iterm(token: String(repeating: "12", count: 32), now: 0))
+        XCTAssertNotNil(try relay.store.mytty(pushID: live, now: 0))
+        XCTAssertEqual(relay.server.metrics.devices.value, 1)
+    }
+
+    /// push.md §1.1: behind a trusted proxy, `/register`'s limit is per client IP from
+    /// `X-Forwarded-For`.
+    func testTheRegisterLimitKeysByTheTrustedClientIP() throws {
+        let relay = try PushServerHarness(registerLimit: 1) { $0.clientIP = ClientIPResolver(trustProxy: true) }
+        let secret = [UInt8](repeating: 8, count: 32)
+        XCTAssertEqual(relay.registerITerm(String(repeating: "a1", count: 32), secret: secret, headers: [("x-forwarded-for", "198.51.100.1")]).status, 200)
+        XCTAssertEqual(relay.registerITerm(String(repeating: "a2", count: 32), secret: secret, headers: [("x-forwarded-for", "198.51.100.2")]).status, 200)
+        XCTAssertAnswer(relay.registerITerm(String(repeating: "a3", count: 32), secret: secret, headers: [("x-forwarded-for", "198.51.100.1")]),
+                        429, #"{"error":"rate limited"}"#)
+    }
+
+    /// push.md §1.1: the 14 metric names are on the admin listener, and `/metrics` is not
+    /// served on the public port (either profile's unknown-route answer).
+    func testEveryListedMetricIsOnTheAdminListenerOnly() throws {
+        let relay = try PushServerHarness { $0.adminPort = 0 }
+        let admin = try XCTUnwrap(relay.server.adminPort)
+        let scrape = HTTP.call(relay.group.loops[0], "GET", "http://127.0.0.1:\(admin)/metrics")
+        XCTAssertEqual(scrape.status, 200)
+        let names = Set(scrape.body.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(whereSeparator: { $0 == " " || $0 == "{" }).first.map(String.init) })
+        for name in ["pushrelay_http_requests_total", "pushrelay_http_errors_total", "pushrelay_register_total", "pushrelay_register_written_total",
+                     "pushrelay_register_skipped_total", "pushrelay_register_rejected_total", "pushrelay_push_total", "pushrelay_push_delivered_total",
+                     "pushrelay_push_bad_secret_total", "pushrelay_push_unknown_token_total", "pushrelay_push_apns_error_total",
+                     "pushrelay_rate_limited_total", "pushrelay_process_exceptions_total", "pushrelay_devices"] {
+            XCTAssertTrue(names.contains(name), name)
+        }
+        XCTAssertAnswer(relay.request("/metrics", method: "GET"), 405, #"{"error":"POST only"}"#, "both profiles: Profile I's route rule")
+        XCTAssertAnswer(relay.request("/metrics"), 404, #"{"error":"no such endpoint"}"#)
+        let mytty = try PushServerHarness(profiles: [.mytty])
+        XCTAssertAnswer(mytty.request("/metrics", method: "GET"), 404, #"{"error":"not found"}"#)
+        let iterm = try PushServerHarness(profiles: [.iterm2])
+        XCTAssertAnswer(iterm.request("/metrics"), 404, #"{"error":"no such endpoint"}"#)
+    }
+
+    /// push.md §5: `APNS_TOPIC` is the `apns-topic` of Profile M requests (and
+    /// `APNS_TOPIC_ITERM2` of Profile I's).
+    func testTheConfiguredTopicsAreSentToAPNs() throws {
+        let relay = try PushServerHarness { $0.topic = "com.example.app"; $0.topicITerm2 = "com.example.iterm" }
+        let (pushID, secret) = try relay.registerMytty()
+        XCTAssertEqual(relay.pushMytty(pushID, secret: secret, body: alert).status, 200)
+        let token = String(repeating: "cd", count: 32)
+        XCTAssertEqual(relay.registerITerm(token, secret: secret).status, 200)
+        XCTAssertEqual(relay.wakeITerm(token, secret: secret).status, 200)
+        XCTAssertEqual(relay.transport.requests.map { $0.headers[1] }, [HTTPField("apns-topic", "com.example.app"), HTTPField("apns-topic", "com.example.iterm")])
     }
 }
 

@@ -13,6 +13,30 @@ final class CompanionMessagesTests: XCTestCase {
         }
     }
 
+    /// client.md §12.6: `pushStatus` in the reference's Codable shape, both ways; push.md §3.3:
+    /// the Mac's hex credentials need a token and a 32-byte secret.
+    func testAPushStatusRoundTripsAndYieldsHexCredentials() throws {
+        let status = PushStatus(authorization: .authorized, token: [0xDE, 0xAD, 0xBE, 0xEF], relaySecret: [UInt8](repeating: 9, count: 32), sandbox: true)
+        let json = #"{"payload":{"pushStatus":{"authorization":"authorized","token":"3q2+7w==","relaySecret":"CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=","sandbox":true}}}"#
+        XCTAssertEqual(CompanionEnvelope(.pushStatus(status)).json, json)
+        XCTAssertEqual(CompanionEnvelope(frame: Array(json.utf8))?.payload, .pushStatus(status))
+        XCTAssertEqual(status.relayCredentials?.token, "deadbeef")
+        XCTAssertEqual(status.relayCredentials?.secret, String(repeating: "09", count: 32))
+        XCTAssertEqual(CompanionEnvelope(.pushStatus(PushStatus(authorization: .notDetermined, sandbox: false))).json,
+                       #"{"payload":{"pushStatus":{"authorization":"notDetermined","sandbox":false}}}"#)
+        var short = status
+        short.relaySecret = [UInt8](repeating: 9, count: 31)
+        XCTAssertNil(short.relayCredentials)
+        short.relaySecret = nil
+        XCTAssertNil(short.relayCredentials)
+        // A known case with a malformed body is dropped (§12.2).
+        for body in [#"{"sandbox":true}"#, #"{"authorization":"maybe","sandbox":true}"#, #"{"authorization":"denied"}"#,
+                     #"{"authorization":"denied","sandbox":"yes"}"#, #"{"authorization":"denied","sandbox":true,"token":"%%"}"#,
+                     #"{"authorization":"denied","sandbox":true,"relaySecret":7}"#] {
+            XCTAssertNil(CompanionEnvelope(frame: Array(#"{"payload":{"pushStatus":\#(body)}}"#.utf8)), body)
+        }
+    }
+
     func testEnvelopesEncodeInTheClientsShapes() {
         let secret = [UInt8](repeating: 0x5A, count: 32)
         XCTAssertEqual(CompanionEnvelope(requestID: 1, .relayRoomSecret(secret)).json,
