@@ -39,8 +39,12 @@ share the slow heads' addresses, as they always have.
 
   bench/attack.py [--service relay|push|signal] [--slow 3000] [--idle 3000] [--addresses 60]
 
-Prints one JSON line: how each kind of connection ended and when, and the latency figures (the
-legitimate client's failures, counted as 10 s each in the figures, are named under `failures`).
+Prints one JSON line: how each kind of connection ended and when (min_s/max_s: seconds from the
+attacker's TCP connection, so they read against the server's deadlines, which start no earlier,
+and not against the attacker's own start-up; an asyncio client of thousands of sockets on a busy
+machine reads what it is sent late, so a figure can exceed its deadline by that lag),
+and the latency figures (the legitimate client's failures, counted as 10 s each in the figures,
+are named under `failures`).
 """
 import argparse
 import asyncio
@@ -67,13 +71,13 @@ def free_port():
 
 async def slow_send(port, source, ends, trickle, prefix=b""):
     """Sends `prefix` at once, then `trickle` a byte a second; records how the connection ended
-    and after how long."""
-    started = time.monotonic()
+    and how long after the connection was made (the server's deadline runs from the first byte)."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
     except OSError:
         ends.append(("connect failed", 0))
         return
+    started = time.monotonic()
     try:
         if prefix:
             writer.write(prefix)
@@ -110,6 +114,7 @@ async def idle_upgrade(port, source, ends, path="/", headers=None, silent=True):
     started = time.monotonic()
     try:
         sock = socket.create_connection(("127.0.0.1", port), source_address=(source, 0))
+        started = time.monotonic()
         ws = await websockets.connect(f"ws://127.0.0.1:{port}{path}", sock=sock, compression=None, ping_interval=None,
                                       additional_headers=headers or {}, open_timeout=30)
     except Exception as error:
