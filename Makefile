@@ -77,16 +77,21 @@ check-tsan: deps
 
 # The soak (issue 18): SOAK_MINUTES (30) of 19,000 parked macs, 500 echoing pairs and 50
 # connections a second of churn against a release relay; RSS and descriptors sampled each minute,
-# their slopes and every error printed as one JSON line (SOAK_OUT= keeps it).
+# their slopes and every error printed as one JSON line (SOAK_OUT= keeps it). SOAK_ARGS adds
+# options: SOAK_ARGS="--service signal" soaks the signaling server instead (2,000 registered idle
+# clients and 10 registrations a second of churn; bench/soak.py --help).
 SOAK_MINUTES ?= 30
 soak: deps
 	$(SWIFT) build -c release --product tether
 	$(MAKE) -C ../shared/bench
-	.venv/bin/python bench/soak.py --minutes $(SOAK_MINUTES) $(if $(SOAK_OUT),--out $(SOAK_OUT))
+	.venv/bin/python bench/soak.py --minutes $(SOAK_MINUTES) $(if $(SOAK_OUT),--out $(SOAK_OUT)) $(SOAK_ARGS)
 
 # Slow and idle attackers (issue 18): 3,000 heads sent a byte a second and 3,000 upgrades that
 # never send a Hello, from 60 addresses, against a release relay with its default limits; a fresh
 # pair's admission latency before and during the attack, and how and when each attacker was closed.
+# ATTACK_ARGS="--service push" attacks tether push (slow heads and slow bodies beside a
+# /v1/register every half second), "--service signal" tether signal (slow /signal heads and
+# upgrades that never register beside a fresh registration every half second); see bench/attack.py.
 bench-attack: deps
 	$(SWIFT) build -c release --product tether
 	.venv/bin/python bench/attack.py $(ATTACK_ARGS)

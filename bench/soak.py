@@ -13,10 +13,23 @@ descriptor growth, 0 errors.
 The load comes from ../shared/bench/wsload (parked macs, pairs) and from this script's own
 asyncio client (churn, paced). Everything runs on loopback; the relay's limits are lifted as for
 `make bench-relay`, since all the load comes from 127.0.0.x.
+
+  bench/soak.py --service signal [--minutes 30] [--clients 2000] [--churn 10] [--out FILE]
+
+The signaling server's soak: a release `tether signal --local` holding CLIENTS registered idle
+clients (challenge, signed `register`, `registered`, then nothing but the answers to the server's
+pings) with CHURN fresh clients a second registering and closing; RSS and descriptors every
+minute, as above. The clients are this script's own (asyncio `websockets`, Ed25519 from
+`cryptography`); signaling.md §6.4's per-IP limits are constants, so the held clients come 16 to
+an address (127.1.x.y) and the churn takes turns over enough addresses (127.2.x.y) to stay under
+60 upgrades a minute each. Errors: held clients closed during the hold (with their close codes),
+churn refused or failed, the server's exit.
 """
 import argparse
 import asyncio
+import base64
 import json
+import math
 import os
 import resource
 import signal
@@ -84,15 +97,151 @@ async def churn(port, per_second, until, counts):
     await asyncio.gather(*tasks)
 
 
+async def signal_client(port, source, counts, hold=None):
+    """Registers a fresh ID from `source`; with `hold`, stays until it is set and counts a close
+    that came first, else closes at once. Counts `ok`, `refused` (an error or an HTTP refusal)
+    or `failed`."""
+    import websockets
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    key = Ed25519PrivateKey.generate()
+    ident = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex().upper()
+    try:
+        ws = await asyncio.wait_for(websockets.connect(f"ws://127.0.0.1:{port}/signal", compression=None, ping_interval=None,
+                                                       local_addr=(source, 0)), 10)
+    except websockets.exceptions.InvalidStatus as refused:
+        counts["refused"] += 1
+        counts.setdefault("first_refusal", str(refused)[:200])
+        return
+    except Exception as error:
+        counts["failed"] += 1
+        counts.setdefault("first_failure", repr(error)[:200])
+        return
+    try:
+        challenge = json.loads(await asyncio.wait_for(ws.recv(), 10))["challenge"]
+        signature = key.sign(f"cryptext.register.v2\n{challenge}\n{ident}".encode())
+        await ws.send(json.dumps({"type": "register", "v": 2, "id": ident, "sig": base64.b64encode(signature).decode()}))
+        answer = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        if answer.get("type") != "registered":
+            counts["refused"] += 1
+            counts.setdefault("first_refusal", str(answer)[:200])
+            return
+        counts["ok"] += 1
+        if hold is None:
+            return
+        closed = asyncio.ensure_future(ws.wait_closed())
+        await asyncio.wait([closed, asyncio.ensure_future(hold.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if closed.done():
+            code = ws.close_code
+            counts["closed_during_hold"][str(code)] = counts["closed_during_hold"].get(str(code), 0) + 1
+    except Exception as error:
+        counts["failed"] += 1
+        counts.setdefault("first_failure", repr(error)[:200])
+    finally:
+        await ws.close()
+
+
+def address(block, n):
+    """The n-th loopback address of a /16 block (127.block.x.1-250)."""
+    return f"127.{block}.{n // 250}.{1 + n % 250}"
+
+
+async def signal_load(port, args, until):
+    """The held clients (16 an address, 200 a second), then paced churn until `until`; the held
+    clients close once the churn has stopped."""
+    held = {"ok": 0, "refused": 0, "failed": 0, "closed_during_hold": {}}
+    churned = {"ok": 0, "refused": 0, "failed": 0}
+    release = asyncio.Event()
+    holders = []
+    for i in range(args.clients):
+        holders.append(asyncio.create_task(signal_client(port, address(1, i // 16), held, hold=release)))
+        if i % 200 == 199:
+            await asyncio.sleep(1)
+    # §6.4: 60 upgrades a minute an address; each churn address takes at most 40.
+    churn_addresses = max(1, math.ceil(args.churn * 60 / 40))
+    tasks = set()
+    next_at = time.monotonic()
+    n = 0
+    while time.monotonic() < until:
+        task = asyncio.create_task(signal_client(port, address(2, n % churn_addresses), churned))
+        n += 1
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        next_at += 1 / args.churn
+        await asyncio.sleep(max(0, next_at - time.monotonic()))
+    await asyncio.gather(*tasks)
+    release.set()
+    await asyncio.gather(*holders)
+    return held, churned
+
+
+def signal_soak(args):
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    seconds = int(args.minutes * 60)
+    port = free_port()
+    work = tempfile.mkdtemp(prefix="tether-soak-")
+    server = subprocess.Popen([TETHER, "signal", "--local", "--signal-port", str(port)], cwd=work, stdout=subprocess.PIPE,
+                              stderr=open(os.path.join(work, "signal.log"), "w"), text=True)
+    first = server.stdout.readline()
+    if not first.startswith("signal: listening on"):
+        sys.exit(f"soak: the signaling server did not start: {first}")
+    started = time.monotonic()
+    samples = [sample(server.pid)]
+    stop = threading.Event()
+
+    def sampler():
+        while not stop.wait(60) and time.monotonic() < started + seconds:
+            samples.append(sample(server.pid))
+            print(f"soak: {len(samples) - 1} min: rss {samples[-1]['rss_kib']} KiB, fds {samples[-1]['fds']}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=sampler, daemon=True).start()
+    held, churned = asyncio.run(signal_load(port, args, started + seconds))
+    stop.set()
+    time.sleep(2)
+    after = sample(server.pid)
+    alive = server.poll() is None
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=60)
+    steady = [s for s in samples if s["t"] - samples[0]["t"] >= 60] or samples
+    errors = {
+        "held_not_registered": args.clients - held["ok"], "held_closed_during_hold": held["closed_during_hold"],
+        "held_failed": held["failed"], "churn_failed": churned["failed"], "churn_refused": churned["refused"],
+        "server_exited_during_run": not alive, "server_exit": server.returncode,
+    }
+    summary = {
+        "service": "signal", "minutes": args.minutes, "clients": held["ok"], "churn_registered": churned["ok"],
+        "churn_per_s": round(churned["ok"] / seconds, 1),
+        "rss_slope_kib_per_hour": round(slope_per_hour(steady, "rss_kib")), "fd_slope_per_hour": round(slope_per_hour(steady, "fds"), 1),
+        "rss_kib_first": steady[0]["rss_kib"], "rss_kib_last": steady[-1]["rss_kib"],
+        "fds_first": steady[0]["fds"], "fds_last": steady[-1]["fds"],
+        "after_disconnect": after, "errors": errors,
+        "first_failure": held.get("first_failure") or churned.get("first_failure"),
+        "first_refusal": held.get("first_refusal") or churned.get("first_refusal"), "samples": samples,
+    }
+    return json.dumps(summary)
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--service", choices=["relay", "signal"], default="relay")
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--parked", type=int, default=19000)
     parser.add_argument("--pairs", type=int, default=500)
     parser.add_argument("--rate", type=int, default=10, help="frames per second per pair")
-    parser.add_argument("--churn", type=int, default=50, help="connections per second")
+    parser.add_argument("--clients", type=int, default=2000, help="signal: registered idle clients")
+    parser.add_argument("--churn", type=int, help="connections per second (relay 50, signal 10)")
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.service == "signal":
+        args.churn = args.churn or 10
+        line = signal_soak(args)
+        print(line)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(line + "\n")
+        return
+    args.churn = args.churn or 50
 
     # The relay holds every socket of the run; a machine whose hard descriptor limit cannot hold
     # them all (20,000 here, without CAP_SYS_RESOURCE) parks fewer macs, and says so.

@@ -1,3 +1,4 @@
+import CTetherSystem
 import Foundation
 import Glibc
 import TetherClient
