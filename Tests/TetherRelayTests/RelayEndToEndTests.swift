@@ -582,3 +582,29 @@ extension RelayEndToEndTests {
         XCTAssertFalse(logLines().contains { $0.contains("internal error") }, "no 500")
     }
 }
+
+extension RelayEndToEndTests {
+    /// relay.md §6.8 and §10 (duplicate room contexts after boot): after a restart, a stored
+    /// room first reached by three connections at the same moment (the mac's and the phone's
+    /// upgrades and an `/attest/challenge`, each possibly on its own loop) has one context: both
+    /// legs are admitted signed into it and spliced, and `relay_rooms_live` is 1.
+    func testAfterARestartARoomHasOneContextHoweverItIsFirstReached() throws {
+        process.interrupt()
+        process.waitUntilExit()
+        let database = try scratchDirectory().appendingPathComponent("relay.db").path
+        try startRelay(database: database)
+        let registered = try client("register")
+        XCTAssertEqual(registered["status"] as? Int, 200)
+        let room = try XCTUnwrap(registered["room"] as? String), secret = try XCTUnwrap(registered["secret"] as? String)
+        process.interrupt()
+        process.waitUntilExit()
+        try startRelay(database: database)
+
+        let result = try client("first_access", [room, secret])
+        XCTAssertEqual(result["challenge"] as? Int, 200, "\(result)")
+        XCTAssertEqual((result["mac"] as? [String: Any])?["ok"] as? Bool, true, "\(result)")
+        XCTAssertEqual((result["phone"] as? [String: Any])?["ok"] as? Bool, true, "the phone found the mac in the same context: \(result)")
+        XCTAssertEqual(result["spliced"] as? String, "010203")
+        XCTAssertEqual(result["rooms_live"] as? [String], ["relay_rooms_live 1"], "one context for the room")
+    }
+}
