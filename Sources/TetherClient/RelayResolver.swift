@@ -28,9 +28,10 @@ public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// The relay origin of a pairing (client.md §5): the link's origin (v1), or the owner of the
 /// room's bucket in the resolver's shard map (v2). A map is adopted only if its version is
-/// higher than the one held; a forced refresh refetches first (before every reconnect, and on
-/// a 421 or a 4421 close). With a version floor, the highest version ever adopted survives
-/// restarts, and a lower map is ignored even on a cold start.
+/// higher than the one held; a cached map answers at once and is refreshed in the background,
+/// a forced refresh refetches first (before every reconnect, and on a 421 or a 4421 close).
+/// With a version floor, the highest version ever adopted survives restarts, and a lower map is
+/// ignored even on a cold start.
 public final class RelayResolver: @unchecked Sendable {
     /// Where the floor lives between runs (the phone keeps one per resolver URL).
     public struct VersionFloor: Sendable {
@@ -65,7 +66,12 @@ public final class RelayResolver: @unchecked Sendable {
         case .direct(nil): throw .noTransport
         case let .direct(origin?): return origin
         case let .resolved(resolverURL):
-            if forceFresh || currentMap == nil { try await refresh(resolverURL) }
+            if forceFresh || currentMap == nil {
+                try await refresh(resolverURL)
+            } else {
+                // A cached map answers at once; a newer one is fetched behind it (relay.md §8.2).
+                Task { try? await self.refresh(resolverURL) }
+            }
             guard let map = currentMap else { throw .invalidMap("none") }
             let owner = map.owner(of: room)
             guard let origin = RelayOrigin.origin(forShardHost: owner, resolverURL: resolverURL) else { throw .invalidOwner(owner) }

@@ -3,10 +3,14 @@
 Tether, under a throwaway root: Apple does not sign test attestations.
 
 Usage: appattest_fixture.py JSON  — one request, prints one JSON answer.
-  {"op": "root"}                                   -> {"root_pem", "root_key_pem"}
+  {"op": "root", "expired"?}                       -> {"root_pem", "root_key_pem"}
+     expired: true makes the root itself valid 2000-01-01..2000-02-01 only
   {"op": "attest", "root_pem", "root_key_pem", "app_id", "challenge_b64", "origin",
    "variant": good|other_root|expired|leaf_signed_by_root|wrong_nonce|wrong_app|development|
-              nonzero_counter|credential_mismatch|fido}
+              nonzero_counter|credential_mismatch|fido|short_auth_data,
+   "flags"?: the authData flags byte (default 0x40),
+   "auth_data_length"?: with short_auth_data, authData cut to this many bytes (default 36)}
+     (the leaf's nonce is always computed over the authData actually sent)
                                                    -> {"attestation_b64", "key_id_b64", "public_key_b64",
                                                        "leaf_key_pem", "client_data_hash_b64"}
   {"op": "assert", "leaf_key_pem", "app_id", "challenge_b64", "origin", "counter",
@@ -80,9 +84,11 @@ def window():
     return now - datetime.timedelta(hours=1), now + datetime.timedelta(days=1)
 
 
-def root():
+def root(request):
     key = ec.generate_private_key(ec.SECP256R1())
     start, end = window()
+    if request.get("expired"):
+        start, end = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc), datetime.datetime(2000, 2, 1, tzinfo=datetime.timezone.utc)
     cert = certificate("Tether Test App Attest Root", key, "Tether Test App Attest Root", key, start, end)
     return {"root_pem": cert.public_bytes(serialization.Encoding.PEM).decode(), "root_key_pem": pem_key(key)}
 
@@ -99,7 +105,10 @@ def attest(request):
     aaguid = b"appattestdevelop" if variant == "development" else b"appattest" + bytes(7)
     counter = 1 if variant == "nonzero_counter" else 0
     credential = key_id if variant != "credential_mismatch" else hashlib.sha256(b"another key").digest()
-    auth_data = hashlib.sha256(app_id.encode()).digest() + b"\x40" + struct.pack(">I", counter) + aaguid + struct.pack(">H", 32) + credential
+    flags = bytes([request.get("flags", 0x40)])
+    auth_data = hashlib.sha256(app_id.encode()).digest() + flags + struct.pack(">I", counter) + aaguid + struct.pack(">H", 32) + credential
+    if variant == "short_auth_data":
+        auth_data = auth_data[:request.get("auth_data_length", 36)]
     cdh = client_data_hash(request["challenge_b64"], request["origin"])
     signed_cdh = cdh if variant != "wrong_nonce" else hashlib.sha256(b"another challenge").digest()
     nonce = hashlib.sha256(auth_data + signed_cdh).digest()
@@ -136,4 +145,4 @@ def assertion(request):
 
 if __name__ == "__main__":
     request = json.loads(sys.argv[1])
-    print(json.dumps({"root": lambda r: root(), "attest": attest, "assert": assertion}[request["op"]](request)))
+    print(json.dumps({"root": root, "attest": attest, "assert": assertion}[request["op"]](request)))

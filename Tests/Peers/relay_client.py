@@ -326,6 +326,35 @@ async def rejoin(url, r, secret_hex):
     return {"unsigned": unsigned_result, "signed": signed_result}
 
 
+async def first_access(url, r, secret_hex):
+    """A stored room's first accesses after a restart, at the same moment on three connections:
+    the mac's and the phone's upgrades and an /attest/challenge. Then both join signed (mac
+    first), a frame crosses, and the relay says how many room contexts are live."""
+    origin = "http://" + urlparse(url).netloc
+    key = join_key(bytes.fromhex(secret_hex))
+
+    async def connect():
+        return await websockets.connect(url, additional_headers={"x-relay-room": r}, max_size=None, compression=None,
+                                        origin=None, user_agent_header="iTerm2Companion")
+
+    loop = asyncio.get_running_loop()
+    mac, phone, (challenge_status, _) = await asyncio.gather(connect(), connect(),
+                                                             loop.run_in_executor(None, post, url, r, "/attest/challenge", None))
+    results = {}
+    for role, ws in (("mac", mac), ("phone", phone)):
+        await ws.send(json.dumps({"v": 1, "role": role}))
+        nonce = base64.b64decode(json.loads(await ws.recv())["nonce"])
+        transcript = canonical("iterm2-relay-join", [b"\x01", b"\x01" if role == "mac" else b"\x02", nonce, r.encode(), origin.encode()])
+        await ws.send(json.dumps({"sig": base64.b64encode(key.sign(transcript)).decode()}))
+        results[role] = json.loads(await ws.recv())
+    await mac.send(b"\x01\x02\x03")
+    spliced = (await asyncio.wait_for(phone.recv(), 5)).hex()
+    live = [line for line in scrape(url)[2].splitlines() if line.startswith("relay_rooms_live ")]
+    await phone.close()
+    await mac.close()
+    return {"challenge": challenge_status, "mac": results["mac"], "phone": results["phone"], "spliced": spliced, "rooms_live": live}
+
+
 def room_in(low, high):
     """A random room whose bucket (its last 4 hex digits) lies in [low, high]."""
     while True:
@@ -1199,6 +1228,8 @@ if __name__ == "__main__":
         result = asyncio.run(park(url, int(sys.argv[3])))
     elif scenario == "rejoin":
         result = asyncio.run(rejoin(url, sys.argv[3], sys.argv[4]))
+    elif scenario == "first_access":
+        result = asyncio.run(first_access(url, sys.argv[3], sys.argv[4]))
     elif scenario == "abuse":
         result = asyncio.run(abuse(url, int(sys.argv[3])))
     elif scenario == "control_flood":

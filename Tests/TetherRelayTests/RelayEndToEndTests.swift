@@ -540,3 +540,71 @@ extension RelayEndToEndTests {
         XCTAssertEqual((result["same_address_after"] as? [String: Any])?["ok"] as? [Bool], [true, true], "the places came back: \(result)")
     }
 }
+
+extension RelayEndToEndTests {
+    /// relay.md §10 (§2.2 step 9): a GET or HEAD carrying a body is routed like any other request,
+    /// so it gets 501 `not implemented` (the reference answers 500), its body is read off the
+    /// connection, and the connection serves the next request.
+    func testAGetOrHeadWithABodyIsRoutedNormallyTo501() throws {
+        let script = """
+        import json, socket
+        room = "ab" * 32
+        s = socket.create_connection(("127.0.0.1", \(port)))
+        s.settimeout(5)
+        pending = b""
+        def ask(method, path, body):
+            global pending
+            s.sendall(("%s %s HTTP/1.1\\r\\nHost: x\\r\\nx-relay-room: %s\\r\\nContent-Length: %d\\r\\n\\r\\n" % (method, path, room, len(body))).encode() + body)
+            while b"\\r\\n\\r\\n" not in pending:
+                chunk = s.recv(4096)
+                if not chunk:
+                    return ["closed"]
+                pending += chunk
+            head, pending = pending.split(b"\\r\\n\\r\\n", 1)
+            lines = head.decode().split("\\r\\n")
+            headers = dict((k.strip().lower(), v.strip()) for k, v in (line.split(":", 1) for line in lines[1:]))
+            length = 0 if method == "HEAD" else int(headers.get("content-length", "0"))
+            while len(pending) < length:
+                pending += s.recv(4096)
+            body, pending = pending[:length], pending[length:]
+            return [lines[0], headers.get("content-type"), headers.get("content-length"), body.decode()]
+        print(json.dumps([ask("GET", "/attest", b"{}"), ask("HEAD", "/register", b"{}"), ask("POST", "/register", b"{}")]))
+        """
+        let (status, out, err) = try runProcess("/usr/bin/python3", ["-c", script], timeout: 15)
+        XCTAssertEqual(status, 0, err)
+        let answers = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String?]], out)
+        XCTAssertEqual(answers.count, 3, out)
+        XCTAssertEqual(answers.first, ["HTTP/1.1 501 Not Implemented", "text/plain;charset=UTF-8", "15", "not implemented"], "GET with a body")
+        XCTAssertEqual(answers.dropFirst().first, ["HTTP/1.1 501 Not Implemented", "text/plain;charset=UTF-8", "15", ""],
+                       "HEAD with a body: the head of the 501, no body")
+        XCTAssertEqual(answers.last?.first, "HTTP/1.1 400 Bad Request", "the connection reads the next request where the body ended: \(out)")
+        XCTAssertEqual(answers.last?.last, #"{"ok":false,"error":"missing verifier"}"#)
+        XCTAssertFalse(logLines().contains { $0.contains("internal error") }, "no 500")
+    }
+}
+
+extension RelayEndToEndTests {
+    /// relay.md §6.8 and §10 (duplicate room contexts after boot): after a restart, a stored
+    /// room first reached by three connections at the same moment (the mac's and the phone's
+    /// upgrades and an `/attest/challenge`, each possibly on its own loop) has one context: both
+    /// legs are admitted signed into it and spliced, and `relay_rooms_live` is 1.
+    func testAfterARestartARoomHasOneContextHoweverItIsFirstReached() throws {
+        process.interrupt()
+        process.waitUntilExit()
+        let database = try scratchDirectory().appendingPathComponent("relay.db").path
+        try startRelay(database: database)
+        let registered = try client("register")
+        XCTAssertEqual(registered["status"] as? Int, 200)
+        let room = try XCTUnwrap(registered["room"] as? String), secret = try XCTUnwrap(registered["secret"] as? String)
+        process.interrupt()
+        process.waitUntilExit()
+        try startRelay(database: database)
+
+        let result = try client("first_access", [room, secret])
+        XCTAssertEqual(result["challenge"] as? Int, 200, "\(result)")
+        XCTAssertEqual((result["mac"] as? [String: Any])?["ok"] as? Bool, true, "\(result)")
+        XCTAssertEqual((result["phone"] as? [String: Any])?["ok"] as? Bool, true, "the phone found the mac in the same context: \(result)")
+        XCTAssertEqual(result["spliced"] as? String, "010203")
+        XCTAssertEqual(result["rooms_live"] as? [String], ["relay_rooms_live 1"], "one context for the room")
+    }
+}

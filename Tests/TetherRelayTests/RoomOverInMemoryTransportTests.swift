@@ -17,11 +17,11 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         let relay = Self.openRelay(group, store) { _ in }
         let loop = group.loops[0]
         let room = RoomName(header: String(repeating: "f", count: 64))!
-        let mac = Peer(), phone = Peer()
-        try attach(mac, to: room, relay)
-        try attach(phone, to: room, relay)
+        let mac = InMemoryPeer(), phone = InMemoryPeer()
+        try Self.attach(mac, to: room, relay)
+        try Self.attach(phone, to: room, relay)
         XCTAssertEqual(relay.gate.openSockets, 2)
-        func admit(_ peer: Peer, _ role: RelayRole) -> String? { Self.admit(peer, role, relay) }
+        func admit(_ peer: InMemoryPeer, _ role: RelayRole) -> String? { Self.admit(peer, role, relay) }
         XCTAssertEqual(admit(mac, .mac), #"{"ok":true}"#)
         XCTAssertEqual(admit(phone, .phone)?.hasPrefix(#"{"ok":true,"registrationToken":""#), true)
         // The token's write was queued on the room's store lane before the Result left (so a
@@ -54,10 +54,10 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         let room = RoomName(header: String(repeating: "f", count: 64))!
         let other = RoomName(header: String(repeating: "e", count: 64))!
 
-        func attach(_ peer: Peer, to room: RoomName) throws { try self.attach(peer, to: room, relay) }
-        func admit(_ peer: Peer, _ role: RelayRole) -> String? { Self.admit(peer, role, relay) }
+        func attach(_ peer: InMemoryPeer, to room: RoomName) throws { try Self.attach(peer, to: room, relay) }
+        func admit(_ peer: InMemoryPeer, _ role: RelayRole) -> String? { Self.admit(peer, role, relay) }
 
-        let mac = Peer(), phone = Peer()
+        let mac = InMemoryPeer(), phone = InMemoryPeer()
         try attach(mac, to: room)
         try attach(phone, to: room)
         XCTAssertEqual(admit(mac, .mac), #"{"ok":true}"#)
@@ -65,10 +65,10 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         relay.storage.drain()
 
         store.setFailure(StoreError("database is down"))
-        let refused = Peer()
+        let refused = InMemoryPeer()
         try attach(refused, to: other)
         XCTAssertEqual(admit(refused, .mac), "close:1011:internal error")
-        let alsoRefused = Peer()
+        let alsoRefused = InMemoryPeer()
         try attach(alsoRefused, to: other)
         XCTAssertEqual(admit(alsoRefused, .mac), "close:1011:internal error")
 
@@ -93,7 +93,7 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         relay.probeStorage(store)           // the write probe that follows it
         XCTAssertEqual(relay.readiness.failing(), [])
         XCTAssertEqual(lines.all.last, "relay: storage available again (2 calls failed meanwhile)")
-        let admitted = Peer()
+        let admitted = InMemoryPeer()
         try attach(admitted, to: other)
         XCTAssertEqual(admit(admitted, .mac), #"{"ok":true}"#)
     }
@@ -109,7 +109,7 @@ extension RoomOverInMemoryTransportTests {
     }
 
     /// Gives `peer` a socket in `room` of loop 0's table through an in-memory pair.
-    fileprivate func attach(_ peer: Peer, to room: RoomName, _ relay: RelayServer) throws {
+    static func attach(_ peer: InMemoryPeer, to room: RoomName, _ relay: RelayServer) throws {
         let loop = relay.group.loops[0]
         guard case let .success(arrival) = relay.gate.admitSocketPlace(ip: "in-memory") else { return XCTFail("gate refused") }
         try loop.submitAndWait {
@@ -120,12 +120,12 @@ extension RoomOverInMemoryTransportTests {
         }
     }
 
-    /// An open-mode Hello and Proof; the relay's answer to the Proof (or its close).
-    fileprivate static func admit(_ peer: Peer, _ role: RelayRole, _ relay: RelayServer) -> String? {
+    /// A Hello and a Proof (an open-mode `{}` unless given); the relay's answer to the Proof (or its close).
+    static func admit(_ peer: InMemoryPeer, _ role: RelayRole, _ relay: RelayServer, proof: String = "{}") -> String? {
         let loop = relay.group.loops[0]
         loop.execute { peer.socket?.send(text: Array(Hello(role: role).json.utf8)) }
         guard peer.next()?.hasPrefix(#"{"nonce":""#) == true else { return nil }
-        loop.execute { peer.socket?.send(text: Array("{}".utf8)) }
+        loop.execute { peer.socket?.send(text: Array(proof.utf8)) }
         return peer.next()
     }
 }
@@ -138,7 +138,7 @@ private final class LogLines: @unchecked Sendable {   // every access under `loc
 }
 
 /// A WebSocket client end that queues what it receives for the test thread.
-private final class Peer: WebSocketDelegate, @unchecked Sendable {   // `socket` only on the loop; `received` under its lock
+final class InMemoryPeer: WebSocketDelegate, @unchecked Sendable {   // `socket` only on the loop; `received` under its lock
     var socket: WebSocketConnection?
     private let lock = NSLock()
     private var received: [String] = []
