@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import TetherCall
 import TetherCrypto
 import TetherNet
@@ -175,3 +176,71 @@ extension SignalingClientEndToEndTests {
 }
 
 typealias ClientEvents = WaitableLog<SignalingClient.Event>
+
+extension SignalingClientEndToEndTests {
+    /// §3.5: the client's session is ephemeral, without cookies or caching: its upgrade request
+    /// carries only the WebSocket handshake's headers, and after a refusal that sets a cookie and
+    /// cache headers, the retry carries no `Cookie` and no conditional or cache header either.
+    func testTheClientSendsNoCookieOrCacheHeaders() throws {
+        let recorder = try RequestRecorder(answer: "HTTP/1.1 503 Service Unavailable\r\nSet-Cookie: session=tether-e2e; Path=/\r\n"
+                                               + "Cache-Control: max-age=3600\r\nETag: \"e2e\"\r\nLast-Modified: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+                                               + "Content-Type: text/plain\r\nContent-Length: 8\r\nConnection: close\r\n\r\ncapacity")
+        let events = ClientEvents()
+        let client = try SignalingClient(endpoint: try SignalingEndpoint("ws://127.0.0.1:\(recorder.port)/signal", allowLoopbackWS: true),
+                                         identity: CallIdentity(), loop: group.next()) { events.append($0) }
+        client.start()
+        defer { client.stop() }
+        let requests = recorder.requests.values(within: 10, atLeast: 2) { $0 }
+        XCTAssertGreaterThanOrEqual(requests.count, 2, "the client tried again after the refusal: \(events.all)")
+        for request in requests.prefix(2) {
+            let lines = request.split(separator: "\r\n").map(String.init)
+            XCTAssertEqual(lines.first, "GET /signal HTTP/1.1")
+            let names = Set(lines.dropFirst().compactMap { $0.split(separator: ":", maxSplits: 1).first?.lowercased() })
+            XCTAssertEqual(names, ["host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version"], request)
+            for name in ["cookie", "cache-control", "if-none-match", "if-modified-since", "pragma", "authorization"] {
+                XCTAssertFalse(names.contains(name), "\(name) in \(request)")
+            }
+            XCTAssertFalse(request.contains("tether-e2e"), request)
+        }
+    }
+}
+
+/// A loopback TCP listener that records each request head it gets and answers every one with
+/// the same bytes, then closes.
+final class RequestRecorder: @unchecked Sendable {  // `fd` is set once, before the thread starts
+    let requests = WaitableLog<String>()
+    let port: UInt16
+    private let fd: Int32
+
+    init(answer: String) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { close(fd); throw Vectors.Failure.notFound("cannot listen on 127.0.0.1") }
+        port = UInt16(bigEndian: address.sin_port)
+        let requests = requests, answer = Array(answer.utf8)
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(fd, nil, nil)
+                guard connection >= 0 else { return }
+                var head = [UInt8](), byte: UInt8 = 0
+                while !head.ends(with: Array("\r\n\r\n".utf8)), head.count < 65_536, read(connection, &byte, 1) == 1 { head.append(byte) }
+                requests.append(String(decoding: head, as: UTF8.self))
+                _ = answer.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                close(connection)
+            }
+        }
+    }
+
+    deinit { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}
