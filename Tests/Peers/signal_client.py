@@ -530,7 +530,7 @@ CF_EXPECTED = {
 
 def check_forbidden(text, who):
     """--forbid: no server message may contain that text (a secret of the server's)."""
-    if OPTS and OPTS.forbid:
+    if getattr(OPTS, "forbid", None):
         check(OPTS.forbid not in text, "%s: a server message contains the --forbid text: %s" % (who, text[:200]))
 
 

@@ -205,14 +205,59 @@ extension SignalingClientEndToEndTests {
     }
 }
 
-/// A loopback TCP listener that records each request head it gets and answers every one with
-/// the same bytes, then closes.
+extension SignalingClientEndToEndTests {
+    /// §4: clients answer server pings: a ping from the server, before any message, gets a
+    /// masked pong with the same payload.
+    func testTheClientAnswersAServerPingWithAPongOfTheSamePayload() throws {
+        let server = try RequestRecorder { connection, head in
+            let key = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
+                .map { $0.dropFirst("sec-websocket-key:".count).trimmingCharacters(in: .whitespaces) } ?? ""
+            let response = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Accept: \(WebSocketHandshake.accept(forKey: key))\r\n\r\n"
+            let ping: [UInt8] = [0x89, 11] + Array("tether-ping".utf8)
+            RequestRecorder.send(Array(response.utf8) + ping, to: connection)
+            var header = [UInt8](repeating: 0, count: 6)
+            guard RequestRecorder.read(&header, from: connection), header[1] & 0x7F < 126 else { return "no frame" }
+            var payload = [UInt8](repeating: 0, count: Int(header[1] & 0x7F))
+            guard RequestRecorder.read(&payload, from: connection) else { return "no payload" }
+            let unmasked = payload.enumerated().map { $0.element ^ header[2 + $0.offset % 4] }
+            return "opcode \(header[0] & 0x0F) fin \(header[0] >> 7) masked \(header[1] >> 7) payload \(String(decoding: unmasked, as: UTF8.self))"
+        }
+        let client = try SignalingClient(endpoint: try SignalingEndpoint("ws://127.0.0.1:\(server.port)/signal", allowLoopbackWS: true),
+                                         identity: CallIdentity(), loop: group.next(), reconnects: false) { _ in }
+        client.start()
+        defer { client.stop() }
+        XCTAssertEqual(server.requests.first(within: 10) { $0.hasPrefix("opcode") ? $0 : nil }, "opcode 10 fin 1 masked 1 payload tether-ping")
+    }
+}
+
+/// A loopback TCP listener that records what `serve` makes of each connection (by default the
+/// request head, answered with fixed bytes), then closes it.
 final class RequestRecorder: @unchecked Sendable {  // `fd` is set once, before the thread starts
     let requests = WaitableLog<String>()
     let port: UInt16
     private let fd: Int32
 
-    init(answer: String) throws {
+    static func send(_ bytes: [UInt8], to connection: Int32) { _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) } }
+
+    static func read(_ buffer: inout [UInt8], from connection: Int32) -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let got = buffer.withUnsafeMutableBytes { Glibc.read(connection, $0.baseAddress! + done, $0.count - done) }
+            guard got > 0 else { return false }
+            done += got
+        }
+        return true
+    }
+
+    convenience init(answer: String) throws {
+        try self.init { connection, head in
+            RequestRecorder.send(Array(answer.utf8), to: connection)
+            return head
+        }
+    }
+
+    init(serve: @escaping @Sendable (_ connection: Int32, _ head: String) -> String) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var address = sockaddr_in()
@@ -224,15 +269,14 @@ final class RequestRecorder: @unchecked Sendable {  // `fd` is set once, before 
         }
         guard bound else { close(fd); throw Vectors.Failure.notFound("cannot listen on 127.0.0.1") }
         port = UInt16(bigEndian: address.sin_port)
-        let requests = requests, answer = Array(answer.utf8)
+        let requests = requests
         Thread.detachNewThread {
             while true {
                 let connection = accept(fd, nil, nil)
                 guard connection >= 0 else { return }
                 var head = [UInt8](), byte: UInt8 = 0
-                while !head.ends(with: Array("\r\n\r\n".utf8)), head.count < 65_536, read(connection, &byte, 1) == 1 { head.append(byte) }
-                requests.append(String(decoding: head, as: UTF8.self))
-                _ = answer.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                while !head.ends(with: Array("\r\n\r\n".utf8)), head.count < 65_536, Glibc.read(connection, &byte, 1) == 1 { head.append(byte) }
+                requests.append(serve(connection, String(decoding: head, as: UTF8.self)))
                 close(connection)
             }
         }
