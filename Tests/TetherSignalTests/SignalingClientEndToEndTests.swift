@@ -288,3 +288,20 @@ final class RequestRecorder: @unchecked Sendable {  // `fd` is set once, before 
 private extension Array where Element == UInt8 {
     func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
 }
+
+extension SignalingClientEndToEndTests {
+    /// §3.4: a contact link's `relay=` is never used by itself (the user confirms an endpoint):
+    /// `tether presence` with a link whose relay is another server asks the `--signal` one, and
+    /// the link's relay is never contacted.
+    func testAContactLinksRelayIsNeverContactedByItself() throws {
+        let server = try self.server()
+        let elsewhere = try RequestRecorder(answer: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        let contact = CallIdentity().id
+        let link = ContactLink(id: contact, relay: try SignalingEndpoint("ws://127.0.0.1:\(elsewhere.port)/signal", allowLoopbackWS: true)).url
+        let (status, output) = try TetherBinary.run(["presence", link, "--signal", "ws://127.0.0.1:\(server.port)/signal"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertEqual(output, "\(contact.canonical) offline\n")
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(elsewhere.requests.all, [], "the link's relay was contacted")
+    }
+}
