@@ -9,18 +9,32 @@ public final class ServiceProcess {
     /// Kept open and drained: a child that logs to stdout (turnserver, the stand-in) must not
     /// die of a closed pipe once its first line is read.
     private let output = Pipe()
+    private let errors = Pipe()
+    private let captured = WaitableLog<Data>()
 
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], expecting prefix: String) throws {
+    /// `capturing`: everything the child writes to stdout after its first line and to stderr is
+    /// kept (`capturedOutput`); otherwise stdout is drained and stderr discarded.
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], expecting prefix: String,
+                capturing: Bool = false) throws {
         process.executableURL = executable
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         for (name, value) in environment { merged[name] = value }
         process.environment = merged
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        if capturing {
+            process.standardError = errors
+            errors.fileHandleForReading.readabilityHandler = { [captured] in captured.append($0.availableData) }
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         firstLine = output.fileHandleForReading.readFirstLine()
-        output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+        if capturing {
+            output.fileHandleForReading.readabilityHandler = { [captured] in captured.append($0.availableData) }
+        } else {
+            output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+        }
         guard firstLine.hasPrefix(prefix) else {
             process.terminate()
             throw Vectors.Failure.notFound("\(executable.lastPathComponent) did not start: \(firstLine)")
@@ -34,11 +48,19 @@ public final class ServiceProcess {
         return UInt16(words[index + 1].split(separator: ":").last ?? "") ?? 0
     }
 
+    /// What a `capturing` child wrote so far (stdout after its first line, and stderr), as text.
+    public var capturedOutput: String { String(decoding: captured.all.reduce(Data(), +), as: UTF8.self) }
+
     public func stop() {
-        output.fileHandleForReading.readabilityHandler = nil
-        guard process.isRunning else { return }
+        guard process.isRunning else {
+            output.fileHandleForReading.readabilityHandler = nil
+            errors.fileHandleForReading.readabilityHandler = nil
+            return
+        }
         process.terminate()
         process.waitUntilExit()
+        output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
     }
 
     deinit { stop() }

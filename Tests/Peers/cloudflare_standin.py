@@ -24,6 +24,8 @@ ENDPOINT
     {"time": unix seconds (float), "method", "path" (with any query), "headers": [[name, value],
      ...] in order, "body": the body as text (UTF-8, invalid bytes replaced), "authorized": bool,
      "mode", "status": the status answered, "answered": {"username", "credential"} or null}
+  In mode slow, a client that closes its connection before the answer is due is recorded too,
+  when it is seen (within 0.2 s): {"time", "event": "client-gone", "path"}.
 
 MODES (what an authorized request gets)
   ok             201, the §8.3 example: a STUN entry (2 URLs) and a TURN entry (6 URLs) with a
@@ -35,7 +37,8 @@ MODES (what an authorized request gets)
                  trailing-dot host, a user part, a look-alike suffix, an http: URL, stuns:) and a
                  whole entry on another host; after filtering it equals the ok body.
   no-turn        201, only STUN URLs (plus a TURN URL on a foreign host): issuance must fail.
-  slow           answers like ok after --delay seconds (default 10; over Tether's 8 s timeout).
+  slow           answers like ok after --delay seconds (default 10; over Tether's 8 s timeout;
+                 a --delay under 8 s makes issuance slow but successful).
   redirect       302 with Location: this server's same path + "?redirected=1" (answered like ok
                  there, so a client that follows redirects would be seen to succeed).
   oversize       201, the ok body padded with a "pad" field to 70,000 bytes (over 65,536).
@@ -49,6 +52,7 @@ import json
 import os
 import re
 import secrets
+import select
 import signal
 import ssl
 import sys
@@ -211,8 +215,39 @@ class Handler(BaseHTTPRequestHandler):
                     answered = creds
         self._record(body, authorized, status, answered)
         if authorized and options.mode == "slow":
-            time.sleep(options.delay)
+            self._wait_or_gone(options.delay)
         self._send(status, payload, headers)
+
+    def _wait_or_gone(self, seconds):
+        """Waits `seconds` before answering; a client that closes meanwhile (TLS close_notify or
+        TCP FIN: the request is complete, so anything readable is the end) is recorded as
+        {"time", "event": "client-gone", "path"} and the wait ends."""
+        deadline = time.monotonic() + seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            readable, _, _ = select.select([self.connection], [], [], min(remaining, 0.2))
+            if not readable:
+                continue
+            previous = self.connection.gettimeout()
+            try:
+                self.connection.settimeout(0.2)
+                data = self.connection.recv(1)
+            except (ssl.SSLWantReadError, TimeoutError, BlockingIOError):
+                continue
+            except (ssl.SSLError, OSError):
+                data = b""
+            finally:
+                self.connection.settimeout(previous)
+            if data:
+                continue
+            options = self.server.options
+            if options.record:
+                with self.server.lock, open(options.record, "a") as handle:
+                    handle.write(json.dumps({"time": time.time(), "event": "client-gone", "path": self.path}) + "\n")
+                    handle.flush()
+            return
 
     do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle
 

@@ -28,6 +28,8 @@ OPTIONS
   --coturn-port P      a coturn_fixture.py `serve` with the server's TURN_SECRET (coturn-allocate).
   --origin-allowed V   a value listed in the server's SIGNAL_ALLOWED_ORIGINS (origin-allowed).
   --max-sockets N      the server's SIGNAL_MAX_SOCKETS, at most 16 (capacity).
+  --forbid TEXT        fail any scenario in which a server message contains TEXT (a secret the
+                       server holds, e.g. its CLOUDFLARE_TURN_API_TOKEN).
   --server-pid PID     the server process (shutdown: sends it SIGTERM).
 
 CLIENT IPs AND THE PER-IP LIMITS
@@ -69,7 +71,10 @@ EXAMPLES (PY = .venv/bin/python, T = .build/debug/tether, P = Tests/Peers)
   $PY $P/signal_client.py --url ws://127.0.0.1:8791/signal --turn-mode cloudflare --cloudflare-mode ok \
     --cloudflare-record rec.jsonl --scenario register
   (stand-in --mode slow: --cloudflare-mode slow --scenario issuance-pending, then, on a fresh
-  server, issuance-concurrency and issuance-unavailable; other failing modes: issuance-unavailable)
+  server, issuance-concurrency and issuance-unavailable; other failing modes: issuance-unavailable;
+  stand-in --mode slow --delay 2 --record rec.jsonl: --cloudflare-mode slow --cloudflare-record
+  rec.jsonl --scenario issuance-unroutable --scenario issuance-stale; stand-in --mode slow
+  --record rec.jsonl: issuance-cancel)
 """
 import argparse
 import asyncio
@@ -384,6 +389,7 @@ class Peer:
         except ConnectionClosed as closed:
             raise Closed(self.name, closed.rcvd)
         check(isinstance(data, str), "%s: the server sent a binary frame (§4: every message is text)" % self.name)
+        check_forbidden(data, self.name)
         try:
             message = strict_json(data)
         except ValueError as error:
@@ -515,9 +521,17 @@ CF_TURN = ["turn:turn.cloudflare.com:3478?transport=udp", "turn:turn.cloudflare.
 # (urls, carries credentials).
 CF_EXPECTED = {
     "ok": [(CF_STUN, False), (CF_TURN[:4], True), (CF_TURN[4:], True)],
+    "ok-200": [(CF_STUN, False), (CF_TURN[:4], True), (CF_TURN[4:], True)],
+    "slow": [(CF_STUN, False), (CF_TURN[:4], True), (CF_TURN[4:], True)],
     "foreign-hosts": [(CF_STUN, False), (CF_TURN[:4], True), (CF_TURN[4:], True)],
     "single-object": [(["stun:stun.cloudflare.com:3478"] + CF_TURN[:3], True), (CF_TURN[3:], True)],
 }
+
+
+def check_forbidden(text, who):
+    """--forbid: no server message may contain that text (a secret of the server's)."""
+    if getattr(OPTS, "forbid", None):
+        check(OPTS.forbid not in text, "%s: a server message contains the --forbid text: %s" % (who, text[:200]))
 
 
 def split_list(text):
@@ -582,6 +596,7 @@ def check_registered(message, peer, started, finished):
 def check_cloudflare_record(who, creds, started, finished):
     with open(OPTS.cloudflare_record) as handle:
         records = [json.loads(line) for line in handle if line.strip()]
+    records = [r for r in records if "method" in r]
     check(records, "%s: the stand-in recorded no request" % who)
     last = records[-1]
     headers = {k.lower(): v for k, v in last["headers"]}
@@ -783,6 +798,7 @@ class Raw:
             code = struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None
             raise Fail("raw: close %s %r while waiting for %s" % (code, payload[2:].decode(errors="replace"), what))
         check(opcode == 0x1 and fin and rsv == 0 and not masked, "raw: server frame fin=%s rsv=%d opcode=%d masked=%s" % (fin, rsv, opcode, masked))
+        check_forbidden(payload.decode(errors="replace"), "raw")
         message = strict_json(payload.decode())
         log("raw <-", payload[:300])
         return message
@@ -2157,6 +2173,98 @@ async def sc_issuance_pending(ctx):
     await a.expect_close(1013, "unavailable")
 
 
+@scenario("issuance-unroutable", default=False, timeout=40)
+async def sc_issuance_unroutable(ctx):
+    """(TURN_MODE=cloudflare, stand-in --mode slow --delay 2: issuance succeeds after ~2 s) While
+    A's issuance is pending, A is reserved but not routable: a registered B sees presence
+    {A: false} and a signal to A gets `offline`; once issued, A is online and reachable."""
+    b = await ctx.peer(name="B", register=True)
+    a = await ctx.peer(name="A")
+    await a.send(a.register_message())
+    await asyncio.sleep(0.3)
+    online = await b.presence([a.id])
+    check(online == {a.id: False}, "B: presence of the pending A is %r" % online)
+    sent = await b.signal(a.id, kind="offer")
+    await b.expect_error("offline", call=sent["call"], kind="offer", context="signal to the pending A")
+    started = time.time()
+    registered = await a.recv(timeout=6, what="registered")
+    check_registered(registered, a, started - 3, time.time())
+    online = await b.presence([a.id])
+    check(online == {a.id: True}, "B: presence of the registered A is %r" % online)
+    sent = await b.signal(a.id, kind="offer")
+    await a.expect_forwarded(sent, context="once registered")
+
+
+@scenario("issuance-stale", default=False, timeout=40)
+async def sc_issuance_stale(ctx):
+    """(TURN_MODE=cloudflare, stand-in --mode slow --delay 2) A connection that closes while its
+    issuance is pending: the completion arriving after the close is discarded: A stays offline
+    for B, and the same key registers afresh on a new connection (not duplicate_id)."""
+    key = Ed25519PrivateKey.generate()
+    b = await ctx.peer(name="B", register=True)
+    a = await ctx.peer(key=key, name="A")
+    await a.send(a.register_message())
+    await asyncio.sleep(0.3)
+    await a.close()
+    await asyncio.sleep(3)        # the stand-in answered A's request ~1.7 s ago
+    online = await b.presence([id_of(key)])
+    check(online == {id_of(key): False}, "B: presence after a stale completion is %r" % online)
+    sent = await b.signal(id_of(key), kind="offer")
+    await b.expect_error("offline", call=sent["call"], kind="offer", context="signal after a stale completion")
+    again = await ctx.peer(key=key, name="A-again")
+    await again.register()
+    online = await b.presence([id_of(key)])
+    check(online == {id_of(key): True}, "B: presence of A registered afresh is %r" % online)
+
+
+@scenario("issuance-cancel", default=False, needs=("cloudflare_record",), timeout=40)
+async def sc_issuance_cancel(ctx):
+    """(TURN_MODE=cloudflare, stand-in --mode slow (10 s) with --record) A registering connection
+    that closes cancels its upstream request: the stand-in sees its client go away within ~1 s
+    of the close (long before the 8 s timeout would end it)."""
+    def records():
+        if not os.path.exists(ctx.opts.cloudflare_record):
+            return []
+        with open(ctx.opts.cloudflare_record) as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+    before = len(records())
+    a = await ctx.peer(name="A")
+    await a.send(a.register_message())
+    deadline = time.monotonic() + 3
+    while not [r for r in records()[before:] if "method" in r]:
+        check(time.monotonic() < deadline, "the stand-in saw no request for A's registration")
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    closed_at = time.time()
+    await a.close()
+    deadline = time.monotonic() + 3
+    while True:
+        gone = [r for r in records()[before:] if r.get("event") == "client-gone"]
+        if gone:
+            break
+        check(time.monotonic() < deadline, "the upstream request was still open 3 s after the registering connection closed")
+        await asyncio.sleep(0.05)
+    check(gone[0]["time"] - closed_at < 2, "the upstream request ended %.1fs after the close" % (gone[0]["time"] - closed_at))
+
+
+@scenario("issuance-unlimited", default=False, timeout=90)
+async def sc_issuance_unlimited(ctx):
+    """(TURN_MODE=none, e.g. --local) none mode issues nothing and is not limited: 61
+    registrations within a minute and 9 at once all get `registered`, never `unavailable`."""
+    for i in range(61):
+        p = await ctx.peer(name="n%d" % (i + 1))
+        await p.register()
+        await p.close()
+    together = [await ctx.peer(name="together%d" % i) for i in range(9)]
+    for p in together:
+        await p.send(p.register_message())
+    for p in together:
+        started = time.time()
+        message = await p.recv(what="registered")
+        check(message.get("type") == "registered", "%s: 9 at once: %s" % (p.name, dumps(message)[:200]))
+        check_registered(message, p, started - 5, time.time())
+
+
 @scenario("issuance-concurrency", default=False, timeout=40)
 async def sc_issuance_concurrency(ctx):
     """(TURN_MODE=cloudflare, stand-in --mode slow, no other issuance in flight) 8 registrations
@@ -2392,6 +2500,7 @@ def main():
     parser.add_argument("--coturn-port", type=int)
     parser.add_argument("--origin-allowed")
     parser.add_argument("--max-sockets", type=int)
+    parser.add_argument("--forbid", help="a string no server message may contain (a secret the server holds)")
     parser.add_argument("--server-pid", type=int)
     parser.add_argument("--url2", help="a second node of the same cluster (cluster-* scenarios)")
     parser.add_argument("--key-hex", help="a 32-byte Ed25519 private key in hex (cluster-hold, cluster-reclaim)")

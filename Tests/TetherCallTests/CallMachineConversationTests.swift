@@ -81,6 +81,39 @@ final class CallMachineConversationTests: XCTestCase {
         XCTAssertEqual(pair.alice.call?.phase, .secured)
     }
 
+    /// signaling.md §9.5, §14: Tether keeps no message history: each text is handed to the app as
+    /// it arrives and only its id is remembered (the 512-id dedup window), inside the call's
+    /// channel. So past 200 texts nothing accumulates, and a hang-up leaves no call, no channel
+    /// and no text; the next call starts with nothing of the last one.
+    func testNoMessageHistoryOutlivesTheCallAndNoneExceeds200() throws {
+        let pair = CallMachinePair()
+        pair.connect()
+        let sent = (1...201).map { pair.send("text \($0)", from: .alice) }
+        pair.pump()     // what the pacer let out now arrives now, not bunched with the next window's
+        while pair.alice.secureChannel?.pacedFrameCount ?? 0 > 0 || pair.bob.secureChannel?.pacedFrameCount ?? 0 > 0 {
+            pair.advanceToDeadline(of: pair.alice.secureChannel?.pacedFrameCount ?? 0 > 0 ? .alice : .bob)
+        }
+        XCTAssertEqual(pair.texts(.bob), (1...201).map { "text \($0)" }, "every text handed over as it arrived, none held back")
+        XCTAssertEqual(Set(pair.receipts(.alice)), Set(sent))
+
+        pair.handle(.hangUp(call: Fixture.callID), on: .alice)
+        pair.pump()
+        for side in [CallMachinePair.Side.alice, .bob] {
+            XCTAssertNil(pair.machine(side).call, "\(side): the call is gone")
+            XCTAssertNil(pair.machine(side).secureChannel, "\(side): the channel, and the ids it remembered, are gone")
+        }
+
+        pair.clearRecords()
+        let next = try XCTUnwrap(CallUUID("0c6b9f4e-5a3d-4e21-8f70-1b2c3d4e5f60"))
+        pair.connect(next)
+        XCTAssertEqual(pair.bob.call?.phase, .secured)
+        XCTAssertEqual(pair.texts(.bob), [], "nothing of the last call is delivered again")
+        let again = pair.send("text 1", from: .alice, call: next, id: sent[0])
+        pair.pump()
+        XCTAssertEqual(pair.texts(.bob), ["text 1"], "the last call's ids are forgotten: the same id is a new text")
+        XCTAssertEqual(pair.receipts(.alice), [again])
+    }
+
     func testEverySignalIsSignedByItsSenderForThePeerAndTheCall() throws {
         let pair = CallMachinePair()
         pair.connect()

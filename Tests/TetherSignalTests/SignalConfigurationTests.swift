@@ -36,6 +36,22 @@ final class SignalConfigurationTests: XCTestCase {
         XCTAssertEqual(c.cloudflareURL, "https://rtc.live.cloudflare.com")
     }
 
+    /// §13 (SIGNAL_TRUST_PROXY, SIGNAL_TRUSTED_HOPS, SIGNAL_TRUST_CLOUDFLARE): off, 1 and off by
+    /// default, so forwarded headers are ignored; trusting the proxy with 2 hops takes the second
+    /// `X-Forwarded-For` element from the right, and CF-Connecting-IP only with its own setting.
+    func testClientIPTrustIsOffByDefaultWithOneHop() throws {
+        let (c, _) = try SignalConfiguration.load(environment: [:], arguments: [])
+        XCTAssertEqual(c.clientIP, ClientIPResolver(trustCloudflare: false, trustProxy: false, trustedHops: 1))
+        XCTAssertEqual(c.clientIP.clientIP(cfConnectingIP: "198.51.100.7", forwardedFor: "203.0.113.1, 203.0.113.2", peer: "127.0.0.1"), "127.0.0.1")
+        let (proxied, _) = try SignalConfiguration.load(environment: ["SIGNAL_TRUST_PROXY": "true", "SIGNAL_TRUSTED_HOPS": "2"], arguments: [])
+        XCTAssertEqual(proxied.clientIP, ClientIPResolver(trustCloudflare: false, trustProxy: true, trustedHops: 2))
+        XCTAssertEqual(proxied.clientIP.clientIP(cfConnectingIP: "198.51.100.7", forwardedFor: "203.0.113.1, 203.0.113.2, 203.0.113.3",
+                                                 peer: "127.0.0.1"), "203.0.113.2")
+        let (cloudflare, _) = try SignalConfiguration.load(environment: ["SIGNAL_TRUST_CLOUDFLARE": "true"], arguments: [])
+        XCTAssertEqual(cloudflare.clientIP, ClientIPResolver(trustCloudflare: true, trustProxy: false, trustedHops: 1))
+        XCTAssertEqual(cloudflare.clientIP.clientIP(cfConnectingIP: "198.51.100.7", forwardedFor: "203.0.113.1", peer: "127.0.0.1"), "198.51.100.7")
+    }
+
     func testListsAreTrimmedAndEmptyElementsIgnored() throws {
         let (c, _) = try SignalConfiguration.load(environment: ["SIGNAL_ALLOWED_ORIGINS": " https://a.example , ,https://b.example,",
                                                                 "STUN_URLS": "stun:s.example:3478, stun:t.example"], arguments: [])

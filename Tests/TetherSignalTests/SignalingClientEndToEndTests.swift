@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import TetherCall
 import TetherCrypto
 import TetherNet
@@ -175,3 +176,132 @@ extension SignalingClientEndToEndTests {
 }
 
 typealias ClientEvents = WaitableLog<SignalingClient.Event>
+
+extension SignalingClientEndToEndTests {
+    /// §3.5: the client's session is ephemeral, without cookies or caching: its upgrade request
+    /// carries only the WebSocket handshake's headers, and after a refusal that sets a cookie and
+    /// cache headers, the retry carries no `Cookie` and no conditional or cache header either.
+    func testTheClientSendsNoCookieOrCacheHeaders() throws {
+        let recorder = try RequestRecorder(answer: "HTTP/1.1 503 Service Unavailable\r\nSet-Cookie: session=tether-e2e; Path=/\r\n"
+                                               + "Cache-Control: max-age=3600\r\nETag: \"e2e\"\r\nLast-Modified: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+                                               + "Content-Type: text/plain\r\nContent-Length: 8\r\nConnection: close\r\n\r\ncapacity")
+        let events = ClientEvents()
+        let client = try SignalingClient(endpoint: try SignalingEndpoint("ws://127.0.0.1:\(recorder.port)/signal", allowLoopbackWS: true),
+                                         identity: CallIdentity(), loop: group.next()) { events.append($0) }
+        client.start()
+        defer { client.stop() }
+        let requests = recorder.requests.values(within: 10, atLeast: 2) { $0 }
+        XCTAssertGreaterThanOrEqual(requests.count, 2, "the client tried again after the refusal: \(events.all)")
+        for request in requests.prefix(2) {
+            let lines = request.split(separator: "\r\n").map(String.init)
+            XCTAssertEqual(lines.first, "GET /signal HTTP/1.1")
+            let names = Set(lines.dropFirst().compactMap { $0.split(separator: ":", maxSplits: 1).first?.lowercased() })
+            XCTAssertEqual(names, ["host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version"], request)
+            for name in ["cookie", "cache-control", "if-none-match", "if-modified-since", "pragma", "authorization"] {
+                XCTAssertFalse(names.contains(name), "\(name) in \(request)")
+            }
+            XCTAssertFalse(request.contains("tether-e2e"), request)
+        }
+    }
+}
+
+extension SignalingClientEndToEndTests {
+    /// §4: clients answer server pings: a ping from the server, before any message, gets a
+    /// masked pong with the same payload.
+    func testTheClientAnswersAServerPingWithAPongOfTheSamePayload() throws {
+        let server = try RequestRecorder { connection, head in
+            let key = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
+                .map { $0.dropFirst("sec-websocket-key:".count).trimmingCharacters(in: .whitespaces) } ?? ""
+            let response = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Accept: \(WebSocketHandshake.accept(forKey: key))\r\n\r\n"
+            let ping: [UInt8] = [0x89, 11] + Array("tether-ping".utf8)
+            RequestRecorder.send(Array(response.utf8) + ping, to: connection)
+            var header = [UInt8](repeating: 0, count: 6)
+            guard RequestRecorder.read(&header, from: connection), header[1] & 0x7F < 126 else { return "no frame" }
+            var payload = [UInt8](repeating: 0, count: Int(header[1] & 0x7F))
+            guard RequestRecorder.read(&payload, from: connection) else { return "no payload" }
+            let unmasked = payload.enumerated().map { $0.element ^ header[2 + $0.offset % 4] }
+            return "opcode \(header[0] & 0x0F) fin \(header[0] >> 7) masked \(header[1] >> 7) payload \(String(decoding: unmasked, as: UTF8.self))"
+        }
+        let client = try SignalingClient(endpoint: try SignalingEndpoint("ws://127.0.0.1:\(server.port)/signal", allowLoopbackWS: true),
+                                         identity: CallIdentity(), loop: group.next(), reconnects: false) { _ in }
+        client.start()
+        defer { client.stop() }
+        XCTAssertEqual(server.requests.first(within: 10) { $0.hasPrefix("opcode") ? $0 : nil }, "opcode 10 fin 1 masked 1 payload tether-ping")
+    }
+}
+
+/// A loopback TCP listener that records what `serve` makes of each connection (by default the
+/// request head, answered with fixed bytes), then closes it.
+final class RequestRecorder: @unchecked Sendable {  // `fd` is set once, before the thread starts
+    let requests = WaitableLog<String>()
+    let port: UInt16
+    private let fd: Int32
+
+    static func send(_ bytes: [UInt8], to connection: Int32) { _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) } }
+
+    static func read(_ buffer: inout [UInt8], from connection: Int32) -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let got = buffer.withUnsafeMutableBytes { Glibc.read(connection, $0.baseAddress! + done, $0.count - done) }
+            guard got > 0 else { return false }
+            done += got
+        }
+        return true
+    }
+
+    convenience init(answer: String) throws {
+        try self.init { connection, head in
+            RequestRecorder.send(Array(answer.utf8), to: connection)
+            return head
+        }
+    }
+
+    init(serve: @escaping @Sendable (_ connection: Int32, _ head: String) -> String) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { close(fd); throw Vectors.Failure.notFound("cannot listen on 127.0.0.1") }
+        port = UInt16(bigEndian: address.sin_port)
+        let requests = requests
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(fd, nil, nil)
+                guard connection >= 0 else { return }
+                var head = [UInt8](), byte: UInt8 = 0
+                while !head.ends(with: Array("\r\n\r\n".utf8)), head.count < 65_536, Glibc.read(connection, &byte, 1) == 1 { head.append(byte) }
+                requests.append(serve(connection, String(decoding: head, as: UTF8.self)))
+                close(connection)
+            }
+        }
+    }
+
+    deinit { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}
+
+extension SignalingClientEndToEndTests {
+    /// §3.4: a contact link's `relay=` is never used by itself (the user confirms an endpoint):
+    /// `tether presence` with a link whose relay is another server asks the `--signal` one, and
+    /// the link's relay is never contacted.
+    func testAContactLinksRelayIsNeverContactedByItself() throws {
+        let server = try self.server()
+        let elsewhere = try RequestRecorder(answer: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        let contact = CallIdentity().id
+        let link = ContactLink(id: contact, relay: try SignalingEndpoint("ws://127.0.0.1:\(elsewhere.port)/signal", allowLoopbackWS: true)).url
+        let (status, output) = try TetherBinary.run(["presence", link, "--signal", "ws://127.0.0.1:\(server.port)/signal"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertEqual(output, "\(contact.canonical) offline\n")
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(elsewhere.requests.all, [], "the link's relay was contacted")
+    }
+}
