@@ -453,7 +453,7 @@ class RawSocket:
             header = bytes([byte0, 0x80 | 126]) + struct.pack(">H", length)
         else:
             header = bytes([byte0, 0x80 | 127]) + struct.pack(">Q", length)
-        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+        self.sock.sendall(header + mask + masked(payload, mask))
 
     def _read(self, count):
         while len(self.buffer) < count:
@@ -538,6 +538,15 @@ def round_trips_until(stop, a, b, pid):
         peak = max(peak, rss_kib(pid))
         time.sleep(0.01)
     return sorted(rtts), peak
+
+
+def masked(payload, mask):
+    """RFC 6455 §5.3 masking as one big-integer XOR: a byte-at-a-time loop masks 256 KiB in tens
+    of milliseconds, too slow for a flood to outrun the relay on a loaded machine."""
+    if not payload:
+        return b""
+    key = (mask * (len(payload) // 4 + 1))[:len(payload)]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(len(payload), "big")
 
 
 async def flood(url, pid):
