@@ -55,22 +55,18 @@ final class RoomHost: WebSocketDelegate {
 
     func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String, connectedAt: UInt64) {
         table.assertOnLoop()
-        members[id] = Member(connection: nil, ip: ip, openedAt: connectedAt)
+        // The member holds its connection before the room acts on it, so what the room answers
+        // (a too-many-pending close, a Hello's challenge for a frame that came with the upgrade
+        // request) reaches the socket (relay.md §2.3: no early frame is lost).
+        let connection = WebSocketConnection(connection: transport, role: .server, options: server.webSocketOptions, delegate: self)
+        members[id] = Member(connection: connection, ip: ip, openedAt: connectedAt)
         perform(machine.connected(id, now: connectedAt))
-        table.adopting = id
-        let connection = WebSocketConnection(connection: transport, role: .server, options: server.webSocketOptions,
-                                             delegate: self, leftover: leftover)
-        table.adopting = nil
-        // Gone already if its leftovers closed it.
-        guard members[id] != nil else { return armDeadline() }
-        members[id]?.connection = connection
-        // Its leftovers may have been held behind a storage answer before it had a connection.
-        if members[id]?.holds != 0 { connection.pauseReading() }
+        if !leftover.isEmpty { leftover.withUnsafeBytes { connection.transport(transport, didRead: $0) } }
         armDeadline()
     }
 
     private func id(of socket: WebSocketConnection) -> SocketID? {
-        members.first { $0.value.connection === socket }?.key ?? table.adopting
+        members.first { $0.value.connection === socket }?.key
     }
 
     // MARK: WebSocketDelegate

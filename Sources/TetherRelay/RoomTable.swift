@@ -9,9 +9,6 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
     /// Set once the server is made (rooms reach it through their table, not a reference each).
     weak var server: RelayServer?
     private var rooms = RoomIndex<RoomHost> { $0.machine.room }
-    /// The socket whose WebSocket is being set up on this loop: frames in its handshake
-    /// leftovers arrive before its host can find the connection among its members.
-    var adopting: SocketID?
     /// Admission windows (§3.4 step 1) of rooms evicted while their window still ran, by the
     /// room's per-process seeded hash. A room empties whenever its last socket goes, and every
     /// admission attempt comes on a fresh socket, so without this an attacker retrying on new

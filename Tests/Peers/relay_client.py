@@ -20,7 +20,8 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
          both legs close 4421 "reshard <owner>" and the bucket that moved in is served
   catalogue  (idle TTL 1 s) displacement and re-splice, slot occupied, bad hello, bad proof, too
          many pending, the admission rate limit, the pairing-cycle cap, bad signature, invalid
-         UTF-8 (1007) and a protocol violation (1002) with peer gone, admission timeout, room expired
+         UTF-8 (1007) and a protocol violation (1002) with peer gone, admission timeout (also in a
+         room whose mac has been parked for 16 s), room expired
   abuse  (20 frames/s, 100,000-byte quota) frame rate exceeded, daily quota exceeded and its
          re-trip, then SIGTERM to the relay: server shutting down on both legs
   limits  (trusting X-Forwarded-For; small caps) 429 too many connections, 503 capacity,
@@ -31,6 +32,11 @@ Usage: relay_client.py URL SCENARIO. Prints one JSON object with what happened.
   attested  (attestation mode) ticket required, bad ticket, /attest refused
   lifecycle  pair, /register the verifier (derived from a roomSecret with the `cryptography`
          package, independently of Tether), signed rejoins, then a signed /delete
+  any_path, http_counted, unlimited_paths, no_extensions, metrics_methods, empty_origin,
+  room_header_forms, attest_prefix, bodies, unrouted, room_json, gate_first, early_hello,
+  keepalive_admitted, data_not_liveness, forwarding_headers
+         the entry gate's and the transport's rules one by one, each written byte for byte
+         (see each function's docstring)
 """
 import asyncio
 import json
@@ -251,6 +257,7 @@ async def roomcap(url):
     out["http"] = post_raw(url, room(), "/attest/challenge")
     phone, _, result = await admit(url, first, "phone")
     out["resident_phone"] = result
+    out["rejections"] = series(url, "relay_ws_upgrades_rejected_total")
     await phone.close()
     await mac.close()
     return out
@@ -422,18 +429,43 @@ async def shard(url, binary, db):
     return out
 
 
+def masked(payload, mask):
+    """RFC 6455 §5.3 masking as one big-integer XOR: a byte-at-a-time loop masks 256 KiB in tens
+    of milliseconds, too slow for a flood to outrun the relay on a loaded machine."""
+    if not payload:
+        return b""
+    key = (mask * (len(payload) // 4 + 1))[:len(payload)]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(len(payload), "big")
+
+
+def masked_frame(opcode, payload, first_byte=None):
+    """One client frame (masked, as a client must send it)."""
+    mask = os.urandom(4)
+    byte0 = first_byte if first_byte is not None else 0x80 | opcode
+    length = len(payload)
+    if length < 126:
+        header = bytes([byte0, 0x80 | length])
+    elif length < 65536:
+        header = bytes([byte0, 0x80 | 126]) + struct.pack(">H", length)
+    else:
+        header = bytes([byte0, 0x80 | 127]) + struct.pack(">Q", length)
+    return header + mask + masked(payload, mask)
+
+
 class RawSocket:
     """A WebSocket client written by hand, for frames a library refuses to send (invalid UTF-8,
     reserved bits) and for watching exactly what the relay sends back."""
 
-    def __init__(self, url, room_name, headers="", source=None):
+    def __init__(self, url, room_name, headers="", source=None, path="/", host=None, early=b""):
+        """`path` and `host` as the request line and Host header carry them; `early` is written in
+        the same send as the request (frames sent before the 101 arrives)."""
         import socket
         parsed = urlparse(url)
         self.sock = socket.create_connection((parsed.hostname, parsed.port), source_address=(source, 0) if source else None)
         self.sock.settimeout(40)
-        self.sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                           "x-relay-room: %s\r\n%s\r\n" % (parsed.netloc, room_name, headers)).encode())
+                           "x-relay-room: %s\r\n%s\r\n" % (path, host or parsed.netloc, room_name, headers)).encode() + early)
         self.buffer = b""
         while b"\r\n\r\n" not in self.buffer:
             chunk = self.sock.recv(65536)
@@ -441,19 +473,29 @@ class RawSocket:
                 break
             self.buffer += chunk
         head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
-        self.status = head.split(b"\r\n")[0].decode()
+        lines = head.decode().split("\r\n")
+        self.status = lines[0]
+        self.headers = {line.split(":", 1)[0].lower(): line.split(":", 1)[1].strip() for line in lines[1:] if ":" in line}
 
     def send_frame(self, opcode, payload, first_byte=None):
-        mask = os.urandom(4)
-        byte0 = first_byte if first_byte is not None else 0x80 | opcode
-        length = len(payload)
-        if length < 126:
-            header = bytes([byte0, 0x80 | length])
-        elif length < 65536:
-            header = bytes([byte0, 0x80 | 126]) + struct.pack(">H", length)
-        else:
-            header = bytes([byte0, 0x80 | 127]) + struct.pack(">Q", length)
-        self.sock.sendall(header + mask + masked(payload, mask))
+        self.sock.sendall(masked_frame(opcode, payload, first_byte))
+
+    def drain_opcodes(self):
+        """The opcodes of every frame the relay sends until it drops TCP, answering nothing
+        (pings included): a client that has gone silent."""
+        opcodes = []
+        try:
+            while True:
+                byte0, byte1 = self._read(2)
+                length = byte1 & 0x7F
+                if length == 126:
+                    length = struct.unpack(">H", self._read(2))[0]
+                elif length == 127:
+                    length = struct.unpack(">Q", self._read(8))[0]
+                self._read(length)
+                opcodes.append(byte0 & 0x0F)
+        except (EOFError, OSError):
+            return opcodes
 
     def _read(self, count):
         while len(self.buffer) < count:
@@ -538,15 +580,6 @@ def round_trips_until(stop, a, b, pid):
         peak = max(peak, rss_kib(pid))
         time.sleep(0.01)
     return sorted(rtts), peak
-
-
-def masked(payload, mask):
-    """RFC 6455 §5.3 masking as one big-integer XOR: a byte-at-a-time loop masks 256 KiB in tens
-    of milliseconds, too slow for a flood to outrun the relay on a loaded machine."""
-    if not payload:
-        return b""
-    key = (mask * (len(payload) // 4 + 1))[:len(payload)]
-    return (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(len(payload), "big")
 
 
 async def flood(url, pid):
@@ -695,6 +728,21 @@ async def admission_timeout(url):
     return {"close": close, "seconds": time.monotonic() - started}
 
 
+async def long_lived_admission_timeout(url):
+    """A mac parked in a room for 16 s, so the room's first 15 s of housekeeping have come and
+    gone with nothing pending; then a pre-auth socket in that room, which must still time out."""
+    import time
+    r = room()
+    mac, _, _ = await admit(url, r, "mac")
+    await asyncio.sleep(16)
+    started = time.monotonic()
+    raw = await asyncio.to_thread(RawSocket, url, r)
+    close = await asyncio.to_thread(raw.close_received)
+    seconds = time.monotonic() - started
+    await mac.close()
+    return {"close": close, "seconds": seconds}
+
+
 async def room_expired(url):
     r, _, _, _, _, mac, phone, (status, _) = await pair_and_register(url)
     return {"register": status, "closes": await closes_of(mac, phone)}
@@ -703,7 +751,8 @@ async def room_expired(url):
 async def catalogue(url):
     """(relay started with an established-room idle TTL of 1 s) every admission-time close."""
     out = {}
-    slow = [asyncio.create_task(admission_timeout(url)), asyncio.create_task(room_expired(url))]
+    slow = [asyncio.create_task(admission_timeout(url)), asyncio.create_task(room_expired(url)),
+            asyncio.create_task(long_lived_admission_timeout(url))]
 
     # Displacement: newest wins; the surviving peer is re-spliced, not closed.
     r = room()
@@ -789,7 +838,7 @@ async def catalogue(url):
         except ConnectionClosed as closed:
             out[name] = [sender, [closed.rcvd.code, closed.rcvd.reason]]
 
-    out["admission_timeout"], out["room_expired"] = await asyncio.gather(*slow)
+    out["admission_timeout"], out["room_expired"], out["long_lived_admission_timeout"] = await asyncio.gather(*slow)
     return out
 
 
@@ -1231,6 +1280,264 @@ async def rejoin_all(url, path):
     return {"rooms": len(rooms), "admitted": admitted, "refused": refused[:5]}
 
 
+def read_answer(sock, head_only=False):
+    """[status, headers (names lowercased), body] of the HTTP answer on `sock`, or None when the
+    relay closes the connection without sending a byte."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None if not data else [data.decode(errors="replace")]
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    fields = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    length = 0 if head_only else int(fields.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return [int(lines[0].split(" ")[1]), fields, rest[:length].decode()]
+
+
+def http(url, method, path, headers=(), body=None):
+    """One request written byte for byte on a fresh connection (each of `headers` a whole
+    "Name: value" line, so empty values and duplicates go out as written); its answer as
+    `read_answer` gives it. A body gets a Content-Length; so does any POST."""
+    import socket
+    parsed = urlparse(url)
+    lines = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % parsed.netloc] + list(headers)
+    if body is not None or method == "POST":
+        lines.append("Content-Length: %d" % len(body or b""))
+    sock = socket.create_connection((parsed.hostname, parsed.port))
+    sock.settimeout(10)
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b""))
+    try:
+        return read_answer(sock, head_only=method == "HEAD")
+    finally:
+        sock.close()
+
+
+UPGRADE = ["Upgrade: websocket", "Connection: Upgrade"]
+KEY = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="
+
+
+def error_of(answer):
+    """[status, the JSON body's error] of a room endpoint's answer."""
+    return [answer[0], json.loads(answer[2]).get("error")]
+
+
+def series(url, prefix):
+    """The /metrics sample lines starting with `prefix`."""
+    return [line for line in scrape(url)[2].splitlines() if line.startswith(prefix)]
+
+
+async def any_path(url):
+    """An upgrade on a path other than / with a Host naming another site: served all the same."""
+    raw = await asyncio.to_thread(RawSocket, url, room(), path="/any/path?x=1", host="other.example")
+    return {"status": raw.status, "result": await asyncio.to_thread(raw.admit, "mac")}
+
+
+async def http_counted(url):
+    """(relay started with an /attest* limit of 1) which HTTP requests relay_http_requests_total
+    counts: not those the gate refuses, nor /metrics; every one past the gate, refused later or not."""
+    r = room()
+    out = {"origin": http(url, "POST", "/attest/challenge", ["x-relay-room: " + r, "Origin: https://evil.example"])[::2],
+           "bad_room": http(url, "POST", "/attest/challenge", ["x-relay-room: ABC"])[::2]}
+    out["before"] = series(url, "relay_http_requests_total")
+    out["attest"] = [http(url, "POST", "/attest/challenge", ["x-relay-room: " + r])[0] for _ in range(2)]
+    out["unrouted"] = http(url, "POST", "/nothing", ["x-relay-room: " + r])[::2]
+    out["after"] = series(url, "relay_http_requests_total")
+    return out
+
+
+async def unlimited_paths(url):
+    """(relay started with an /attest* limit of 1) five /register and five /delete from one IP."""
+    r = room()
+    return {path: [error_of(http(url, "POST", path, ["x-relay-room: " + r], b"{}")) for _ in range(5)] for path in ("/register", "/delete")}
+
+
+async def no_extensions(url):
+    """An upgrade offering permessage-deflate and a subprotocol: the relay takes neither."""
+    raw = await asyncio.to_thread(RawSocket, url, room(),
+                                  "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\nSec-WebSocket-Protocol: x\r\n")
+    raw.send_frame(0x1, json.dumps({"v": 1, "role": "mac"}).encode())
+    first = raw._read(1)
+    raw.buffer = first + raw.buffer
+    frame = raw.recv_frame()
+    return {"status": raw.status, "extensions": raw.headers.get("sec-websocket-extensions"),
+            "protocol": raw.headers.get("sec-websocket-protocol"), "first_byte": first[0], "challenge": "nonce" in json.loads(frame[1])}
+
+
+async def metrics_methods(url):
+    """/metrics by POST and HEAD with no room header, and /metrics/ (not the exact path)."""
+    post, head = http(url, "POST", "/metrics"), http(url, "HEAD", "/metrics")
+    return {"post": [post[0], post[1].get("content-type")], "head": [head[0], head[1].get("content-type"), head[2]],
+            "trailing_slash": http(url, "GET", "/metrics/")[::2]}
+
+
+async def empty_origin(url):
+    """An Origin header with an empty value, on a room request and on an upgrade."""
+    r = room()
+    return {"http": http(url, "POST", "/attest/challenge", ["x-relay-room: " + r, "Origin:"])[::2],
+            "upgrade": http(url, "GET", "/", UPGRADE + [KEY, "Sec-WebSocket-Version: 13", "x-relay-room: " + r, "Origin:"])[::2]}
+
+
+async def room_header_forms(url):
+    """x-relay-room twice (the same valid room), wrapped in spaces and tabs, and missing."""
+    r = room()
+    return {"duplicate": http(url, "POST", "/attest/challenge", ["x-relay-room: " + r, "x-relay-room: " + r])[::2],
+            "trimmed": http(url, "POST", "/attest/challenge", ["x-relay-room: \t " + r + " \t"])[0],
+            "missing": http(url, "POST", "/attest/challenge")[::2]}
+
+
+async def attest_prefix(url):
+    """(relay started with an /attest* limit of 3) /attest, GET /attest/challenge and /attestX
+    from one IP, then POST /attest/challenge."""
+    h = ["x-relay-room: " + room()]
+    return {"answers": [http(url, "POST", "/attest", h, b"{}")[0], http(url, "GET", "/attest/challenge", h)[0],
+                        http(url, "POST", "/attestX", h, b"{}")[0], http(url, "POST", "/attest/challenge", h)[::2]]}
+
+
+async def bodies(url):
+    """A body declared as 1,000 bytes of which 10 arrive before the client stops sending; then a
+    chunked body streamed past 64 KiB."""
+    import socket
+    parsed = urlparse(url)
+    r = room()
+    out = {}
+    sock = socket.create_connection((parsed.hostname, parsed.port))
+    sock.settimeout(10)
+    sock.sendall(("POST /register HTTP/1.1\r\nHost: %s\r\nx-relay-room: %s\r\nContent-Length: 1000\r\n\r\n" % (parsed.netloc, r)).encode() + b"x" * 10)
+    sock.shutdown(socket.SHUT_WR)
+    received = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    sock.close()
+    out["aborted"] = received.decode()
+    out["errors"] = series(url, "relay_http_errors_total")
+    sock = socket.create_connection((parsed.hostname, parsed.port))
+    sock.settimeout(10)
+    chunk = b"%x\r\n%s\r\n" % (8192, b"x" * 8192)
+    sock.sendall(("POST /register HTTP/1.1\r\nHost: %s\r\nx-relay-room: %s\r\nTransfer-Encoding: chunked\r\n\r\n" % (parsed.netloc, r)).encode()
+                 + chunk * 9)
+    out["streamed"] = read_answer(sock)[::2]
+    sock.close()
+    return out
+
+
+async def unrouted(url):
+    """GET /register (also with a body), POST /register/ and POST /REGISTER."""
+    h = ["x-relay-room: " + room()]
+    answers = {"get": http(url, "GET", "/register", h), "get_with_body": http(url, "GET", "/register", h, b"{}"),
+               "slash": http(url, "POST", "/register/", h, b"{}"), "upper": http(url, "POST", "/REGISTER", h, b"{}")}
+    return {name: [a[0], a[1].get("content-type"), a[2]] for name, a in answers.items()}
+
+
+async def room_json(url):
+    """The room endpoints' answers' content type, a /register body sent as text/plain, and a GET."""
+    h = ["x-relay-room: " + room()]
+    challenge, delete = http(url, "POST", "/attest/challenge", h), http(url, "POST", "/delete", h, b"{}")
+    verifier = base64.b64encode(os.urandom(32)).decode()
+    register = http(url, "POST", "/register", h + ["Content-Type: text/plain"], json.dumps({"verifier": verifier}).encode())
+    return {"challenge": [challenge[0], challenge[1].get("content-type")],
+            "delete": error_of(delete) + [delete[1].get("content-type")],
+            "register_text_plain": error_of(register) + [register[1].get("content-type")],
+            "get_register": http(url, "GET", "/register", h)[::2]}
+
+
+async def gate_first(url):
+    """Upgrades failing both the gate and the handshake: the gate's answer comes first."""
+    r = room()
+    bad_version = http(url, "GET", "/", UPGRADE + [KEY, "Sec-WebSocket-Version: 99", "x-relay-room: " + r])
+    return {"origin_bad_version": http(url, "GET", "/", UPGRADE + [KEY, "Sec-WebSocket-Version: 99", "x-relay-room: " + r,
+                                                                   "Origin: https://evil.example"])[::2],
+            "bad_room_bad_key": http(url, "GET", "/", UPGRADE + ["Sec-WebSocket-Key: short", "Sec-WebSocket-Version: 13", "x-relay-room: ABC"])[::2],
+            "bad_version": [bad_version[0], bad_version[1].get("sec-websocket-version")]}
+
+
+async def early_hello(url):
+    """A Hello written in the same send as the upgrade request, before the 101 arrives."""
+    raw = await asyncio.to_thread(RawSocket, url, room(), early=masked_frame(0x1, json.dumps({"v": 1, "role": "mac"}).encode()))
+    frame = await asyncio.to_thread(raw.recv_frame)
+    return {"status": raw.status, "challenge": frame is not None and frame[0] == 0x1 and "nonce" in json.loads(frame[1])}
+
+
+async def keepalive_admitted(url):
+    """(relay started with a short keepalive) an admitted phone that stops answering pings, its
+    mac (the `websockets` library, which answers them) parked in the same room."""
+    import time
+    r = room()
+    mac, _, mac_result = await admit(url, r, "mac")
+    phone = await asyncio.to_thread(RawSocket, url, r)
+    phone_result = await asyncio.to_thread(phone.admit, "phone")
+    started = time.monotonic()
+    opcodes = await asyncio.to_thread(phone.drain_opcodes)
+    out = {"mac_ok": mac_result.get("ok"), "phone_ok": phone_result.get("ok"), "phone_opcodes": opcodes, "seconds": time.monotonic() - started}
+    try:
+        await asyncio.wait_for(mac.recv(), 10)
+    except ConnectionClosed as closed:
+        out["mac_close"] = [closed.rcvd.code, closed.rcvd.reason] if closed.rcvd else None
+    return out
+
+
+async def data_not_liveness(url):
+    """(relay started with a short keepalive) an admitted mac that sends a binary frame every
+    100 ms but answers no ping."""
+    import time
+
+    def run():
+        raw = RawSocket(url, room())
+        admitted = raw.admit("mac").get("ok")
+        raw.sock.settimeout(0.1)
+        started, received, sent = time.monotonic(), b"", 0
+        while time.monotonic() - started < 5:
+            try:
+                raw.sock.sendall(masked_frame(0x2, b"data"))
+                sent += 1
+            except OSError:
+                break
+            try:
+                chunk = raw.sock.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+                time.sleep(0.1)
+            except socket_timeout():
+                pass
+            except OSError:
+                break
+        seconds = time.monotonic() - started
+        opcodes = []
+        while len(received) >= 2:
+            opcodes.append(received[0] & 0x0F)
+            received = received[2 + (received[1] & 0x7F):]
+        return {"admitted": admitted, "sent": sent, "opcodes": opcodes, "seconds": seconds}
+    return await asyncio.to_thread(run)
+
+
+def socket_timeout():
+    import socket
+    return socket.timeout
+
+
+async def forwarding_headers(url):
+    """Loopback /metrics scrapes carrying each forwarding header Tether counts as proxied, a
+    plain one, and a POST."""
+    out = {name: scrape(url, {name: value})[::2] for name, value in
+           (("X-Real-IP", "127.0.0.1"), ("Forwarded", "for=127.0.0.1"), ("True-Client-IP", "127.0.0.1"), ("X-Client-IP", "127.0.0.1"))}
+    out["plain"] = scrape(url)[0]
+    out["post"] = http(url, "POST", "/metrics")[0]
+    return out
+
+
 if __name__ == "__main__":
     url, scenario = sys.argv[1], sys.argv[2]
     if scenario == "park":
@@ -1262,5 +1569,10 @@ if __name__ == "__main__":
     else:
         result = asyncio.run({"pair": pair, "gate": gate, "lifecycle": lifecycle, "register": register, "metrics": metrics, "roomcap": roomcap, "oversize": oversize, "silent": silent,
                               "catalogue": catalogue, "limits": limits, "attested": attested,
-                              "malformed": malformed, "admission_window": admission_window}[scenario](url))
+                              "malformed": malformed, "admission_window": admission_window, "any_path": any_path,
+                              "http_counted": http_counted, "unlimited_paths": unlimited_paths, "no_extensions": no_extensions,
+                              "metrics_methods": metrics_methods, "empty_origin": empty_origin, "room_header_forms": room_header_forms,
+                              "attest_prefix": attest_prefix, "bodies": bodies, "unrouted": unrouted, "room_json": room_json,
+                              "gate_first": gate_first, "early_hello": early_hello, "keepalive_admitted": keepalive_admitted,
+                              "data_not_liveness": data_not_liveness, "forwarding_headers": forwarding_headers}[scenario](url))
     print(json.dumps(result))

@@ -172,6 +172,26 @@ final class SyntheticAttestationTests: XCTestCase {
 
     /// relay.md §5.1 "Not checked": an added check must never reject what the reference
     /// accepts, and the reference does not read the attestation's sign counter.
+    /// relay.md §4.7: derived secret bytes are compared in constant time. Timing cannot be
+    /// measured reliably in a unit test, so this reads the verifier's source: each check that
+    /// compares derived bytes (the nonce, both rpIdHashes, the AAGUID, the credential id) is a
+    /// `guard` on `constantTimeEquals`, and no byte array there is compared with `==`.
+    func testDerivedByteComparisonsGoThroughTheConstantTimeComparator() throws {
+        let source = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("Sources/TetherAttest/AppAttestVerifier.swift"), encoding: .utf8)
+        let guards = source.components(separatedBy: "guard ").dropFirst()
+        for reason in ["nonce mismatch", "rpIdHash (app id) mismatch", "AAGUID/environment mismatch", "credentialId does not match keyId",
+                       "assertion rpIdHash mismatch"] {
+            let check = guards.filter { $0.contains("throw AppAttestError(\"\(reason)") }
+            XCTAssertEqual(check.count, 1, reason)
+            let condition = check.first?.components(separatedBy: " else {").first ?? ""
+            XCTAssertTrue(condition.contains("constantTimeEquals("), "\(reason): \(condition)")
+        }
+        for line in source.split(separator: "\n") where line.contains("==") {
+            XCTAssertFalse(["nonce", "Hash", "aaguid", "keyID", "authData["].contains { line.contains($0 + " ==") || line.contains("== " + $0) },
+                           "a derived byte comparison with ==: \(line)")
+        }
+    }
+
     func testAnAttestationWithANonZeroSignCounterIsAcceptedAsTheReferenceDoes() throws {
         XCTAssertNil(try rejection("nonzero_counter"))
     }

@@ -145,6 +145,28 @@ final class RelayConfigurationTests: XCTestCase {
         assertRefused(production.merging(["RELAY_ATTEST_RATE_WINDOW_MS": "1m"]) { $1 }, naming: "RELAY_ATTEST_RATE_WINDOW_MS")
     }
 
+    /// relay.md §2.6: the socket caps under their reference names; 0 (not a positive number)
+    /// gives the default.
+    func testSocketCapsAreReadFromTheirEnvironmentNames() throws {
+        let (c, _) = try load(production.merging(["RELAY_MAX_SOCKETS_PER_IP": "10", "RELAY_MAX_TOTAL_SOCKETS": "5"]) { $1 })
+        XCTAssertEqual(c.maxSocketsPerIP, 10)
+        XCTAssertEqual(c.maxTotalSockets, 5)
+        let (zero, _) = try load(production.merging(["RELAY_MAX_SOCKETS_PER_IP": "0", "RELAY_MAX_TOTAL_SOCKETS": "0"]) { $1 })
+        XCTAssertEqual(zero.maxSocketsPerIP, 64)
+        XCTAssertEqual(zero.maxTotalSockets, 200_000)
+        let limits = RelayServer.gateLimits(c)
+        XCTAssertEqual(limits.maxSocketsPerIP, 10, "and they reach the gate")
+        XCTAssertEqual(limits.maxTotalSockets, 5)
+    }
+
+    /// relay.md §4.5: only the exact string `false` opens attestation; the empty string and the
+    /// words operators might try for "off" leave it required.
+    func testEmptyOffAndDisabledAttestRequiredStillMeanRequired() throws {
+        for value in ["", "off", "disabled", "OFF", "none"] {
+            XCTAssertTrue(try load(production.merging(["ATTEST_REQUIRED": value]) { $1 }).0.attestationRequired, "ATTEST_REQUIRED=\(value)")
+        }
+    }
+
     func testFlagsOverrideTheEnvironment() throws {
         let (c, _) = try load(production.merging(["RELAY_PORT": "9000"]) { $1 },
                               ["--relay-port", "9100", "--relay-max-sockets-per-ip=10", "--tls-cert", "/c.pem", "--tls-key=/k.pem"])

@@ -19,7 +19,7 @@ final class RelayEndToEndTests: XCTestCase {
     }
 
     /// Starts `tether relay --local` on a fresh port with `database`; waits for its start-up line.
-    func startRelay(database: String, _ extra: [String] = [], port fixed: UInt16? = nil, local: Bool = true) throws {
+    func startRelay(database: String, _ extra: [String] = [], port fixed: UInt16? = nil, local: Bool = true, host: String = "127.0.0.1") throws {
         let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
@@ -27,7 +27,8 @@ final class RelayEndToEndTests: XCTestCase {
         port = fixed ?? freePort()
         process = Process()
         process.executableURL = binary
-        process.arguments = ["relay"] + (local ? ["--local"] : []) + ["--relay-port", String(port), "--relay-db", database] + extra
+        process.arguments = ["relay"] + (local ? ["--local"] : []) + (host == "127.0.0.1" ? [] : ["--relay-host", host])
+            + ["--relay-port", String(port), "--relay-db", database] + extra
         let output = Pipe()
         process.standardOutput = output
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString).log")
@@ -35,7 +36,7 @@ final class RelayEndToEndTests: XCTestCase {
         process.standardError = try FileHandle(forWritingTo: logFile)
         try process.run()
         let line = output.fileHandleForReading.readFirstLine()
-        XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(port) (db=\(StoreLocation(database).display), attest=\(local ? "false" : "required"))"),
+        XCTAssertTrue(line.hasPrefix("relay: listening on \(host):\(port) (db=\(StoreLocation(database).display), attest=\(local ? "false" : "required"))"),
                       line)
     }
 
@@ -68,8 +69,8 @@ final class RelayEndToEndTests: XCTestCase {
         return text.split(separator: "\n").map(String.init)
     }
 
-    func client(_ scenario: String, _ extra: [String] = [], scheme: String = "ws") throws -> [String: Any] {
-        let result = try PythonPeer.run(script: "relay_client.py", arguments: ["\(scheme)://127.0.0.1:\(port)/", scenario] + extra, timeout: 60)
+    func client(_ scenario: String, _ extra: [String] = [], scheme: String = "ws", host: String = "127.0.0.1") throws -> [String: Any] {
+        let result = try PythonPeer.run(script: "relay_client.py", arguments: ["\(scheme)://\(host):\(port)/", scenario] + extra, timeout: 60)
         XCTAssertEqual(result.status, 0, String(result.stderr.suffix(800)))
         return (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]) ?? [:]
     }
@@ -229,6 +230,8 @@ extension RelayEndToEndTests {
         XCTAssertEqual(result["upgrade"] as? [AnyHashable], [503, "capacity"])
         XCTAssertEqual(result["http"] as? [AnyHashable], [503, "capacity"])
         XCTAssertEqual((result["resident_phone"] as? [String: Any])?["ok"] as? Bool, true)
+        XCTAssertEqual(result["rejections"] as? [String], [#"relay_ws_upgrades_rejected_total{reason="room_cap"} 1"#],
+                       "§2.3 step 5's label; the HTTP refusal is no upgrade")
     }
 }
 
@@ -369,6 +372,12 @@ extension RelayEndToEndTests {
         let seconds = try XCTUnwrap(timeout["seconds"] as? Double)
         XCTAssertGreaterThanOrEqual(seconds, 15)
         XCTAssertLessThanOrEqual(seconds, 30)
+        // §3.9 Tether: in a room whose mac has been parked for 16 s (its first housekeeping long
+        // gone), a pre-auth socket still gets its deadline.
+        let longLived = try XCTUnwrap(result["long_lived_admission_timeout"] as? [String: Any])
+        XCTAssertEqual(longLived["close"] as? [AnyHashable], [1008, "admission timeout"])
+        XCTAssertGreaterThanOrEqual(longLived["seconds"] as? Double ?? 0, 15)
+        XCTAssertLessThanOrEqual(longLived["seconds"] as? Double ?? 99, 30)
         let expired = try XCTUnwrap(result["room_expired"] as? [String: Any])
         XCTAssertEqual(expired["register"] as? Int, 200)
         XCTAssertEqual(expired["closes"] as? [[AnyHashable]], [[1000, "room expired"], [1000, "room expired"]])
@@ -606,5 +615,156 @@ extension RelayEndToEndTests {
         XCTAssertEqual((result["phone"] as? [String: Any])?["ok"] as? Bool, true, "the phone found the mac in the same context: \(result)")
         XCTAssertEqual(result["spliced"] as? String, "010203")
         XCTAssertEqual(result["rooms_live"] as? [String], ["relay_rooms_live 1"], "one context for the room")
+    }
+}
+
+/// The entry gate (relay.md §2.2, §2.3) and the transport (§2.1, §2.8, §2.10) rule by rule, each
+/// request written byte for byte by `relay_client.py`.
+extension RelayEndToEndTests {
+    private func restart(_ extra: [String], host: String = "127.0.0.1") throws {
+        tearDown()
+        try startRelay(database: ":memory:", extra, host: host)
+    }
+
+    func testAnUpgradeOnAnyPathWithAnyHostIsServed() throws {
+        let result = try client("any_path")
+        XCTAssertEqual(result["status"] as? String, "HTTP/1.1 101 Switching Protocols")
+        XCTAssertEqual(result["result"] as? [String: Bool], ["ok": true], "GET /any/path?x=1 with Host: other.example")
+    }
+
+    func testHTTPRequestsAreCountedOnceTheyPassTheGateEvenWhenRefusedLater() throws {
+        try restart(["--relay-attest-rate-limit", "1"])
+        let result = try client("http_counted")
+        XCTAssertEqual(result["origin"] as? [AnyHashable], [403, "forbidden"])
+        XCTAssertEqual(result["bad_room"] as? [AnyHashable], [400, "bad room"])
+        XCTAssertEqual(result["before"] as? [String], [], "neither gate refusal nor the scrape counted (the counter is hidden at zero)")
+        XCTAssertEqual(result["attest"] as? [Int], [200, 429])
+        XCTAssertEqual(result["unrouted"] as? [AnyHashable], [501, "not implemented"])
+        XCTAssertEqual(result["after"] as? [String], ["relay_http_requests_total 3"], "the 429 and the 501 count; the scrapes do not")
+    }
+
+    func testRegisterAndDeleteHaveNoPerIPRateLimit() throws {
+        try restart(["--relay-attest-rate-limit", "1"])
+        let result = try client("unlimited_paths")
+        XCTAssertEqual(result["/register"] as? [[AnyHashable]], Array(repeating: [400, "missing verifier"], count: 5))
+        XCTAssertEqual(result["/delete"] as? [[AnyHashable]], Array(repeating: [403, "not established"], count: 5))
+    }
+
+    func testTheRelayNegotiatesNoExtensionAndNoSubprotocol() throws {
+        let result = try client("no_extensions")
+        XCTAssertEqual(result["status"] as? String, "HTTP/1.1 101 Switching Protocols")
+        XCTAssertTrue(result["extensions"] is NSNull, "permessage-deflate offered, not taken: \(result)")
+        XCTAssertTrue(result["protocol"] is NSNull, "the offered subprotocol is not echoed: \(result)")
+        XCTAssertEqual(result["first_byte"] as? Int, 0x81, "FIN, RSV1 clear (uncompressed), text")
+        XCTAssertEqual(result["challenge"] as? Bool, true)
+    }
+
+    func testMetricsIsAnsweredForAnyMethodOnItsExactPathOnly() throws {
+        let result = try client("metrics_methods")
+        XCTAssertEqual(result["post"] as? [AnyHashable], [200, "text/plain; version=0.0.4"])
+        XCTAssertEqual(result["head"] as? [AnyHashable], [200, "text/plain; version=0.0.4", ""])
+        XCTAssertEqual(result["trailing_slash"] as? [AnyHashable], [400, "bad room"], "/metrics/ is not /metrics: it meets the gate")
+    }
+
+    func testAnEmptyOriginIsForbiddenToo() throws {
+        let result = try client("empty_origin")
+        XCTAssertEqual(result["http"] as? [AnyHashable], [403, "forbidden"])
+        XCTAssertEqual(result["upgrade"] as? [AnyHashable], [403, "forbidden"])
+    }
+
+    func testTheRoomHeaderIsTrimmedAndADuplicateIsABadRoom() throws {
+        let result = try client("room_header_forms")
+        XCTAssertEqual(result["duplicate"] as? [AnyHashable], [400, "bad room"], "two headers, even both the same valid room")
+        XCTAssertEqual(result["trimmed"] as? Int, 200, "spaces and tabs around a valid room")
+        XCTAssertEqual(result["missing"] as? [AnyHashable], [400, "bad room"])
+    }
+
+    func testEveryPathPrefixedAttestSharesOneBudgetWhateverItsMethod() throws {
+        try restart(["--relay-attest-rate-limit", "3"])
+        let result = try client("attest_prefix")
+        let answers = try XCTUnwrap(result["answers"] as? [Any])
+        XCTAssertEqual(answers.prefix(3).compactMap { $0 as? Int }, [400, 501, 501], "POST /attest, GET /attest/challenge, POST /attestX")
+        XCTAssertEqual(answers.last as? [AnyHashable], [429, "rate limited"], "the three spent the budget of 3")
+    }
+
+    func testAnAbortedBodyIsAnsweredNothingAndAStreamedOneIsCappedAt64KiB() throws {
+        let result = try client("bodies")
+        XCTAssertEqual(result["aborted"] as? String, "", "10 of 1,000 declared bytes, then the client stopped: no answer")
+        XCTAssertEqual(result["errors"] as? [String], [], "and no error counted (relay_http_errors_total stays hidden at zero)")
+        XCTAssertEqual(result["streamed"] as? [AnyHashable], [413, "payload too large"], "a chunked body past 65,536 bytes")
+    }
+
+    func testEveryUnroutedMethodOrPathIs501WithItsContentType() throws {
+        let result = try client("unrouted")
+        let notImplemented = [501, "text/plain;charset=UTF-8", "not implemented"] as [AnyHashable]
+        for name in ["get", "slash", "upper"] { XCTAssertEqual(result[name] as? [AnyHashable], notImplemented, name) }
+    }
+
+    func testAGetWithABodyIsRoutedNormally() throws {
+        let result = try client("unrouted")
+        XCTAssertEqual(result["get_with_body"] as? [AnyHashable], [501, "text/plain;charset=UTF-8", "not implemented"],
+                       "GET /register carrying {}: 501 like any GET, not the reference's 500")
+    }
+
+    func testRoomEndpointsAnswerJSONWhateverTheRequestContentTypeAndOnlyToPOST() throws {
+        let result = try client("room_json")
+        XCTAssertEqual(result["challenge"] as? [AnyHashable], [200, "application/json"])
+        XCTAssertEqual(result["delete"] as? [AnyHashable], [403, "not established", "application/json"])
+        XCTAssertEqual(result["register_text_plain"] as? [AnyHashable], [403, "token required", "application/json"],
+                       "a JSON body sent as text/plain is parsed all the same")
+        XCTAssertEqual(result["get_register"] as? [AnyHashable], [501, "not implemented"])
+    }
+
+    func testTheGateIsCheckedBeforeTheHandshake() throws {
+        let result = try client("gate_first")
+        XCTAssertEqual(result["origin_bad_version"] as? [AnyHashable], [403, "forbidden"], "Origin and version 99: the gate answers")
+        XCTAssertEqual(result["bad_room_bad_key"] as? [AnyHashable], [400, "bad room"], "a bad room and a bad key: the room is named")
+        XCTAssertEqual(result["bad_version"] as? [AnyHashable], [400, "13, 8"], "past the gate, the handshake's own answer")
+    }
+
+    func testAHelloSentWithTheUpgradeIsNotLost() throws {
+        let result = try client("early_hello")
+        XCTAssertEqual(result["status"] as? String, "HTTP/1.1 101 Switching Protocols")
+        XCTAssertEqual(result["challenge"] as? Bool, true, "the Hello in the upgrade's own segment is answered with its challenge")
+    }
+
+    func testAnAdmittedSocketThatStopsAnsweringPingsIsDroppedAndItsPeerHearsPeerGone() throws {
+        try restart(["--relay-keepalive-ms", "300"])
+        let result = try client("keepalive_admitted")
+        XCTAssertEqual(result["mac_ok"] as? Bool, true)
+        XCTAssertEqual(result["phone_ok"] as? Bool, true)
+        let opcodes = try XCTUnwrap(result["phone_opcodes"] as? [Int])
+        XCTAssertFalse(opcodes.isEmpty, "pinged first")
+        XCTAssertTrue(opcodes.allSatisfy { $0 == 0x9 }, "pings only, then TCP dropped with no close frame: \(opcodes)")
+        XCTAssertLessThan(result["seconds"] as? Double ?? 99, 3)
+        XCTAssertEqual(result["mac_close"] as? [AnyHashable], [1001, "peer gone"])
+        let log = logLines()
+        XCTAssertTrue(log.contains { $0.contains(" keepalive no-pong; terminating role=phone lived=") }, "\(log)")
+        XCTAssertTrue(log.contains { $0.contains(" disconnect initiator=remote role=phone state=admitted code=1006 lived=") }, "\(log)")
+        XCTAssertTrue(log.contains { $0.contains(" disconnect initiator=relay role=mac state=admitted code=1001 reason=peer gone lived=") }, "\(log)")
+    }
+
+    func testDataFramesDoNotCountAsLiveness() throws {
+        try restart(["--relay-keepalive-ms", "300"])
+        let result = try client("data_not_liveness")
+        XCTAssertEqual(result["admitted"] as? Bool, true)
+        XCTAssertGreaterThan(result["sent"] as? Int ?? 0, 2, "a binary frame every 100 ms")
+        let opcodes = try XCTUnwrap(result["opcodes"] as? [Int])
+        XCTAssertTrue(!opcodes.isEmpty && opcodes.allSatisfy { $0 == 0x9 }, "pings only, no close frame: \(opcodes)")
+        XCTAssertLessThan(result["seconds"] as? Double ?? 99, 2, "dropped within 2 s although it kept sending")
+        XCTAssertTrue(logLines().contains { $0.contains(" keepalive no-pong; terminating role=mac lived=") }, "\(logLines())")
+    }
+
+    func testPublicMetricsRefusesEveryForwardingHeaderAndAcceptsIPv6LoopbackAndAnyMethod() throws {
+        let forbidden = [403, "forbidden"] as [AnyHashable]
+        for host in ["127.0.0.1", "::1"] {
+            if host != "127.0.0.1" { try restart([], host: host) }
+            let result = try client("forwarding_headers", host: host == "::1" ? "[::1]" : host)
+            for name in ["X-Real-IP", "Forwarded", "True-Client-IP", "X-Client-IP"] {
+                XCTAssertEqual(result[name] as? [AnyHashable], forbidden, "\(name) from \(host)")
+            }
+            XCTAssertEqual(result["plain"] as? Int, 200, "a direct scrape from \(host)")
+            XCTAssertEqual(result["post"] as? Int, 200, "POST /metrics from \(host)")
+        }
     }
 }

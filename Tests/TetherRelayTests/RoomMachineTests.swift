@@ -506,6 +506,202 @@ final class RoomMachineTests: XCTestCase {
     }
 }
 
+/// Rules of relay.md §3–§4 checked one by one on the pure machine.
+extension RoomMachineTests {
+    private func token(in actions: [RoomAction], to id: SocketID) throws -> String {
+        let result = try XCTUnwrap(sends(actions, to: id).first)
+        guard case let .object(fields)? = JSONValue.parse(text(result)), case let .string(token)? = fields["registrationToken"] else {
+            throw XCTSkip("no token in \(result)")
+        }
+        return token
+    }
+
+    /// §3.9 Tether: a mac parked at t = 0, housekeeping at t = 20 000 with nothing pending, then
+    /// a socket at t = 30 000: its deadline is armed and kept all the same.
+    func testAPendingSocketInALongLivedRoomStillGetsItsDeadline() throws {
+        var m = machine()
+        try join(&m, SocketID(1), role: .mac, now: 0)
+        XCTAssertNil(m.nextDeadline, "nothing pending")
+        XCTAssertEqual(try m.tick(now: 20_000), [])
+        XCTAssertEqual(closes(try m.connected(SocketID(2), now: 30_000)).count, 0)
+        XCTAssertEqual(m.nextDeadline, 45_001)
+        XCTAssertEqual(try m.tick(now: 45_000), [])
+        XCTAssertEqual(try m.tick(now: 45_001), [.close(SocketID(2), code: 1008, reason: "admission timeout")])
+        XCTAssertEqual(m.admitted(.mac), SocketID(1), "the parked mac is untouched")
+        XCTAssertNil(m.nextDeadline)
+    }
+
+    /// §3.3: each socket sends one Hello; its next frame is its Proof, whatever it looks like.
+    /// Hellos themselves are not rate-limited.
+    func testASecondHelloOnASocketIsItsProof() throws {
+        let hello = text(Hello(role: .mac).json)
+        var m = machine()
+        _ = try m.connected(SocketID(1), now: 0)
+        XCTAssertEqual(sends(try m.frame(from: SocketID(1), isText: true, payload: hello, now: 0), to: SocketID(1)).count, 1, "the challenge")
+        XCTAssertEqual(sends(try m.frame(from: SocketID(1), isText: true, payload: hello, now: 0), to: SocketID(1)), [#"{"ok":true}"#],
+                       "open mode: the second Hello is a Proof, and admits")
+
+        store.setVerifier(Base64.encode(try RoomSecret(bytes: [UInt8](repeating: 0x21, count: 32)).verifier), of: room)
+        var e = machine()
+        _ = try e.connected(SocketID(2), now: 0)
+        _ = try e.frame(from: SocketID(2), isText: true, payload: hello, now: 0)
+        let refused = try e.frame(from: SocketID(2), isText: true, payload: hello, now: 0)
+        XCTAssertEqual(sends(refused, to: SocketID(2)), [#"{"ok":false,"error":"signature required"}"#], "an established room: a Proof with no sig")
+        XCTAssertEqual(closes(refused).map { $0.2 }, ["signature required"])
+
+        var h = machine()
+        for i in 10..<60 {
+            _ = try h.connected(SocketID(UInt64(i)), now: UInt64(i))
+            XCTAssertEqual(sends(try h.frame(from: SocketID(UInt64(i)), isText: true, payload: hello, now: 100), to: SocketID(UInt64(i))).count, 1,
+                           "Hello \(i - 9) in one room is answered: Hellos are not counted")
+        }
+    }
+
+    /// §3.4 step 1: the window counts every Proof, before parsing, whatever its role or outcome.
+    func testEveryProofOutcomeCountsTowardTheAdmissionWindow() {
+        var m = machine()
+        for i in 1...40 {
+            let role: RelayRole = i.isMultiple(of: 2) ? .phone : .mac
+            XCTAssertEqual(closes(try join(&m, SocketID(UInt64(i)), role: role, proof: { _ in "not json" }, now: 100)).map { $0.2 }, ["bad proof"])
+        }
+        XCTAssertEqual(closes(try join(&m, SocketID(41), role: .mac, now: 10_100)).map { $0.2 }, ["rate limited"],
+                       "forty unparseable Proofs used the window up")
+    }
+
+    /// §3.5 step 1: a pairing-mode mac resets the cycles even when it is then refused.
+    func testANonDisplacingMacRefusedSlotOccupiedStillResetsTheCycles() throws {
+        var m = machine()
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(store.room(room)?.pairingCycles, 1)
+        let refused = try join(&m, SocketID(3), role: .mac, nonDisplacing: true)
+        XCTAssertEqual(closes(refused).map { $0.2 }, ["slot occupied"])
+        XCTAssertEqual(m.admitted(.mac), SocketID(1), "the incumbent stays")
+        XCTAssertEqual(store.room(room)?.pairingCycles, 0)
+    }
+
+    /// §3.5 step 2.1: a mac that has sent its Hello but not proved is not a mac in the room.
+    func testAPendingMacDoesNotSatisfyTheMacPresenceRule() throws {
+        var m = machine()
+        _ = try m.connected(SocketID(1), now: 0)
+        _ = try m.frame(from: SocketID(1), isText: true, payload: text(Hello(role: .mac).json), now: 0)
+        let phone = try join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(sends(phone, to: SocketID(2)), [#"{"ok":false,"error":"mac offline"}"#])
+        XCTAssertEqual(closes(phone).map { "\($0.0) \($0.1) \($0.2)" }, ["\(SocketID(2)) 1008 mac offline"])
+    }
+
+    /// §3.5 step 6.2 and §4: the token is valid while expiresAt ≥ now, expiresAt being the
+    /// admission's wall time + 300 000 ms.
+    func testARegistrationTokenLivesExactlyFiveMinutes() throws {
+        let wall: UInt64 = 1_800_000_000_000
+        var m = machine()
+        try join(&m, SocketID(1), role: .mac, now: RoomTime(monotonic: 5, wall: wall))
+        let token = try token(in: try join(&m, SocketID(2), role: .phone, now: RoomTime(monotonic: 6, wall: wall)), to: SocketID(2))
+        XCTAssertEqual(store.room(room)?.registrationTokens[token]?.expiresAt, wall + 300_000)
+        XCTAssertNotNil(try store.registrationToken(token, in: RoomKey(room), now: wall + 300_000), "still valid at exactly five minutes")
+        XCTAssertNil(try store.registrationToken(token, in: RoomKey(room), now: wall + 300_001))
+    }
+
+    /// §3.9: the cap is enforced when a socket is adopted, and only then.
+    func testThePreAuthCapIsCheckedOnlyOnConnect() throws {
+        var m = machine()
+        for i in 1...4 { XCTAssertEqual(closes(try m.connected(SocketID(UInt64(i)), now: UInt64(i))).count, 0) }
+        for i in 1...4 {
+            XCTAssertEqual(closes(try m.frame(from: SocketID(UInt64(i)), isText: true, payload: text(Hello(role: .mac).json), now: 10)).count, 0,
+                           "a Hello evicts no one")
+        }
+        XCTAssertEqual(try m.tick(now: 20), [])
+        XCTAssertEqual(sends(try m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 30), to: SocketID(1)), [#"{"ok":true}"#])
+        XCTAssertEqual(closes(try m.connected(SocketID(5), now: 40)).count, 0, "the admitted socket left the count: 4 pending")
+        let sixth = try m.connected(SocketID(6), now: 50)
+        XCTAssertEqual(closes(sixth).map { "\($0.0) \($0.2)" }, ["\(SocketID(2)) too many pending"], "the oldest pending, not the admitted mac")
+    }
+
+    /// §3.11 step 2.1: one window for both directions; it restarts only once now − start > 1000.
+    func testTheFrameWindowIsSharedByBothDirectionsAndResetsAfterASecond() throws {
+        var m = machine { $0.maxFramesPerSecond = 3 }
+        try join(&m, SocketID(1), role: .mac)
+        try join(&m, SocketID(2), role: .phone)
+        XCTAssertEqual(try m.frame(from: SocketID(1), isText: false, payload: [1], now: 5_000), [.forward(to: SocketID(2))])
+        XCTAssertEqual(try m.frame(from: SocketID(2), isText: false, payload: [1], now: 5_500), [.forward(to: SocketID(1))])
+        XCTAssertEqual(try m.frame(from: SocketID(1), isText: false, payload: [1], now: 6_000), [.forward(to: SocketID(2))],
+                       "start + 1000 is still the window: its third frame")
+        XCTAssertEqual(try m.frame(from: SocketID(2), isText: false, payload: [1], now: 6_000),
+                       [.close(SocketID(1), code: 1001, reason: "peer gone"), .close(SocketID(2), code: 1008, reason: "frame rate exceeded")],
+                       "the fourth in the window, from the other direction")
+
+        var n = machine { $0.maxFramesPerSecond = 3 }
+        try join(&n, SocketID(1), role: .mac)
+        try join(&n, SocketID(2), role: .phone)
+        for id in [SocketID(1), SocketID(2), SocketID(1)] { _ = try n.frame(from: id, isText: false, payload: [1], now: 5_000) }
+        XCTAssertEqual(try n.frame(from: SocketID(2), isText: false, payload: [1], now: 6_001), [.forward(to: SocketID(1))], "a new window")
+    }
+
+    /// §3.11 step 2.3 and §3.12: a text frame is delivered as text, byte for byte; a frame with no
+    /// peer to go to is dropped but still counts toward the rate and the quota.
+    func testTextStaysTextAndDroppedFramesStillCount() throws {
+        var m = rawMachine()
+        _ = m.connected(SocketID(1), now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
+        _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
+        _ = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 0)
+        _ = m.connected(SocketID(2), now: 1)
+        _ = m.frame(from: SocketID(2), isText: true, payload: phoneHello, now: 1)
+        _ = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 1)
+        let words = Array("héllo, wörld".utf8)
+        XCTAssertEqual(m.frame(from: SocketID(2), isText: true, payload: words, now: 1), [.holdReading(SocketID(2))])
+        let answered = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 2)
+        XCTAssertTrue(answered.contains(.deliver(from: SocketID(2), to: SocketID(1), isText: true, payload: words)), "\(answered)")
+
+        var q = machine { $0.dailyByteQuota = 100; $0.maxFramesPerSecond = 0 }
+        try join(&q, SocketID(1), role: .mac)
+        XCTAssertEqual(try q.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 60), now: 2_000), [], "no peer: dropped")
+        XCTAssertEqual(closes(try q.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 41), now: 2_000)).map { "\($0.1) \($0.2)" },
+                       ["1008 daily quota exceeded"], "60 + 41 dropped bytes are over a 100-byte quota")
+
+        var r = machine { $0.maxFramesPerSecond = 2 }
+        try join(&r, SocketID(1), role: .mac)
+        for _ in 0..<2 { XCTAssertEqual(try r.frame(from: SocketID(1), isText: false, payload: [1], now: 3_000), []) }
+        XCTAssertEqual(try r.frame(from: SocketID(1), isText: false, payload: [1], now: 3_000),
+                       [.close(SocketID(1), code: 1008, reason: "frame rate exceeded")], "dropped frames count toward the rate too")
+    }
+
+    /// §4.2: a ticket is bound to the room that issued it.
+    func testATicketIssuedInAnotherRoomIsBadTicket() throws {
+        let other = RoomName(header: String(repeating: "b", count: 64))!
+        try store.putTicket("TB", TicketRecord(expiresAt: 10_000, keyID: "kid", publicKey: "pk"), in: other)
+        var m = machine(attested: true)
+        try join(&m, SocketID(1), role: .mac)
+        let refused = try join(&m, SocketID(2), role: .phone) { _ in #"{"ticket":"TB"}"# }
+        XCTAssertEqual(sends(refused, to: SocketID(2)), [#"{"ok":false,"error":"bad ticket"}"#])
+        XCTAssertEqual(closes(refused).map { "\($0.1) \($0.2)" }, ["1008 bad ticket"])
+        XCTAssertNotNil(store.room(other)?.tickets["TB"], "the other room's ticket is untouched")
+    }
+
+    /// §4.6: a ticket is spent at the Proof, before the slot checks, whatever they then decide.
+    func testATicketIsSpentEvenWhenThePhoneIsRefusedSlotOccupiedOrKilledByTheCycleCap() throws {
+        var m = machine(attested: true)
+        for name in ["P", "N"] + (1...7).map({ "C\($0)" }) {
+            try store.putTicket(name, TicketRecord(expiresAt: 10_000, keyID: "kid-\(name)", publicKey: "pk"), in: room)
+        }
+        func ticket(_ name: String) -> ([UInt8]) -> String { { _ in #"{"ticket":"\#(name)"}"# } }
+        try join(&m, SocketID(1), role: .mac)
+        XCTAssertTrue(sends(try join(&m, SocketID(2), role: .phone, proof: ticket("P")), to: SocketID(2))[0].contains("\"ok\":true"))
+        XCTAssertEqual(closes(try join(&m, SocketID(3), role: .phone, nonDisplacing: true, proof: ticket("N"))).map { $0.2 }, ["slot occupied"])
+        XCTAssertNil(store.room(room)?.tickets["N"], "spent though refused")
+        XCTAssertEqual(closes(try join(&m, SocketID(4), role: .phone, proof: ticket("N"))).map { $0.2 }, ["bad ticket"])
+        // Cycles so far: P and N (charged before its slot check). C1–C6 are the 3rd to 8th; C7 is the 9th.
+        for i in 1...6 {
+            XCTAssertTrue(sends(try join(&m, SocketID(UInt64(10 + i)), role: .phone, proof: ticket("C\(i)")), to: SocketID(UInt64(10 + i)))[0]
+                .contains("\"ok\":true"), "C\(i)")
+        }
+        XCTAssertEqual(Set(closes(try join(&m, SocketID(17), role: .phone, proof: ticket("C7"))).map { $0.2 }), ["pairing cycle cap"])
+        try join(&m, SocketID(20), role: .mac)
+        XCTAssertEqual(closes(try join(&m, SocketID(21), role: .phone, proof: ticket("C7"))).map { $0.2 }, ["bad ticket"],
+                       "the ninth phone's ticket went with it")
+    }
+}
+
 final class DailyQuotaTests: XCTestCase {
     private let room = RoomName(header: String(repeating: "b", count: 64))!
 

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import TetherNet
+@testable import TetherNet
 @testable import TetherRelay
 import TetherStore
 import TetherWire
@@ -100,6 +100,32 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
 }
 
 extension RoomOverInMemoryTransportTests {
+    /// relay.md §2.2 step 9: a room endpoint whose store fails is answered 500 `internal error`
+    /// and counted in `relay_http_errors_total` (as well as in the requests that passed the gate).
+    func testAStoreFailureAnswered500IsCountedAsAnHTTPError() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let store = InMemoryRoomStore()
+        let relay = Self.openRelay(group, store) { _ in }
+        let head = HTTPRequestHead(method: "POST", target: "/attest/challenge", headers: HTTPHeaders([("x-relay-room", String(repeating: "f", count: 64))]))
+        XCTAssertFalse(relay.metrics.render(occupancy: .init(), socketsLive: 0).contains("relay_http_errors_total"), "hidden at zero")
+        store.setFailure(StoreError("database is down"))
+        let answers = LogLines()
+        let answered = DispatchSemaphore(value: 0)
+        group.loops[0].execute {
+            XCTAssertNil(relay.screen(head, peer: nil), "past the gate")
+            relay.respond(to: HTTPServerRequest(head: head, body: [], peer: nil, loopIndex: 0)) { response in
+                answers.append("\(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                answered.signal()
+            }
+        }
+        XCTAssertEqual(answered.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(answers.all, [#"500 {"ok":false,"error":"internal error"}"#])
+        let metrics = relay.metrics.render(occupancy: .init(), socketsLive: 0)
+        XCTAssertTrue(metrics.contains("relay_http_errors_total 1\n"), metrics)
+        XCTAssertTrue(metrics.contains("relay_http_requests_total 1\n"), metrics)
+    }
+
     /// An open-mode relay on `group` over `store`, logging to `log`.
     fileprivate static func openRelay(_ group: EventLoopGroup, _ store: InMemoryRoomStore, log: @escaping @Sendable (String) -> Void) -> RelayServer {
         var configuration = RelayConfiguration()

@@ -18,6 +18,12 @@ final class FixedWindowLimiterTests: XCTestCase {
         XCTAssertFalse(limiter.hit("ip", now: 70 * second + 2))
     }
 
+    /// relay.md §2.5: each limiter map holds at most 50,000 keys, by default and in the gate.
+    func testTheDefaultKeyCapIsFiftyThousand() {
+        XCTAssertEqual(FixedWindowLimiter<String>(limit: 30, window: 60 * second).maxKeys, 50_000)
+        XCTAssertEqual(ConnectionGate.Limits().maxTrackedIPs, 50_000)
+    }
+
     func testZeroLimitIsOff() {
         var limiter = FixedWindowLimiter<String>(limit: 0, window: second)
         XCTAssertTrue((0..<1000).allSatisfy { _ in limiter.hit("ip", now: 0) })
