@@ -20,6 +20,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --parallel --xunit-output .build/test-results.xml
 	@./scripts/test-summary .build/test-results.xml
+	scripts/traceability
 	scripts/fuzz --smoke
 
 bench: deps
@@ -59,6 +60,11 @@ bench-admission: deps
 # LeakSanitizer is off by default: XCTest itself leaks at exit (a weak reference in
 # awaitUsingExpectation, its suite objects), which fails every test process, even an empty
 # passing one; the fuzz targets run with leak detection on.
+# Every normative rule of relay.md, push.md and signaling.md mapped to its tests
+# (docs/traceability/); `make test` runs this check.
+traceability:
+	scripts/traceability
+
 # The RFC 7748 X25519 vector iterated a million times (two minutes in a debug build), which the
 # suite skips.
 vectors-long: deps
