@@ -168,6 +168,10 @@ public class CompanionEndpoint: @unchecked Sendable {
     /// Closes the current session, if any (the process is about to end).
     public func closeSession() { outbox.current?.close() }
 
+    /// The current session, if any. A stopping command takes it, then cancels the endpoint's
+    /// task (so it does not join again), then closes it: by then it is no longer current.
+    public var currentSession: CompanionConnection? { outbox.current }
+
     /// Serves one session until it ends, waits as its end says (`delay` picks the wait for a
     /// relay close), and returns what the relay's close signalled. The other device's farewell
     /// or a deleted room end the pairing (thrown).

@@ -85,8 +85,11 @@ struct PeerOptions {
 }
 
 /// Runs an endpoint until it fails (exit 1 with the reason on one line), the other device
-/// unpairs (exit 0), or SIGINT/SIGTERM arrives (the session is closed, exit 0).
-func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () async throws(CompanionError) -> Void) async -> Never {
+/// unpairs (exit 0), or SIGINT/SIGTERM arrives (the session is closed, exit 0). Standard input
+/// feeds `lines`; its end in a terminal (Ctrl-D) means the person is done, so the session closes
+/// and the command exits 0, while a script's input may end with the chat going on (received lines
+/// are still printed), so then nothing happens.
+func runPeer(console: Console, endpoint: CompanionEndpoint, lines: LineQueue, _ body: @escaping @Sendable () async throws(CompanionError) -> Void) async -> Never {
     signal(SIGPIPE, SIG_IGN)
     // The session runs in a task of its own, so a stop signal can cancel it: the endpoint's loops
     // check for cancellation before they park or join again, and a stopping Mac does not re-join
@@ -99,29 +102,21 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
             return error
         }
     }
+    let interactive = console.interactive
+    lines.startReadingStandardInput { () -> Void in
+        if interactive { stop(endpoint, cancelling: work) }
+    }
     for number in [SIGINT, SIGTERM] {
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler {
-            shuttingDown.withLock { $0 = true }
-            // Cancelled before the close, so the endpoint sees the cancellation when the closed
-            // socket wakes it and does not join again.
-            work.cancel()
-            close()
-            // A moment for the close frames to leave.
-            usleep(100_000)
-            leave(0)
-        }
+        source.setEventHandler { stop(endpoint, cancelling: work) }
         source.resume()
         signalSources.append(source)
     }
     let outcome = await work.value
-    // A stop signal cancelled the session (it may end with or without an error): the handler
-    // leaves once the close frames are out.
-    if shuttingDown.withLock({ $0 }) {
-        usleep(200_000)
-        leave(0)
-    }
+    // A stop signal cancelled the session (which may end with or without an error): `stop`
+    // leaves once the close handshake is over.
+    while shuttingDown.withLock({ $0 }) { try? await Task.sleep(nanoseconds: 1_000_000_000) }
     switch outcome {
     case nil:
         leave(0)
@@ -133,6 +128,21 @@ func runPeer(console: Console, close: @escaping @Sendable () -> Void, _ body: @e
         FileHandle.standardError.write(Data("tether: \(error)\(advice(for: error).map { " — " + $0 } ?? "")\n".utf8))
         leave(1)
     }
+}
+
+/// Ends the command for a stop signal or the end of a person's input: the session is taken,
+/// the endpoint's task cancelled (so it does not join again), and the session closed with a
+/// close frame; the process leaves once the relay has answered the close, or after 2 s.
+func stop(_ endpoint: CompanionEndpoint, cancelling work: Task<CompanionError?, Never>) -> Never {
+    shuttingDown.withLock { $0 = true }
+    let session = endpoint.currentSession
+    work.cancel()
+    Task {
+        await session?.closeAndWait()
+        leave(0)
+    }
+    usleep(2_000_000)
+    leave(0)
 }
 
 /// What to do about a failure whose own words do not say it.
@@ -264,8 +274,7 @@ func runMacCommand(_ arguments: [String]) async -> Never {
     let mac = MacEndpoint(context: context, transport: transport) { _ in await lines.next() }
     mac.pairingLinkLifetime = linkLifetime
     chat.send = { mac.send($0) }
-    lines.startReadingStandardInput(atEnd: endOfInput(console) { mac.closeSession() })
-    await runPeer(console: console, close: { mac.closeSession() }) { () throws(CompanionError) in try await mac.run() }
+    await runPeer(console: console, endpoint: mac, lines: lines) { () throws(CompanionError) in try await mac.run() }
 }
 
 // MARK: - tether phone
@@ -327,12 +336,11 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     let phone = PhoneEndpoint(context: context, attester: softwareAttester(options))
     chat.send = { phone.send($0) }
     chat.start()
-    lines.startReadingStandardInput(atEnd: endOfInput(console) { phone.closeSession() })
     let pairing = stored == nil ? link : nil
     if let stored {
         narrate(.relay(origin: storedOrigin(stored), disclosedHost: stored.disclosedHost), console: console, role: .phone)
     }
-    await runPeer(console: console, close: { phone.closeSession() }) { () throws(CompanionError) in
+    await runPeer(console: console, endpoint: phone, lines: lines) { () throws(CompanionError) in
         if let pairing { try await phone.pair(pairing) } else { try await phone.run() }
     }
 }
@@ -370,19 +378,6 @@ func webOrigin(_ text: String) -> String {
     if text.lowercased().hasPrefix("wss://") { return "https://" + text.dropFirst(6) }
     if text.lowercased().hasPrefix("ws://") { return "http://" + text.dropFirst(5) }
     return text
-}
-
-/// What the end of standard input means: in a terminal (Ctrl-D) the person is done, so the
-/// session closes and the command exits 0; a script's input may end while the chat goes on
-/// (received lines are still printed), so then nothing happens.
-func endOfInput(_ console: Console, close: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-    guard console.interactive else { return {} }
-    return {
-        shuttingDown.withLock { $0 = true }
-        close()
-        usleep(100_000)
-        leave(0)
-    }
 }
 
 /// Standard input lines into the chat, once the session may carry them.
