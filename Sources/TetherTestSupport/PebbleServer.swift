@@ -84,7 +84,7 @@ public final class PebbleServer: @unchecked Sendable {   // set up in init, shut
         let handle = try FileHandle(forWritingTo: file)
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try process.runWithSignalsUnblocked()
         processes.append(process)
     }
 

@@ -78,7 +78,7 @@ public func runProcess(_ path: String, _ arguments: [String], timeout: TimeInter
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
-    try process.run()
+    try process.runWithSignalsUnblocked()
     let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
     // Read both pipes concurrently so a chatty child cannot block on a full pipe.

@@ -21,7 +21,7 @@ public final class PythonProcess: @unchecked Sendable {  // the pipes and proces
         signal(SIGPIPE, SIG_IGN)
         let process = self.process
         watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        try process.run()
+        try process.runWithSignalsUnblocked()
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
     }
 

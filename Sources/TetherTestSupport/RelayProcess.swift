@@ -19,7 +19,7 @@ public final class RelayProcess {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         guard output.fileHandleForReading.readFirstLine().hasPrefix("relay: listening on") else {
             process.terminate()
             throw Vectors.Failure.notFound("tether relay did not start")

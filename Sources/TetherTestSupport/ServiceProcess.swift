@@ -28,7 +28,7 @@ public final class ServiceProcess {
         } else {
             process.standardError = FileHandle.nullDevice
         }
-        try process.run()
+        try process.runWithSignalsUnblocked()
         firstLine = output.fileHandleForReading.readFirstLine()
         if capturing {
             output.fileHandleForReading.readabilityHandler = { [captured] in captured.append($0.availableData) }

@@ -113,7 +113,7 @@ func runOpenSSL(_ arguments: [String], in directory: URL? = nil) throws -> Strin
     let out = Pipe()
     process.standardOutput = out
     process.standardError = FileHandle.nullDevice
-    try process.run()
+    try process.runWithSignalsUnblocked()
     let data = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else { throw Vectors.Failure.malformed("openssl \(arguments.joined(separator: " ")) failed") }

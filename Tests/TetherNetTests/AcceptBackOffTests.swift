@@ -24,7 +24,7 @@ final class AcceptBackOffTests: XCTestCase {
         process.arguments = ["--nofile=\(Self.serverDescriptorLimit)", "--", binary.path, "--port", "0", "--keepalive", "0"]
         let log = Pipe()
         process.standardError = log
-        try process.run()
+        try process.runWithSignalsUnblocked()
         defer {
             process.terminate()
             process.waitUntilExit()

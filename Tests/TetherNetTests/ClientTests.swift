@@ -115,7 +115,7 @@ final class PythonPeerProcess {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         let text = output.fileHandleForReading.readFirstLine().trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("PORT "), let port = UInt16(text.dropFirst(5)) else { throw NetError.invalidAddress("peer said \(text)") }
         self.port = port

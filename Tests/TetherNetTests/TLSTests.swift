@@ -35,7 +35,7 @@ final class TestPKI {
         process.currentDirectoryURL = directory
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw NetError.invalidAddress("openssl \(arguments)") }
     }
@@ -71,7 +71,7 @@ final class TLSTests: XCTestCase {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try process.runWithSignalsUnblocked()
         try input.fileHandleForWriting.write(contentsOf: Data("GET /nothing HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -55,7 +55,7 @@ final class PushEndToEndTests: XCTestCase {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw Vectors.Failure.notFound("\(arguments[0]) failed") }
     }
@@ -318,7 +318,7 @@ final class StandIn {
         process.standardOutput = output
         process.standardInput = Pipe()
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine().trimmingCharacters(in: .whitespacesAndNewlines)
         // apns-standin: listening on 127.0.0.1:<port> control 127.0.0.1:<control-port>
         let ports = line.split(separator: " ").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } }
@@ -360,7 +360,7 @@ final class PushProcess {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine()
         guard line.hasPrefix("push: listening on 127.0.0.1:"), let port = line.split(separator: " ")[3].split(separator: ":").last.flatMap({ UInt16($0) }) else {
             process.terminate()

@@ -18,7 +18,7 @@ final class CoturnFixture {
         process.arguments = [Vectors.packageRoot().appendingPathComponent("Tests/Peers/coturn_fixture.py").path, "serve", "--secret", secret]
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine()
         output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
         guard line.hasPrefix("listening on "), let port = UInt16(line.dropFirst("listening on ".count).trimmingCharacters(in: .whitespacesAndNewlines)) else {

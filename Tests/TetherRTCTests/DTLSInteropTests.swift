@@ -1,6 +1,7 @@
 import Foundation
 import TetherCrypto
 import TetherRTC
+import TetherTestSupport
 import XCTest
 
 /// A `DTLSTransport` server against OpenSSL's own DTLS client over UDP on loopback: what
@@ -72,7 +73,7 @@ final class DTLSInteropTests: XCTestCase {
         client.standardInput = input
         client.standardOutput = output
         client.standardError = output
-        try client.run()
+        try client.runWithSignalsUnblocked()
         defer { if client.isRunning { client.terminate() } }
         try input.fileHandleForWriting.write(contentsOf: Data("ping\n".utf8))
 

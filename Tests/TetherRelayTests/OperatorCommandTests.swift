@@ -21,7 +21,7 @@ final class OperatorCommandTests: XCTestCase {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
         process.standardInput = Pipe()
-        try process.run()
+        try process.runWithSignalsUnblocked()
         defer {
             process.terminate()
             process.waitUntilExit()
@@ -57,7 +57,7 @@ final class OperatorCommandTests: XCTestCase {
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try process.runWithSignalsUnblocked()
             defer {
                 process.interrupt()
                 process.waitUntilExit()
@@ -80,7 +80,7 @@ final class OperatorCommandTests: XCTestCase {
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output
             process.standardError = errors
-            try process.run()
+            try process.runWithSignalsUnblocked()
             defer {
                 process.interrupt()
                 process.waitUntilExit()
@@ -119,7 +119,7 @@ final class OperatorCommandTests: XCTestCase {
             process.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", url]
             let output = Pipe()
             process.standardOutput = output
-            try process.run()
+            try process.runWithSignalsUnblocked()
             process.waitUntilExit()
             return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         }
@@ -149,7 +149,7 @@ final class OperatorCommandTests: XCTestCase {
         openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "30",
                              "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]
         openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
+        try openssl.runWithSignalsUnblocked()
         openssl.waitUntilExit()
         let relay = try RelayProcess(port: RelayProcess.freePort(), ["--tls-cert", cert, "--tls-key", key])
         defer { relay.stop() }
@@ -205,7 +205,7 @@ final class OperatorCommandTests: XCTestCase {
         mac.standardOutput = output
         mac.standardError = FileHandle.nullDevice
         mac.standardInput = Pipe()
-        try mac.run()
+        try mac.runWithSignalsUnblocked()
         defer {
             mac.terminate()
             mac.waitUntilExit()

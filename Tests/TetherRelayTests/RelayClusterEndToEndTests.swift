@@ -72,7 +72,7 @@ final class RelayClusterEndToEndTests: XCTestCase {
         let log = try FileHandle(forWritingTo: node.log)
         try log.seekToEnd()
         node.process.standardError = log
-        try node.process.run()
+        try node.process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine()
         XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(node.port) "), line)
         if !nodes.contains(where: { $0 === node }) { nodes.append(node) }
@@ -418,7 +418,7 @@ extension RelayClusterEndToEndTests {
         process.arguments = ["-p", d, "-e", "\(d)/error.log", "-c", conf.path, "-g", "daemon off;"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         nginx = process
         let deadline = Date().addingTimeInterval(10)
         while !Self.accepts(port), Date() < deadline, process.isRunning { usleep(50_000) }

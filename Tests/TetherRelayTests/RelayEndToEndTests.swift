@@ -34,7 +34,7 @@ final class RelayEndToEndTests: XCTestCase {
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("tether-relay-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: logFile)
-        try process.run()
+        try process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine()
         XCTAssertTrue(line.hasPrefix("relay: listening on \(host):\(port) (db=\(StoreLocation(database).display), attest=\(local ? "false" : "required"))"),
                       line)

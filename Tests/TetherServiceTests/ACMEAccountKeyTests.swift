@@ -1,6 +1,7 @@
 import TetherCrypto
 import TetherService
 import TetherWire
+import TetherTestSupport
 import XCTest
 
 final class ACMEAccountKeyTests: XCTestCase {
@@ -49,7 +50,7 @@ final class ACMEAccountKeyTests: XCTestCase {
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = stdout
-        try process.run()
+        try process.runWithSignalsUnblocked()
         stdin.fileHandleForWriting.write(Data(input))
         try stdin.fileHandleForWriting.close()
         let output = stdout.fileHandleForReading.readDataToEndOfFile()

@@ -1,5 +1,6 @@
 import Foundation
 import TetherService
+import TetherTestSupport
 import XCTest
 
 /// An expired or nearly expired served certificate is said in the log (issue 16 item 11).
@@ -13,7 +14,7 @@ final class CertificateExpiryTests: XCTestCase {
         process.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", String(days),
                              "-subj", "/CN=127.0.0.1", "-keyout", directory.appendingPathComponent("key.pem").path, "-out", path]
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithSignalsUnblocked()
         process.waitUntilExit()
         return path
     }
