@@ -24,6 +24,8 @@ final class RelayEndToEndTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
         }
+        // A test that starts its own relay replaces setUp's, which must not outlive it.
+        stopRelay()
         port = fixed ?? freePort()
         process = Process()
         process.executableURL = binary
@@ -41,6 +43,10 @@ final class RelayEndToEndTests: XCTestCase {
     }
 
     override func tearDown() {
+        stopRelay()
+    }
+
+    private func stopRelay() {
         if process?.isRunning == true {
             process.interrupt()
             process.waitUntilExit()
