@@ -14,8 +14,9 @@ relay
 
 push (Profile M enabled; a throwaway APNs key, APNs itself is never called)
 - SLOW connections sending a `POST /v1/register` head a byte a second: 408 at the 30 s request
-  deadline. `tether push` caps no address's connections before their heads (it has no per-IP
-  socket cap to cap them with), so none is refused at accept;
+  deadline; an address's open connections are capped at PUSH_MAX_CONNECTIONS_PER_IP (256 by
+  default, kept-alive ones included), past it 429 at accept (not reached with the default numbers:
+  about 17 an address);
 - IDLE here means slow bodies (`--bodies` is the same count): the head complete at once with a
   Content-Length of 200, the body a byte a second: 408 at the same 30 s deadline, which runs from
   the request's first byte to its complete body;

@@ -21,6 +21,11 @@ public struct PushConfiguration: Sendable, ServiceListenerSettings {
     public var caFile: String?
     /// Profile I `/register` requests per client IP per 60 s (0 = off).
     public var registerLimit = 10
+    /// Open connections one client address may hold, heads still arriving and kept-alive ones
+    /// alike: without it one address holds any number for the 30 s head deadline. Generous, as
+    /// phones behind one carrier NAT share an address; off behind a trusted proxy, whose
+    /// address every client shares.
+    public var maxConnectionsPerIP = 256
     public var clientIP = ClientIPResolver()
     public var verboseLog = false
     public var logFormat = LogFormat.plain
@@ -63,6 +68,7 @@ extension PushConfiguration {
             throw SettingError(variable: "APNS_CA_FILE", message: "cannot read \(path)")
         }
         c.registerLimit = Int(try values.value(of: S.registerLimit))
+        c.maxConnectionsPerIP = Int(try values.value(of: S.maxConnectionsPerIP))
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare), trustProxy: try values.value(of: S.trustProxy),
                                       trustedHops: Int(try values.value(of: S.trustedHops)))
         c.verboseLog = try values.value(of: S.log)

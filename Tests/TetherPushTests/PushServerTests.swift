@@ -473,6 +473,53 @@ extension PushServerTests {
                         429, #"{"error":"rate limited"}"#)
     }
 
+    /// Issue 18: one address holds at most PUSH_MAX_CONNECTIONS_PER_IP open connections, heads
+    /// still arriving included; the next is answered 429 at accept and counted, and a place comes
+    /// back when a connection closes.
+    func testAnAddressHoldsAtMostItsConnectionCapAndTheNextIsRefused429AtAccept() throws {
+        let relay = try PushServerHarness { $0.maxConnectionsPerIP = 2 }
+        func connect() throws -> Int32 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = relay.port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            XCTAssertEqual(connected, 0)
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            return fd
+        }
+        func answer(_ fd: Int32) -> String {
+            var bytes = [UInt8](repeating: 0, count: 512)
+            let count = read(fd, &bytes, bytes.count)
+            return count > 0 ? String(decoding: bytes[..<count], as: UTF8.self) : ""
+        }
+        let first = try connect(), second = try connect()
+        func send(_ fd: Int32, _ text: String) { _ = Array(text.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+        send(first, "POST /v1/re")   // a head still arriving holds its place
+        let third = try connect()
+        let refusal = answer(third)
+        XCTAssertTrue(refusal.hasPrefix("HTTP/1.1 429"), refusal)
+        XCTAssertTrue(refusal.lowercased().contains("content-type: application/json"), refusal)
+        XCTAssertTrue(refusal.hasSuffix(#"{"error":"too many connections"}"#), refusal)
+        close(third)
+        close(second)
+        var served = ""
+        for _ in 0..<50 where !served.hasPrefix("HTTP/1.1 404") {
+            usleep(20_000)
+            let fourth = try connect()
+            send(fourth, "GET /v1/none HTTP/1.1\r\nHost: x\r\n\r\n")
+            served = answer(fourth)
+            close(fourth)
+        }
+        XCTAssertTrue(served.hasPrefix("HTTP/1.1 404"), "a place came back when a connection closed: \(served)")
+        close(first)
+        XCTAssertTrue(relay.server.metrics.registry.render().contains("pushrelay_connections_refused_total 1\n"))
+    }
+
     /// push.md §1.1: the 14 metric names are on the admin listener, and `/metrics` is not
     /// served on the public port (either profile's unknown-route answer).
     func testEveryListedMetricIsOnTheAdminListenerOnly() throws {

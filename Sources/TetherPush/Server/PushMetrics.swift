@@ -17,6 +17,7 @@ public final class PushMetrics: Sendable {
     public let pushes: Counter
     public let pushesDelivered: Counter
     public let badSecrets: Counter
+    public let connectionsRefused: Counter
     public let unknownTokens: Counter
     public let apnsErrors: Counter
     /// Requests refused by a rate limit.
@@ -47,6 +48,8 @@ public final class PushMetrics: Sendable {
         unknownTokens = registry.counter("pushrelay_push_unknown_token_total", help: "pushes for no live registration")
         apnsErrors = registry.counter("pushrelay_push_apns_error_total", help: "pushes APNs refused or could not be reached for")
         rateLimited = registry.counter("pushrelay_rate_limited_total", help: "requests refused by a rate limit")
+        connectionsRefused = registry.counter("pushrelay_connections_refused_total",
+                                              help: "connections refused at accept: the client address held PUSH_MAX_CONNECTIONS_PER_IP")
         processExceptions = registry.counter("pushrelay_process_exceptions_total", help: "internal faults survived")
         storageErrors = registry.counter("pushrelay_storage_errors_total", help: "store calls that failed (database down, disk full)")
         storageAvailable = registry.gauge("pushrelay_storage_available", help: "1 while the store answers, 0 from a failed call until one succeeds")

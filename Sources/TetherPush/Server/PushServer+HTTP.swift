@@ -10,6 +10,19 @@ extension PushServer {
         return path.hasPrefix("/v1/") ? .mytty : .iterm2
     }
 
+    /// An address's open connections are capped at `PUSH_MAX_CONNECTIONS_PER_IP`
+    /// (`ConnectionGate.admitConnection`): past it a connection is answered this at accept,
+    /// before any request, so in neither profile's words.
+    static let tooManyConnections = PushAnswer.error(429, "too many connections")
+
+    public func admitConnection(peer: SocketAddress?) -> HTTPResponse? {
+        guard let refusal = gate.admitConnection(peer: peer) else { return nil }
+        metrics.connectionsRefused.increment()
+        return refusal.response
+    }
+
+    public func connectionLeft(peer: SocketAddress?) { gate.connectionLeft(peer: peer) }
+
     static let myttyPaths: Set<String> = ["/v1/register", "/v1/push"]
     static let itermPaths: Set<String> = ["/register", "/push", "/push/mutable"]
 

@@ -77,6 +77,8 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         var limits = ConnectionGate.Limits()
         limits.requestLimits[Self.registerLimiter] = .init(.init(limit: configuration.registerLimit, windowMs: ITermProfile.windowMs),
                                                            refusal: ITermProfile.rateLimited.response)
+        limits.maxSocketsPerIP = configuration.maxConnectionsPerIP
+        limits.perIPRefusal = Self.tooManyConnections.response
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
         pushWindows = Mutex(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.windowMs))
         chores = Chores(loop: group.loops[0])
