@@ -486,16 +486,19 @@ class RawSocket:
         opcodes = []
         try:
             while True:
-                byte0, byte1 = self._read(2)
-                length = byte1 & 0x7F
-                if length == 126:
-                    length = struct.unpack(">H", self._read(2))[0]
-                elif length == 127:
-                    length = struct.unpack(">Q", self._read(8))[0]
-                self._read(length)
-                opcodes.append(byte0 & 0x0F)
+                opcodes.append(self._read_frame()[0])
         except (EOFError, OSError):
             return opcodes
+
+    def _read_frame(self):
+        """(opcode, payload) of the next frame as it arrives (no ping answered)."""
+        byte0, byte1 = self._read(2)
+        length = byte1 & 0x7F
+        if length == 126:
+            length = struct.unpack(">H", self._read(2))[0]
+        elif length == 127:
+            length = struct.unpack(">Q", self._read(8))[0]
+        return byte0 & 0x0F, self._read(length)
 
     def _read(self, count):
         while len(self.buffer) < count:
@@ -510,17 +513,11 @@ class RawSocket:
         """(opcode, payload) of the next frame, answering pings; None when TCP closes."""
         try:
             while True:
-                byte0, byte1 = self._read(2)
-                length = byte1 & 0x7F
-                if length == 126:
-                    length = struct.unpack(">H", self._read(2))[0]
-                elif length == 127:
-                    length = struct.unpack(">Q", self._read(8))[0]
-                payload = self._read(length)
-                if byte0 & 0x0F == 0x9:
+                opcode, payload = self._read_frame()
+                if opcode == 0x9:
                     self.send_frame(0xA, payload)
                     continue
-                return byte0 & 0x0F, payload
+                return opcode, payload
         except (EOFError, OSError):
             return None
 

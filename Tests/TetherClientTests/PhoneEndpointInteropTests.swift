@@ -103,22 +103,29 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         XCTAssertNil(try state.roomSecret())
     }
 
-    func testThePhonePingsTheMacAndDropsASessionWhosePeerNeverAnswers() async throws {
-        let (_, recorder, phone) = try makePhone()
-        phone.pingInterval = 0.2
-        phone.pongTimeout = 0.3
+    /// A Mac played by hand: parked, it accepts `phone`'s pairing, stores the room secret and
+    /// answers the phone's hello (request ids 1 and 2); the channel is then at the session.
+    private func pairedThroughHello(_ phone: PhoneEndpoint, pairingID: String) async throws -> (SecureChannel, Task<Void, any Error>) {
         let macKey = X25519.PrivateKey()
         let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
-                                   pairingID: "0a0b0c0d0e0f0001", allowLoopbackHTTP: true)
+                                   pairingID: pairingID, allowLoopbackHTTP: true)
         let macSocket = try await RelayAdmission.join(RelayRoom(origin: relay.origin, name: link.roomName), role: .mac, proof: .park, on: loop)
         let running = Task { try await phone.pair(link) }
-        defer { running.cancel() }
         let channel = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: link.pairingID)
         try channel.send(PairingVerdict.accepted.frame)
         _ = try await channel.receive()
         try channel.send(Array(#"{"requestID":1,"payload":{"relayRoomSecretStored":{}}}"#.utf8))
         _ = try await channel.receive()
         try channel.send(Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11}}}"#.utf8))
+        return (channel, running)
+    }
+
+    func testThePhonePingsTheMacAndDropsASessionWhosePeerNeverAnswers() async throws {
+        let (_, recorder, phone) = try makePhone()
+        phone.pingInterval = 0.2
+        phone.pongTimeout = 0.3
+        let (channel, running) = try await pairedThroughHello(phone, pairingID: "0a0b0c0d0e0f0001")
+        defer { running.cancel() }
 
         // Answered pings keep the session; ids go on from 3.
         for id in 3...4 {
@@ -141,18 +148,8 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         let token = [UInt8](repeating: 0x5A, count: 32)
         let secret = [UInt8](repeating: 0x07, count: 32)
         phone.pushStatus = PushStatus(authorization: .authorized, token: token, relaySecret: secret, sandbox: true)
-        let macKey = X25519.PrivateKey()
-        let link = try PairingLink(transport: .direct(relayOrigin: relay.origin), responderStaticKey: macKey.publicKey.rawRepresentation,
-                                   pairingID: "0a0b0c0d0e0f0002", allowLoopbackHTTP: true)
-        let macSocket = try await RelayAdmission.join(RelayRoom(origin: relay.origin, name: link.roomName), role: .mac, proof: .park, on: loop)
-        let running = Task { try await phone.pair(link) }
+        let (channel, running) = try await pairedThroughHello(phone, pairingID: "0a0b0c0d0e0f0002")
         defer { running.cancel() }
-        let channel = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: link.pairingID)
-        try channel.send(PairingVerdict.accepted.frame)
-        _ = try await channel.receive()
-        try channel.send(Array(#"{"requestID":1,"payload":{"relayRoomSecretStored":{}}}"#.utf8))
-        _ = try await channel.receive()
-        try channel.send(Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11}}}"#.utf8))
         let status = try await channel.receive()
         XCTAssertEqual(status, Array(#"{"payload":{"pushStatus":{"authorization":"authorized","token":"\#(Base64.encode(token))","relaySecret":"\#(Base64.encode(secret))","sandbox":true}}}"#.utf8))
         phone.pushStatus = PushStatus(authorization: .denied, sandbox: false)
