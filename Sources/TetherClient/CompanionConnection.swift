@@ -102,11 +102,4 @@ public final class CompanionConnection: @unchecked Sendable {
     }
 
     public func close() { channel.close() }
-
-    /// Closes with a close frame and returns once the socket has ended: the relay answered the
-    /// close, or the connection dropped.
-    public func closeAndWait() async {
-        close()
-        _ = await socket.ended()
-    }
 }

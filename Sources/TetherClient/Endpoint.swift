@@ -38,6 +38,8 @@ public struct EndpointContext: Sendable {
     public let tls: TLSClientContext?
     public let state: StateDirectory
     public let events: @Sendable (EndpointEvent) -> Void
+    /// The socket joined last (a park or a session's), for a stopping command to close.
+    let lastJoined = LastJoinedSocket()
 
     public init(loop: EventLoop, tls: TLSClientContext? = nil, state: StateDirectory, events: @escaping @Sendable (EndpointEvent) -> Void) {
         self.loop = loop
@@ -140,12 +142,24 @@ extension EndpointContext {
 
     func join(_ room: RelayRoom, role: RelayRole, proof: JoinProof) async throws(CompanionError) -> AdmittedSocket {
         do {
-            return try await RelayAdmission.join(room, role: role, proof: proof, on: loop, tls: tls)
+            let socket = try await RelayAdmission.join(room, role: role, proof: proof, on: loop, tls: tls)
+            lastJoined.set(socket)
+            return socket
         } catch {
             if case .signed = proof, error == .refused("bad signature") { throw .signatureRefused(origin: room.origin) }
             throw .relay(error)
         }
     }
+}
+
+/// The socket an endpoint joined last.
+final class LastJoinedSocket: @unchecked Sendable {
+    private let lock = NSLock()
+    private var held: AdmittedSocket?
+
+    var socket: AdmittedSocket? { lock.withLock { held } }
+
+    func set(_ socket: AdmittedSocket) { lock.withLock { held = socket } }
 }
 
 /// What both roles share: the context, the queue of outgoing frames, and how a session is
@@ -168,9 +182,10 @@ public class CompanionEndpoint: @unchecked Sendable {
     /// Closes the current session, if any (the process is about to end).
     public func closeSession() { outbox.current?.close() }
 
-    /// The current session, if any. A stopping command takes it, then cancels the endpoint's
-    /// task (so it does not join again), then closes it: by then it is no longer current.
-    public var currentSession: CompanionConnection? { outbox.current }
+    /// The socket the endpoint joined last, parked or in a session (nil before the first join).
+    /// A stopping command takes it, then cancels the endpoint's task (so it does not join again),
+    /// then closes it and waits for its end.
+    public var heldSocket: AdmittedSocket? { context.lastJoined.socket }
 
     /// Serves one session until it ends, waits as its end says (`delay` picks the wait for a
     /// relay close), and returns what the relay's close signalled. The other device's farewell

@@ -50,6 +50,8 @@ public final class RelayResolver: @unchecked Sendable {
     private let versionFloor: VersionFloor?
     private let lock = NSLock()
     private var map: ShardMap?
+    /// One refresh behind a cached answer at a time, however many lookups it served.
+    private var refreshingBehind = false
 
     public init(transport: PairingLink.Transport, loop: EventLoop, tls: TLSClientContext? = nil, versionFloor: VersionFloor? = nil) {
         self.transport = transport
@@ -70,7 +72,16 @@ public final class RelayResolver: @unchecked Sendable {
                 try await refresh(resolverURL)
             } else {
                 // A cached map answers at once; a newer one is fetched behind it (relay.md §8.2).
-                Task { try? await self.refresh(resolverURL) }
+                let start = lock.withLock { () -> Bool in
+                    defer { refreshingBehind = true }
+                    return !refreshingBehind
+                }
+                if start {
+                    Task {
+                        try? await self.refresh(resolverURL)
+                        self.lock.withLock { self.refreshingBehind = false }
+                    }
+                }
             }
             guard let map = currentMap else { throw .invalidMap("none") }
             let owner = map.owner(of: room)
@@ -93,12 +104,14 @@ public final class RelayResolver: @unchecked Sendable {
         let fetched: ShardMap
         do { fetched = try ShardMap(json: response.body) } catch { throw .invalidMap("\(error)") }
         let floor = versionFloor?.load(url) ?? Int.min
+        // The floor is stored under the lock too: two refreshes overlapping (one behind a cached
+        // answer, one forced) must not store 7, then 6.
         let adopted: Bool = lock.withLock {
             guard fetched.version > (map?.version ?? Int.min), fetched.version >= floor else { return false }
             map = fetched
+            if fetched.version > floor { versionFloor?.store(url, fetched.version) }
             return true
         }
-        if adopted, fetched.version > floor { versionFloor?.store(url, fetched.version) }
         if !adopted, currentMap == nil { throw .staleMap(version: fetched.version, floor: floor) }
     }
 }

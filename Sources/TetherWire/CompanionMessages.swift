@@ -122,15 +122,19 @@ public struct CompanionEnvelope: Sendable, Equatable {
         case "unpaired": self.payload = .unpaired
         case "pushStatus":
             // As the reference's Codable decodes it: `authorization` one of the three names and
-            // `sandbox` a boolean, required; `token` and `relaySecret` optional base64 (`Data`).
-            guard case let .string(name)? = values["authorization"], let authorization = PushStatus.Authorization(rawValue: name),
-                  case let .bool(sandbox)? = values["sandbox"] else { return nil }
+            // `sandbox` a boolean, required; `token` and `relaySecret` optional base64 (`Data`),
+            // absent or null. One it cannot decode is dropped as the reference drops it (an event
+            // without a request id gets no error), never handed on as an application frame.
             func bytes(_ key: String) -> [UInt8]?? {
-                guard let value = values[key] else { return .some(nil) }
+                guard let value = values[key], value != .null else { return .some(nil) }
                 guard case let .string(text) = value, let decoded = try? Base64.decode(text) else { return nil }
                 return .some(decoded)
             }
-            guard let token = bytes("token"), let relaySecret = bytes("relaySecret") else { return nil }
+            guard case let .string(name)? = values["authorization"], let authorization = PushStatus.Authorization(rawValue: name),
+                  case let .bool(sandbox)? = values["sandbox"], let token = bytes("token"), let relaySecret = bytes("relaySecret") else {
+                self.payload = .unsupported(name)
+                return
+            }
             self.payload = .pushStatus(PushStatus(authorization: authorization, token: token, relaySecret: relaySecret, sandbox: sandbox))
         default: self.payload = .unsupported(name)
         }

@@ -130,15 +130,19 @@ func runPeer(console: Console, endpoint: CompanionEndpoint, lines: LineQueue, _ 
     }
 }
 
-/// Ends the command for a stop signal or the end of a person's input: the session is taken,
-/// the endpoint's task cancelled (so it does not join again), and the session closed with a
-/// close frame; the process leaves once the relay has answered the close, or after 2 s.
+/// Ends the command for a stop signal or the end of a person's input: the socket the endpoint
+/// holds (parked or in a session) is taken, the endpoint's task cancelled (so it does not join
+/// again), and the socket closed with a close frame; the process leaves once the relay has
+/// answered the close, or after 2 s.
 func stop(_ endpoint: CompanionEndpoint, cancelling work: Task<CompanionError?, Never>) -> Never {
     shuttingDown.withLock { $0 = true }
-    let session = endpoint.currentSession
+    let socket = endpoint.heldSocket
     work.cancel()
     Task {
-        await session?.closeAndWait()
+        if let socket {
+            socket.close()
+            _ = await socket.ended()
+        }
         leave(0)
     }
     usleep(2_000_000)

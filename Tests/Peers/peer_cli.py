@@ -231,6 +231,16 @@ def scenario_interrupt():
     check(sum(" admit role=mac" in l for l in lines) == admits_before, f"no re-join after Ctrl-C: {lines[-6:]}")
     check(any("disconnect initiator=remote role=mac state=admitted code=1000" in l for l in lines),
           f"the Mac's socket ended with a close frame: {lines[-6:]}")
+    # A Mac still parked, waiting for its first phone, closes its park with a close frame too.
+    parked = peer("parked", ["mac", "--relay", relay.origin, "--state", state("parked")])
+    parked.expect(lambda l: l.startswith("iterm2://pair?"), what="pairing link")
+    parked.expect(lambda l: "Parked on the relay" in l, what="parked", stream="err")
+    closes_before = sum("code=1000" in l and "role=mac" in l for l in relay.log_lines())
+    parked.proc.send_signal(signal.SIGINT)
+    check(parked.proc.wait(timeout=10) == 0, "a parked Mac exits 0 on Ctrl-C")
+    time.sleep(0.5)
+    closes = sum("code=1000" in l and "role=mac" in l for l in relay.log_lines())
+    check(closes == closes_before + 1, f"the parked Mac's socket ended with a close frame: {relay.log_lines()[-4:]}")
 
 
 def scenario_wrongcode():

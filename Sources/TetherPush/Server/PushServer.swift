@@ -77,7 +77,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         var limits = ConnectionGate.Limits()
         limits.requestLimits[Self.registerLimiter] = .init(.init(limit: configuration.registerLimit, windowMs: ITermProfile.windowMs),
                                                            refusal: ITermProfile.rateLimited.response)
-        limits.maxSocketsPerIP = configuration.maxConnectionsPerIP
+        limits.maxSocketsPerIP = configuration.maxConnectionsPerIP > 0 ? configuration.maxConnectionsPerIP : .max
         limits.perIPRefusal = Self.tooManyConnections.response
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
         pushWindows = Mutex(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.windowMs))
