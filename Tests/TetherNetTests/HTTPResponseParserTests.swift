@@ -28,6 +28,33 @@ final class HTTPResponseParserTests: XCTestCase {
         XCTAssertEqual(parsed?.headers["X"], String(repeating: "a", count: 44))
     }
 
+    /// Trailers are held to the head limit before their closing CRLFCRLF, however they arrive:
+    /// in one read a long trailer section passed, byte by byte it threw (found by fuzzing,
+    /// Fuzz/HTTPResponse/corpus/regression-split-trailers).
+    func testTheTrailerLimitHoldsTheSameWholeOrByteByByte() throws {
+        func outcome(_ trailers: String, byteByByte: Bool) -> String {
+            var parser = HTTPResponseParser(maxHeadBytes: 64)
+            let bytes = Array(("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n" + trailers).utf8)
+            do {
+                var body: [UInt8]?
+                for piece in byteByByte ? bytes.map({ [$0] }) : [bytes] {
+                    parser.feed(piece)
+                    _ = try parser.parseHead()
+                    body = try parser.body(closed: false)
+                    if body != nil { break }
+                }
+                return body.map { String(decoding: $0, as: UTF8.self) } ?? "incomplete"
+            } catch { return "\((error as? HTTPParseError)?.status ?? 0)" }
+        }
+        let within = "X: " + String(repeating: "t", count: 61) + "\r\n\r\n" + String(repeating: "z", count: 100)
+        let beyond = "X: " + String(repeating: "t", count: 62) + "\r\n\r\n"
+        for byteByByte in [false, true] {
+            XCTAssertEqual(outcome(within, byteByByte: byteByByte), "ok", "64 bytes of trailers before the empty line, then more bytes")
+            XCTAssertEqual(outcome(beyond, byteByByte: byteByByte), "431", "65 bytes of trailers")
+            XCTAssertEqual(outcome("\r\n", byteByByte: byteByByte), "ok", "no trailers")
+        }
+    }
+
     private func chunked(_ body: String) throws -> [UInt8]? {
         var parser = HTTPResponseParser()
         parser.feed(Array(("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body).utf8))
