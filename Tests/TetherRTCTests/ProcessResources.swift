@@ -38,12 +38,13 @@ struct ProcessResources {
     /// threads in all (dispatch workers may have retired meanwhile); then asserts it.
     func assertReturned(file: StaticString = #filePath, line: UInt = #line) {
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, Self.descriptors != descriptors || Self.threads > threads || Self.threadsNotDispatchWorkers != namedThreads {
+        while Date() < deadline, Self.descriptors != descriptors || Self.threadsNotDispatchWorkers != namedThreads {
             usleep(20_000)
         }
         XCTAssertEqual(Self.descriptors, descriptors, "open descriptors \(Self.descriptorTargets)", file: file, line: line)
-        XCTAssertLessThanOrEqual(Self.threads, threads, "threads: \(Self.threadNames)", file: file, line: line)
-        XCTAssertEqual(Self.threadsNotDispatchWorkers, namedThreads, file: file, line: line)
+        // Every thread but libdispatch's own workers: that pool grows under load and shrinks on
+        // its own schedule (15 against 13 beside two busy loops), so its size says nothing here.
+        XCTAssertEqual(Self.threadsNotDispatchWorkers, namedThreads, "threads: \(Self.threadNames)", file: file, line: line)
         XCTAssertFalse(Self.threadNames.contains("tether-ice"), file: file, line: line)
     }
 }
