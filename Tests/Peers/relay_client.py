@@ -294,12 +294,7 @@ def upgrade_and_drain(url, room_name):
                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
                   "x-relay-room: %s\r\n\r\n" % (parsed.netloc, room_name)).encode())
     sock.settimeout(10)
-    received = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        received += chunk
+    received = read_to_end(sock)
     return received
 
 
@@ -427,6 +422,16 @@ async def shard(url, binary, db):
     series = scrape(url)[2]
     out["misdirected_metric"] = [line for line in series.splitlines() if 'reason="misdirected"' in line]
     return out
+
+
+def read_to_end(sock):
+    """Every byte the relay sends until it closes the connection."""
+    received = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return received
+        received += chunk
 
 
 def masked(payload, mask):
@@ -1411,12 +1416,7 @@ async def bodies(url):
     sock.settimeout(10)
     sock.sendall(("POST /register HTTP/1.1\r\nHost: %s\r\nx-relay-room: %s\r\nContent-Length: 1000\r\n\r\n" % (parsed.netloc, r)).encode() + b"x" * 10)
     sock.shutdown(socket.SHUT_WR)
-    received = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        received += chunk
+    received = read_to_end(sock)
     sock.close()
     out["aborted"] = received.decode()
     out["errors"] = series(url, "relay_http_errors_total")
