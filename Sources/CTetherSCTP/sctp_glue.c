@@ -13,6 +13,17 @@ static tether_sctp_notice_fn notice_fn;
 static tether_sctp_writable_fn writable_fn;
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 
+// usrsctp is entered by one thread at a time: every call into it below, the timer tick
+// included, holds this lock. Its own locking does not survive concurrent entry from several
+// threads: open usrsctp issues #673 and #676 (a use-after-free in sctp_timeout_handler when
+// the timer runs beside usrsctp_conninput) and #697 (conninput racing another call on the
+// socket), all with each association's thread and the timer thread entering at will, as
+// here before this lock. The callbacks run with the lock held and only copy and hop to a
+// queue, never calling back into usrsctp, so one plain mutex cannot deadlock. The cost is SCTP work of different calls no longer running in
+// parallel, which a client with one or two calls never notices.
+static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
+#define LOCKED(...) do { pthread_mutex_lock(&stack_lock); __VA_ARGS__; pthread_mutex_unlock(&stack_lock); } while (0)
+
 static int conn_output(void *addr, void *buffer, size_t length, uint8_t tos, uint8_t set_df) {
     (void)tos;
     (void)set_df;
@@ -35,7 +46,7 @@ static void *timer_loop(void *unused) {
     for (;;) {
         nanosleep(&tick, NULL);
         uint64_t now = now_ms();
-        usrsctp_handle_timers((uint32_t)(now - last));
+        LOCKED(usrsctp_handle_timers((uint32_t)(now - last)));
         last = now;
     }
     return NULL;
@@ -84,6 +95,8 @@ static void deliver_notice(tether_sctp_id id, const union sctp_notification *n, 
         break;
     case SCTP_STREAM_RESET_EVENT:
         if (length < sizeof(struct sctp_stream_reset_event)) return;
+        if (n->sn_strreset_event.strreset_length < sizeof(struct sctp_stream_reset_event) ||
+            n->sn_strreset_event.strreset_length > length) return;
         notice.stream_count = (uint16_t)((n->sn_strreset_event.strreset_length - sizeof(struct sctp_stream_reset_event)) / sizeof(uint16_t));
         notice.streams = n->sn_strreset_event.strreset_stream_list;
         break;
@@ -129,11 +142,31 @@ static int send_ready(struct socket *sock, uint32_t free_space, void *ulp_info) 
     return 0;
 }
 
-struct socket *tether_sctp_socket(tether_sctp_id id, uint32_t send_threshold) {
-    return usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, receive, send_ready, send_threshold, (void *)id);
+struct socket *tether_sctp_open(tether_sctp_id id, uint32_t send_threshold) {
+    struct socket *so = NULL;
+    int error = 0;
+    LOCKED({
+        usrsctp_register_address((void *)id);
+        so = usrsctp_socket(AF_CONN, SOCK_STREAM, IPPROTO_SCTP, receive, send_ready, send_threshold, (void *)id);
+        error = errno;
+        if (so == NULL) usrsctp_deregister_address((void *)id);
+    });
+    errno = error;
+    return so;
 }
 
-int tether_sctp_configure(struct socket *so, uint32_t buffer_size, uint32_t partial_delivery_point,
+void tether_sctp_close(struct socket *so, tether_sctp_id id) {
+    LOCKED({
+        usrsctp_close(so);
+        usrsctp_deregister_address((void *)id);
+    });
+}
+
+void tether_sctp_input(tether_sctp_id id, const void *packet, size_t length) {
+    LOCKED(usrsctp_conninput((void *)id, packet, length, 0));
+}
+
+static int configure(struct socket *so, uint32_t buffer_size, uint32_t partial_delivery_point,
                           uint32_t rto_initial_ms, uint32_t rto_min_ms, uint32_t rto_max_ms) {
     if (usrsctp_set_non_blocking(so, 1) < 0) return -1;
     int buffer = (int)buffer_size;
@@ -170,8 +203,8 @@ static struct sockaddr_conn conn_address(tether_sctp_id id, uint16_t port) {
     return address;
 }
 
-int tether_sctp_connect(struct socket *so, tether_sctp_id id, uint16_t local_port,
-                        uint16_t remote_port, uint32_t path_mtu) {
+static int connect_locked(struct socket *so, tether_sctp_id id, uint16_t local_port,
+                          uint16_t remote_port, uint32_t path_mtu) {
     struct sockaddr_conn local = conn_address(id, local_port);
     if (usrsctp_bind(so, (struct sockaddr *)&local, sizeof(local)) < 0) return -errno;
     // Both ends connect (as browsers do); SCTP resolves the INIT collision (RFC 9260 §5.2.1).
@@ -193,8 +226,13 @@ long tether_sctp_send(struct socket *so, const void *data, size_t length, uint16
     info.snd_sid = stream;
     info.snd_ppid = htonl(ppid);
     info.snd_flags = SCTP_EOR;
-    ssize_t sent = usrsctp_sendv(so, data, length, NULL, 0, &info, sizeof(info), SCTP_SENDV_SNDINFO, 0);
-    return sent < 0 ? -errno : (long)sent;
+    ssize_t sent;
+    int error = 0;
+    LOCKED({
+        sent = usrsctp_sendv(so, data, length, NULL, 0, &info, sizeof(info), SCTP_SENDV_SNDINFO, 0);
+        error = errno;
+    });
+    return sent < 0 ? -error : (long)sent;
 }
 
 int tether_sctp_reset_outgoing(struct socket *so, uint16_t stream) {
@@ -205,8 +243,29 @@ int tether_sctp_reset_outgoing(struct socket *so, uint16_t stream) {
     reset->srs_flags = SCTP_STREAM_RESET_OUTGOING;
     reset->srs_number_streams = 1;
     reset->srs_stream_list[0] = stream;
-    int result = usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_RESET_STREAMS, reset, (socklen_t)size);
-    int error = errno;
+    int result, error = 0;
+    LOCKED({
+        result = usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_RESET_STREAMS, reset, (socklen_t)size);
+        error = errno;
+    });
     free(reset);
     return result < 0 ? -error : 0;
+}
+
+int tether_sctp_configure(struct socket *so, uint32_t buffer_size, uint32_t partial_delivery_point,
+                          uint32_t rto_initial_ms, uint32_t rto_min_ms, uint32_t rto_max_ms) {
+    int result, error = 0;
+    LOCKED({
+        result = configure(so, buffer_size, partial_delivery_point, rto_initial_ms, rto_min_ms, rto_max_ms);
+        error = errno;
+    });
+    errno = error;
+    return result;
+}
+
+int tether_sctp_connect(struct socket *so, tether_sctp_id id, uint16_t local_port,
+                        uint16_t remote_port, uint32_t path_mtu) {
+    int result;
+    LOCKED(result = connect_locked(so, id, local_port, remote_port, path_mtu));
+    return result;
 }

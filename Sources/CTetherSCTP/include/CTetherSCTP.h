@@ -48,8 +48,18 @@ typedef void (*tether_sctp_writable_fn)(tether_sctp_id id);
 void tether_sctp_start(tether_sctp_output_fn output, tether_sctp_data_fn data,
                        tether_sctp_notice_fn notice, tether_sctp_writable_fn writable);
 
-/// A one-to-one AF_CONN socket delivering to the callbacks above under `id`. NULL with errno.
-struct socket *tether_sctp_socket(tether_sctp_id id, uint32_t send_threshold);
+/// Every function below enters usrsctp under one process-wide lock (see sctp_glue.c for why),
+/// and usrsctp is never called but through them.
+
+/// Registers `id` as an AF_CONN address and makes a one-to-one socket on it delivering to the
+/// callbacks above under `id`. NULL with errno (and the address deregistered).
+struct socket *tether_sctp_open(tether_sctp_id id, uint32_t send_threshold);
+
+/// Closes the socket (aborting the association under SO_LINGER 0) and deregisters `id`.
+void tether_sctp_close(struct socket *so, tether_sctp_id id);
+
+/// One SCTP packet from the peer (DTLS's decrypted application data) for address `id`.
+void tether_sctp_input(tether_sctp_id id, const void *packet, size_t length);
 
 /// The data channel's socket options (RFC 8831 §6): non-blocking, no Nagle, stream reset,
 /// abort on close, the notifications it handles, the buffers and the partial delivery point.

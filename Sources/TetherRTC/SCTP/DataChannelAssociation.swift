@@ -64,8 +64,6 @@ public final class DataChannelAssociation: @unchecked Sendable {
         case failed
     }
 
-    var address: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: id)! }
-
     public init(configuration: DataChannelConfiguration, sendPacket: @escaping @Sendable ([UInt8]) -> Void,
                 onEvent: @escaping @Sendable (DataChannelEvent) -> Void) throws(DataChannelSetupError) {
         SCTPStack.start()
@@ -74,13 +72,8 @@ public final class DataChannelAssociation: @unchecked Sendable {
         queue = DispatchQueue(label: "tether.sctp.\(id)")
         self.sendPacket = sendPacket
         self.onEvent = onEvent
-        usrsctp_register_address(address)
         let bufferSize = UInt32(configuration.queueLimit)
-        guard let socket = tether_sctp_socket(id, bufferSize / 4) else {
-            let error = errno
-            usrsctp_deregister_address(address)
-            throw .socket(errno: error)
-        }
+        guard let socket = tether_sctp_open(id, bufferSize / 4) else { throw .socket(errno: errno) }
         self.socket = socket
         let timeout = Self.retransmissionTimeout
         let option = tether_sctp_configure(socket, bufferSize, UInt32(configuration.maxMessageSize),
@@ -92,10 +85,7 @@ public final class DataChannelAssociation: @unchecked Sendable {
     }
 
     deinit {
-        if let socket {
-            usrsctp_close(socket)
-            usrsctp_deregister_address(address)
-        }
+        if let socket { tether_sctp_close(socket, id) }
         SCTPRegistry.remove(id)
     }
 
@@ -103,7 +93,7 @@ public final class DataChannelAssociation: @unchecked Sendable {
     public func receivePacket(_ packet: [UInt8]) {
         queue.async { [self] in
             guard socket != nil else { return }
-            packet.withUnsafeBytes { usrsctp_conninput(address, $0.baseAddress, $0.count, 0) }
+            packet.withUnsafeBytes { tether_sctp_input(id, $0.baseAddress, $0.count) }
         }
     }
 
@@ -153,8 +143,7 @@ public final class DataChannelAssociation: @unchecked Sendable {
     func teardown() {
         guard let socket else { return }
         self.socket = nil
-        usrsctp_close(socket)
-        usrsctp_deregister_address(address)
+        tether_sctp_close(socket, id)
         SCTPRegistry.remove(id)
         partialMessages = [:]
         pendingResets = []

@@ -9,9 +9,11 @@ import CTetherSCTP
 /// process therefore gains two threads for good, usrsctp's iterator and the timer, and no file
 /// descriptor. ECN, ASCONF and AUTH are switched off (nothing to use them for inside DTLS).
 ///
-/// usrsctp calls back on the timer thread, or on whichever thread is inside a usrsctp call, with
-/// its locks held; every callback below copies what it was given and hops to the association's
-/// queue, so no association code runs inside usrsctp.
+/// usrsctp is entered by one thread at a time (CTetherSCTP holds one lock around every call and
+/// the timer tick: its own locking does not survive concurrent entry). It calls back on the timer
+/// thread, or on whichever thread is inside a usrsctp call, with that lock held; every callback
+/// below copies what it was given and hops to the association's queue, so no association code
+/// runs inside usrsctp and nothing re-enters it.
 enum SCTPStack {
     static func start() {
         tether_sctp_start(sctpOutput, sctpData, sctpNotice, sctpWritable)
