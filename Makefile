@@ -81,8 +81,9 @@ check-tsan: deps
 
 # The open heap corruption in the WebRTC stack (issue 14): the 200-call leak test run
 # RTC_HEAP_RUNS times (20) under glibc's malloc checking, which turns the corruption into an
-# abort ("corrupted double-linked list") in about one run of five beside two busy cores, where a
-# plain run crashes about once in seven suites. Logs of failed runs stay in .build/rtc-heap/.
+# abort ("corrupted double-linked list"): about one run in five when two other processes keep
+# both cores busy (start them yourself; the target adds no load), where a plain run crashes
+# about once in seven suites. Logs of failed runs stay in .build/rtc-heap/.
 RTC_HEAP_RUNS ?= 20
 check-rtc-heap: deps
 	$(SWIFT) build --build-tests

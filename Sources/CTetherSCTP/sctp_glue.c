@@ -203,8 +203,8 @@ static struct sockaddr_conn conn_address(tether_sctp_id id, uint16_t port) {
     return address;
 }
 
-static int connect_locked(struct socket *so, tether_sctp_id id, uint16_t local_port,
-                          uint16_t remote_port, uint32_t path_mtu) {
+static int connect_association(struct socket *so, tether_sctp_id id, uint16_t local_port,
+                               uint16_t remote_port, uint32_t path_mtu) {
     struct sockaddr_conn local = conn_address(id, local_port);
     if (usrsctp_bind(so, (struct sockaddr *)&local, sizeof(local)) < 0) return -errno;
     // Both ends connect (as browsers do); SCTP resolves the INIT collision (RFC 9260 §5.2.1).
@@ -266,6 +266,6 @@ int tether_sctp_configure(struct socket *so, uint32_t buffer_size, uint32_t part
 int tether_sctp_connect(struct socket *so, tether_sctp_id id, uint16_t local_port,
                         uint16_t remote_port, uint32_t path_mtu) {
     int result;
-    LOCKED(result = connect_locked(so, id, local_port, remote_port, path_mtu));
+    LOCKED(result = connect_association(so, id, local_port, remote_port, path_mtu));
     return result;
 }
