@@ -79,11 +79,11 @@ check-tsan: deps
 	TSAN_OPTIONS=$${TSAN_OPTIONS:-halt_on_error=0} $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/tsan-results.xml
 	@./scripts/test-summary .build/tsan-results.xml
 
-# The open heap corruption in the WebRTC stack (issue 14): the 200-call leak test run
-# RTC_HEAP_RUNS times (20) under glibc's malloc checking, which turns the corruption into an
-# abort ("corrupted double-linked list"): about one run in five when two other processes keep
-# both cores busy (start them yourself; the target adds no load), where a plain run crashes
-# about once in seven suites. Logs of failed runs stay in .build/rtc-heap/.
+# The WebRTC stack's heap check (issue 14): the 200-call leak test run RTC_HEAP_RUNS times (20)
+# under glibc's malloc checking, which turns heap corruption into an abort at once ("corrupted
+# double-linked list"). Before ICEThread held its context across a post, it failed about one
+# run in six when two other processes keep both cores busy (start them yourself; the target
+# adds no load). Logs of failed runs stay in .build/rtc-heap/.
 RTC_HEAP_RUNS ?= 20
 check-rtc-heap: deps
 	$(SWIFT) build --build-tests

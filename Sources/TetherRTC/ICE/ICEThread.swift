@@ -56,7 +56,8 @@ final class ICEThread: @unchecked Sendable {
         g_main_context_pop_thread_default(context)
         g_main_loop_unref(loop)
         // Destroys every source still attached (a mailbox source that never ran among them,
-        // releasing what it holds). The agent, which held the other reference, is gone by now.
+        // releasing what it holds), unless a posting thread still holds the context for a
+        // moment (`attachDrain`); the agent, which held another reference, is gone by now.
         g_main_context_unref(context)
         let detach = mailbox.withLock { state in
             state.jobs.removeAll()
@@ -104,13 +105,21 @@ final class ICEThread: @unchecked Sendable {
             return !state.scheduled
         }
         guard let schedule else { return false }
-        // The context is alive here: it is only released after the final job ran, and no job
-        // is accepted after that one.
+        // The context is alive here: it is released only after the final job ran, which only a
+        // drain runs, and with `schedule` no drain is pending but the one attached below.
         if schedule { attachDrain() }
         return true
     }
 
+    /// Runs on the posting thread. The drain attached here may run the final job, end the loop
+    /// and release the context on the ICE thread before this thread is back from
+    /// `g_source_attach`; `g_source_unref` after it still locks the source's context. So this
+    /// thread holds its own reference on the context from before the attach until after that
+    /// unref (the context is alive on entry: see `enqueue`), and whichever thread lets go last
+    /// frees it. Without it, the lock was taken in freed memory and corrupted the heap.
     private func attachDrain() {
+        g_main_context_ref(context)
+        defer { g_main_context_unref(context) }
         let source = g_idle_source_new()
         g_source_set_callback(source, { data in
             Unmanaged<ICEThread>.fromOpaque(data!).takeUnretainedValue().drain()
