@@ -74,6 +74,11 @@ check-asan: deps
 	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0} $(SWIFT) test --skip-build --sanitize=address --build-path .build/asan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/asan-results.xml
 	@./scripts/test-summary .build/asan-results.xml
 
+# ThreadSanitizer (issue 18). On Linux it cannot see Swift's Synchronization.Mutex (futex calls
+# in the uninstrumented standard library: two threads incrementing one Mutex(Int) are reported
+# as a race), so every state kept behind a Mutex is reported. At 371dfcd: 153 reports in 35 test
+# processes, every one with both accesses inside a lock, none elsewhere; 36 tests "fail" from
+# those reports (exit 66); three leak tests also find descriptors not yet back under its slowdown.
 check-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
 	TSAN_OPTIONS=$${TSAN_OPTIONS:-halt_on_error=0} $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/tsan-results.xml
