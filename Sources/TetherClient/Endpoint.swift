@@ -65,9 +65,12 @@ final class Outbox: @unchecked Sendable {
         }
     }
 
-    func attach(_ live: CompanionConnection) {
+    /// `greeting` is read and sent first, under the lock once `live` is current, so a value it
+    /// reads that changes a moment later is either read new here or sent by its setter on `live`.
+    func attach(_ live: CompanionConnection, greeting: () -> [UInt8]? = { nil }) {
         lock.withLock {
             connection = live
+            if let first = greeting() { try? live.send(first) }
             for frame in pending { try? live.send(frame) }
             pending = []
         }
@@ -87,8 +90,9 @@ enum SessionEnd: Sendable {
 
 extension EndpointContext {
     /// Delivers frames from the session until it ends; outgoing frames flow through `outbox`.
-    func serve(_ connection: CompanionConnection, outbox: Outbox, pushStatus: (PushStatus) -> Void = { _ in }) async -> SessionEnd {
-        outbox.attach(connection)
+    func serve(_ connection: CompanionConnection, outbox: Outbox, greeting: () -> [UInt8]? = { nil },
+               pushStatus: (PushStatus) -> Void = { _ in }) async -> SessionEnd {
+        outbox.attach(connection, greeting: greeting)
         defer { outbox.detach() }
         while true {
             do throws(CompanionError) {
@@ -179,6 +183,9 @@ public class CompanionEndpoint: @unchecked Sendable {
     /// The phone's `pushStatus` arrived (the Mac keeps it).
     func received(_ status: PushStatus) {}
 
+    /// The frame a session starts with, before anything queued (the phone's `pushStatus`).
+    func greeting() -> [UInt8]? { nil }
+
     /// Closes the current session, if any (the process is about to end).
     public func closeSession() { outbox.current?.close() }
 
@@ -192,7 +199,7 @@ public class CompanionEndpoint: @unchecked Sendable {
     /// or a deleted room end the pairing (thrown).
     func serveSession(_ connection: CompanionConnection, delay: (RelaySignal) -> Double) async throws(CompanionError) -> RelaySignal {
         events(.connected)
-        switch await context.serve(connection, outbox: outbox, pushStatus: { received($0) }) {
+        switch await context.serve(connection, outbox: outbox, greeting: { greeting() }, pushStatus: { received($0) }) {
         case .peerUnpaired:
             state.wipePairing()
             throw .unpairedByPeer

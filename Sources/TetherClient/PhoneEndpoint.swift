@@ -33,6 +33,10 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         }
     }
 
+    override func greeting() -> [UInt8]? {
+        pushStatus.map { CompanionEnvelope(.pushStatus($0)).frame }
+    }
+
     public init(context: EndpointContext, attester: (any Attester)? = nil) {
         self.attester = attester
         super.init(context: context)
@@ -169,7 +173,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     }
 
     /// Courier the room secret (request 1), register after the ack if not yet done, `hello`
-    /// (request 2), then `pushStatus` when configured: client.md §12.4–§12.6.
+    /// (request 2); `pushStatus` follows as the greeting (client.md §12.4–§12.6).
     private func setUp(_ channel: SecureChannel, socket: AdmittedSocket, room: RelayRoom, link: PairingLink,
                        secret: RoomSecret) async throws(CompanionError) -> CompanionConnection {
         try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's acknowledgement")) { () throws(CompanionError) in
@@ -182,9 +186,9 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's hello")) { () throws(CompanionError) in
             try await CompanionSession.helloFromPhone(channel, requestID: 2)
         }
-        let connection = CompanionConnection(role: .phone, channel: channel, socket: socket)
-        if let status = pushStatus { try connection.send(CompanionEnvelope(.pushStatus(status)).frame) }
-        return connection
+        // The configured pushStatus follows as the session's greeting, read when the session
+        // becomes current: a change made before then would otherwise reach no session.
+        return CompanionConnection(role: .phone, channel: channel, socket: socket)
     }
 
     /// `/register`: with an assertion from the attested key when there is an attester and the

@@ -156,4 +156,24 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         let changed = try await channel.receive()
         XCTAssertEqual(changed, Array(#"{"payload":{"pushStatus":{"authorization":"denied","sandbox":false}}}"#.utf8))
     }
+
+    /// A pushStatus changed while the session is being set up, before it is current, still
+    /// reaches the Mac: it is either the session's first pushStatus or follows the old one (it
+    /// was lost under load when the old value went out before the session took changes; this
+    /// test cannot force that window, the greeting closes it by construction).
+    func testAPushStatusChangedWhileTheSessionStartsIsNotLost() async throws {
+        let (_, _, phone) = try makePhone()
+        phone.pushStatus = PushStatus(authorization: .authorized, token: [UInt8](repeating: 0x5A, count: 32),
+                                      relaySecret: [UInt8](repeating: 0x07, count: 32), sandbox: true)
+        let (channel, running) = try await pairedThroughHello(phone, pairingID: "0a0b0c0d0e0f0003")
+        defer { running.cancel() }
+        phone.pushStatus = PushStatus(authorization: .denied, sandbox: false)
+        let denied = Array(#"{"payload":{"pushStatus":{"authorization":"denied","sandbox":false}}}"#.utf8)
+        let first = try await channel.receive()
+        if first != denied {
+            XCTAssertEqual(first.map { String(decoding: $0, as: UTF8.self).contains(#""authorization":"authorized""#) }, true)
+            let second = try await channel.receive()
+            XCTAssertEqual(second, denied, "the change follows the status the session started with")
+        }
+    }
 }
