@@ -47,6 +47,18 @@ final class PushServerHarness {
 
     var nowSeconds: UInt64 { time.ms.load(ordering: .relaxed) / 1000 }
 
+    /// Waits for storage work the server queues after its answer (a renewal): drains the lanes
+    /// until `condition` holds, or fails the test after five seconds.
+    func waitUntilStored(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(5)
+        while true {
+            server.storage.drain()
+            if condition() { return }
+            if Date() > deadline { return XCTFail("timed out waiting for \(what)", file: file, line: line) }
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+    }
+
     /// One request on a connection of its own; returns status and body text.
     func request(_ path: String, method: String = "POST", body: String? = nil, headers: [(String, String)] = []) -> (status: Int, body: String) {
         HTTP.call(group.loops[0], method, "http://127.0.0.1:\(port)\(path)", body: body, headers: headers)
@@ -101,10 +113,12 @@ final class PushServerTests: XCTestCase {
         XCTAssertEqual(String(decoding: sent.body, as: UTF8.self),
                        #"{"aps":{"alert":{"title":"Mytty","body":"Approval requested"},"sound":"default","mutable-content":1,"interruption-level":"time-sensitive","thread-id":"mytty-attention"},"m":"MAC-1","c":"c2VhbGVk"}"#)
         // Renewed (after the answer, on the registration's lane): alive 180 days after the
-        // delivery, not after the registration.
-        relay.server.storage.drain()
+        // delivery, not after the registration. The renewal is queued only once the answer has
+        // been written, so the client can read the answer before it is queued: wait for it.
         let renewedUntil = relay.time.ms.load(ordering: .relaxed) + MyttyProfile.registrationLifetimeMs
-        XCTAssertNotNil(try relay.store.mytty(pushID: pushID, now: renewedUntil - 1))
+        relay.waitUntilStored("the registration renewed after the delivery") {
+            (try? relay.store.mytty(pushID: pushID, now: renewedUntil - 1)) != nil
+        }
         XCTAssertNil(try relay.store.mytty(pushID: pushID, now: renewedUntil))
     }
 
