@@ -79,9 +79,10 @@ check-asan: deps
 # as a race), so every state kept behind a Mutex is reported. At 371dfcd: 153 reports in 35 test
 # processes, every one with both accesses inside a lock, none elsewhere; 36 tests "fail" from
 # those reports (exit 66); three leak tests also find descriptors not yet back under its slowdown.
+TSAN_FLAGS = -Xswiftc -DTETHER_TSAN
 check-tsan: deps
-	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
-	TSAN_OPTIONS=$${TSAN_OPTIONS:-halt_on_error=0} $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/tsan-results.xml
+	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan $(TSAN_FLAGS)
+	TSAN_OPTIONS=$${TSAN_OPTIONS:-halt_on_error=0} $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan $(TSAN_FLAGS) --parallel $(if $(CHECK_FILTER),--filter '$(CHECK_FILTER)') --xunit-output .build/tsan-results.xml
 	@./scripts/test-summary .build/tsan-results.xml
 
 # The WebRTC stack's heap check (issue 14): the 200-call leak test run RTC_HEAP_RUNS times (20)

@@ -55,41 +55,42 @@ let package = Package(
         .target(name: "CTetherBenchFloor", dependencies: ["COpenSSL"], path: "Sources/CTetherBenchFloor"),
 
         // MARK: Leaves
+        .target(name: "TetherSync", dependencies: ["CTetherSystem"], swiftSettings: strict),
         .target(name: "TetherCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
-        .target(name: "TetherNoise", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        .target(name: "TetherNoise", dependencies: ["TetherSync", "TetherCrypto"], swiftSettings: strict),
         .target(name: "TetherAttest", dependencies: ["TetherCrypto"], swiftSettings: strict),
         // Loop-confined objects make dynamic exclusivity checks pure overhead on the splice path
         // (a quarter of its instructions, measured with callgrind); release builds skip them.
-        .target(name: "TetherNet", dependencies: ["TetherCrypto", "TetherWire", "CTetherSystem", "COpenSSL"],
+        .target(name: "TetherNet", dependencies: ["TetherSync", "TetherCrypto", "TetherWire", "CTetherSystem", "COpenSSL"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // MARK: The chassis every server shares
         // Settings table, log sink, metrics registry, admin listener, router, connection gate,
         // chores, signals: what a relay, a push relay and a signaling server all need, so none
         // copies it from another.
-        .target(name: "TetherService", dependencies: ["TetherNet", "TetherCrypto", "TetherWire", "CTetherSystem"], swiftSettings: strict),
+        .target(name: "TetherService", dependencies: ["TetherSync", "TetherNet", "TetherCrypto", "TetherWire", "CTetherSystem"], swiftSettings: strict),
 
         // MARK: Storage
         // The store protocols, their SQLite backend and the executor that keeps storage off the loops.
-        .target(name: "TetherStore", dependencies: ["TetherWire", "TetherCrypto", "CSQLite", "CPostgres", "CTetherSystem"], swiftSettings: strict),
+        .target(name: "TetherStore", dependencies: ["TetherSync", "TetherWire", "TetherCrypto", "CSQLite", "CPostgres", "CTetherSystem"], swiftSettings: strict),
         // The store contract every backend's tests run unchanged (XCTest assertions; test-only).
-        .target(name: "TetherStoreContract", dependencies: ["TetherStore", "TetherWire"], swiftSettings: strict),
+        .target(name: "TetherStoreContract", dependencies: ["TetherSync", "TetherStore", "TetherWire"], swiftSettings: strict),
 
         // MARK: Services
         // Rooms are confined to their loop like the network layer, so the same release setting applies.
         .target(name: "TetherClient", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise", "TetherAttest"], swiftSettings: strict),
-        .target(name: "TetherRelay", dependencies: ["TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest"],
+        .target(name: "TetherRelay", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 
         // The push relay (push.md): Profile M and Profile I over one APNs client. A process of its
         // own, so the splice path can never load the APNs key.
-        .target(name: "TetherPush", dependencies: ["TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "CTetherCurl"],
+        .target(name: "TetherPush", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "CTetherCurl"],
                 swiftSettings: strict),
 
         // The signaling server (signaling.md): signed call setup, presence and TURN credentials,
         // state in memory only.
-        .target(name: "TetherSignal", dependencies: ["TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "CTetherCurl"],
+        .target(name: "TetherSignal", dependencies: ["TetherSync", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "CTetherCurl"],
                 swiftSettings: strict),
         // The SDK's calls (signaling.md §3, §7, §9-§11): identity, signaling client, the call state
         // machine and the Noise KK secure channel, over any reliable ordered message transport.
@@ -98,11 +99,11 @@ let package = Package(
 
         // The WebRTC data channel for Linux (the SDK's media transport): ICE (libnice), DTLS 1.2
         // (OpenSSL), SCTP (usrsctp) and DCEP, and the data-only SDP; the glue only.
-        .target(name: "TetherRTC", dependencies: ["TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "COpenSSL", "CTetherNice", "CTetherSCTP"],
+        .target(name: "TetherRTC", dependencies: ["TetherSync", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "COpenSSL", "CTetherNice", "CTetherSCTP"],
                 swiftSettings: strict),
 
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherRTC", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode", "CTetherSystem"],
+        .executableTarget(name: "tether", dependencies: ["TetherSync", "TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherRTC", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode", "CTetherSystem"],
                           swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
@@ -131,15 +132,15 @@ let package = Package(
         .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherServiceTests", dependencies: ["TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherServiceTests", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherPushTests", dependencies: ["TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherPushTests", dependencies: ["TetherSync", "TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSignal", "TetherStore", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSync", "TetherSignal", "TetherStore", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherCallTests", dependencies: ["TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherCallTests", dependencies: ["TetherSync", "TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherRTCTests", dependencies: ["TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherRTCTests", dependencies: ["TetherSync", "TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),

@@ -1,4 +1,4 @@
-import Synchronization
+import TetherSync
 
 /// Sends application frames over a Noise transport's sending CipherState.
 ///
@@ -12,10 +12,10 @@ public final class NoiseFrameSender: Sendable {
         var ciphertext: [UInt8]
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     public init(_ cipher: CipherState) {
-        state = Mutex(State(cipher: cipher,
+        state = Locked(State(cipher: cipher,
                             plaintext: [UInt8](repeating: 0, count: NoiseFraming.maxChunkLength + 1),
                             ciphertext: [UInt8](repeating: 0, count: NoiseFraming.maxMessageLength)))
     }

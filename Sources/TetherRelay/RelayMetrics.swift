@@ -1,5 +1,5 @@
-import Synchronization
 public import TetherService
+import TetherSync
 
 /// The relay's Prometheus counters (relay.md §2.10), on the chassis's registry. Names, order and
 /// appearance rules are the reference's, so its dashboard and monitor read a Tether relay
@@ -39,7 +39,7 @@ public final class RelayMetrics: Sendable {
     private let lifetime: Histogram
     /// The occupancy gauges are set from a scrape's own figures and rendered with them; two
     /// scrapes at once must not mix their figures.
-    private let scrape = Mutex(())
+    private let scrape = Locked(())
 
     public init() {
         let registry = MetricsRegistry()

@@ -1,6 +1,6 @@
-import Synchronization
 import TetherNet
 import TetherStore
+import TetherSync
 
 extension RelayServer {
     /// §6.3: the reference's per-room alarm cadence. One store-wide sweep at this cadence replaces
@@ -62,11 +62,11 @@ extension RelayServer {
 
 /// Calls `then` when `finish` has been called `count` times, from any threads.
 final class Countdown: Sendable {
-    private let left: Mutex<Int>
+    private let left: Locked<Int>
     private let then: (@Sendable () -> Void)?
 
     init(_ count: Int, then: (@Sendable () -> Void)?) {
-        left = Mutex(count)
+        left = Locked(count)
         self.then = then
     }
 

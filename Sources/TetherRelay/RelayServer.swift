@@ -5,6 +5,7 @@ import TetherCrypto
 public import TetherNet
 public import TetherService
 public import TetherStore
+import TetherSync
 import TetherWire
 
 /// The companion relay, built on the service chassis: the public HTTP/WebSocket listener (its
@@ -25,7 +26,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     public let gate: ConnectionGate
     /// §2.2 step 1 and step 8: the paths the relay answers, each with its methods (set once, at
     /// the end of `init`, since its handlers reach the relay).
-    let routes = Mutex(Router())
+    let routes = Locked(Router())
     let endpoints: RoomEndpoints
     /// Shared by every room's machine.
     private let machineContext: RoomMachine.Context
@@ -33,7 +34,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     /// per-process seeded hash: 8 bytes a room instead of 32. A client cannot aim a name at a
     /// resident room's hash (the seed is random per process), and an accidental 64-bit collision
     /// only lets one room share another's place under the cap.
-    private let resident = Mutex<Set<Int>>([])
+    private let resident = Locked<Set<Int>>([])
     /// Rooms of each loop (touched only on that loop).
     let rooms: [RoomTable]
     /// Housekeeping, the metrics push and the shard-map poll, on the first loop.
@@ -50,12 +51,12 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     /// Whether the store answers (a networked database can be down while the relay splices on).
     public let storageHealth = StoreHealth()
     /// When this node's unbroken run of lease renewals began (monotonic ms); nil after a failure.
-    let leaseHealthySince = Mutex<UInt64?>(nil)
+    let leaseHealthySince = Locked<UInt64?>(nil)
     private let verboseFlag: Atomic<Bool>
     private let draining = Atomic<Bool>(false)
-    private let faults = Mutex<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
-    private let faultBudgetHandler = Mutex<@Sendable () -> Void>({})
-    let listeners = Mutex<ServiceListeners?>(nil)
+    private let faults = Locked<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
+    private let faultBudgetHandler = Locked<@Sendable () -> Void>({})
+    let listeners = Locked<ServiceListeners?>(nil)
 
     /// Storage work queued past this many calls means the store has fallen behind the relay's
     /// demand (a reconnect storm on a slow database): `/readyz` says so, so a load balancer sends

@@ -1,4 +1,4 @@
-import Synchronization
+import TetherSync
 public import TetherWire
 
 /// The in-memory store: the test double, and `RELAY_DB=:memory:`. Every store lane shares it, so
@@ -21,18 +21,18 @@ public final class InMemoryRoomStore: RoomStore {
     }
 
     /// Rooms by key, like the SQLite store, so both answer housekeeping the same way.
-    private let rooms = Mutex<[RoomKey: Room]>([:])
-    private let map = Mutex<ShardMap?>(nil)
+    private let rooms = Locked<[RoomKey: Room]>([:])
+    private let map = Locked<ShardMap?>(nil)
 
     public init() {}
 
-    private let failure = Mutex<StoreError?>(nil)
+    private let failure = Locked<StoreError?>(nil)
 
     /// Makes every call fail with `failure` until it is set back to nil: a database that is down,
     /// for tests of what a service answers then.
     public func setFailure(_ failure: StoreError?) { self.failure.withLock { $0 = failure } }
 
-    private let writeFailure = Mutex<StoreError?>(nil)
+    private let writeFailure = Locked<StoreError?>(nil)
 
     /// Makes every call that writes fail with `failure` while reads still answer: a full disk.
     public func setWriteFailure(_ failure: StoreError?) { writeFailure.withLock { $0 = failure } }

@@ -1,4 +1,4 @@
-import Synchronization
+import TetherSync
 
 /// Whether a service's store is answering, as its calls find out: every failed call marks it
 /// down, and the next call that succeeds marks it up again. `/readyz` reports it (a load balancer
@@ -17,7 +17,7 @@ public final class StoreHealth: Sendable {
         var failuresInOutage = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

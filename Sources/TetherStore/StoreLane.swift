@@ -2,13 +2,14 @@ import CTetherSystem
 import Dispatch
 import Foundation
 import Synchronization
+import TetherSync
 
 /// One serial storage lane: a thread of its own running submitted work in FIFO order. Its own
 /// thread rather than a dispatch queue so it can run at a lower scheduling priority than the
 /// event loops: when a machine is saturated (a reconnect storm on one core), the kernel gives
 /// the loops that splice the CPU first and storage the rest — storage is what can wait.
 final class StoreLane: Sendable {
-    private let queue = Mutex<[@Sendable () -> Void]>([])
+    private let queue = Locked<[@Sendable () -> Void]>([])
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = Atomic(false)
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 public import TetherStore
+import TetherSync
 import XCTest
 
 /// The behaviour every `PushStore` backend must show, run unchanged by each backend's tests (the
@@ -293,7 +294,7 @@ private final class RaceTrack: Sendable {
 }
 
 private final class Tally: Sendable {
-    private let tally = Mutex<[String: Int]>([:])
+    private let tally = Locked<[String: Int]>([:])
     func add(_ kind: String) { tally.withLock { $0[kind, default: 0] += 1 } }
     var counts: [String: Int] { tally.withLock { $0 } }
 }

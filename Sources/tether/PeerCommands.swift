@@ -1,10 +1,10 @@
 import Foundation
 import Glibc
-import Synchronization
 import TetherAttest
 import TetherClient
 import TetherCrypto
 import TetherNet
+import TetherSync
 import TetherWire
 
 /// Options every peer command shares.
@@ -159,7 +159,7 @@ func advice(for error: CompanionError) -> String? {
 
 nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
 /// Set when a stop signal arrived: the session's own close is not news to narrate.
-let shuttingDown = Mutex(false)
+let shuttingDown = Locked(false)
 
 /// Narrates endpoint events for a person (interactive) or a script (scripted).
 func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role, linkLifetime: Double = MacEndpoint.pairingLinkLifetime) {

@@ -1,8 +1,8 @@
 import Foundation
-import Synchronization
 import TetherCall
 import TetherClient
 import TetherCrypto
+import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
@@ -121,7 +121,7 @@ final class IdentityStoreTests: XCTestCase {
     /// reads it instead of replacing it.
     func testConcurrentFirstUsesAgreeOnOneIdentity() throws {
         let directory = root.appendingPathComponent("call")
-        let ids = Mutex<[SignalingID]>([])
+        let ids = Locked<[SignalingID]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             let store = IdentityStore(directory: try! StateDirectory(directory))
             let id = try! store.loadOrCreate().identity.id

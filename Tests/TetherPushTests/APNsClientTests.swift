@@ -1,7 +1,7 @@
-import Synchronization
 import TetherCrypto
 @testable import TetherPush
 import TetherStore
+import TetherSync
 import XCTest
 
 final class APNsReasonTests: XCTestCase {
@@ -89,7 +89,7 @@ final class APNsClientTests: XCTestCase {
     }
 
     private func send(_ client: APNsClient, _ notification: APNsNotification) -> APNsOutcome {
-        let outcome = Mutex<APNsOutcome?>(nil)
+        let outcome = Locked<APNsOutcome?>(nil)
         client.send(notification) { result in outcome.withLock { $0 = result } }
         return outcome.withLock { $0 }!
     }
@@ -122,7 +122,7 @@ final class APNsClientTests: XCTestCase {
 
     func testAnExpiredProviderTokenIsRemintedAndThePushSentOnceMore() {
         let transport = InMemoryHTTP2Transport()
-        let stale = Mutex<String?>(nil)
+        let stale = Locked<String?>(nil)
         transport.answer { request in
             let token = request.headers[0].value
             if stale.withLock({ $0 == nil || $0 == token }) {

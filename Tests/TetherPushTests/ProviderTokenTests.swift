@@ -1,8 +1,8 @@
 import Dispatch
-import Synchronization
 import Foundation
 import TetherCrypto
 @testable import TetherPush
+import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
@@ -53,7 +53,7 @@ final class ProviderTokenTests: XCTestCase {
 
     func testManyPushesAtOnceMintExactlyOneTokenAndManyStaleReportsReplaceItOnce() throws {
         let issuer = ProviderTokenIssuer(key: P256.PrivateKey(), keyID: "FGHIJ67890", teamID: "ABCDE12345")
-        let tokens = Mutex<Set<String>>([])
+        let tokens = Locked<Set<String>>([])
         DispatchQueue.concurrentPerform(iterations: 64) { _ in
             let token = try! issuer.token(now: 10_000)
             tokens.withLock { _ = $0.insert(token.compact) }
@@ -61,7 +61,7 @@ final class ProviderTokenTests: XCTestCase {
         XCTAssertEqual(tokens.withLock { $0.count }, 1)
         XCTAssertEqual(issuer.mintCount, 1)
         let stale = try issuer.token(now: 10_000)
-        let replacements = Mutex<Set<String>>([])
+        let replacements = Locked<Set<String>>([])
         DispatchQueue.concurrentPerform(iterations: 64) { _ in
             let fresh = try! issuer.replace(stale, now: 10_001)
             replacements.withLock { _ = $0.insert(fresh.compact) }

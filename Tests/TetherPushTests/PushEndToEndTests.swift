@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
-import Synchronization
 import TetherCrypto
 import TetherNet
+import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
@@ -110,7 +110,7 @@ final class PushEndToEndTests: XCTestCase {
 
     func testManyConcurrentPushesShareOneTokenAndAtMostTwoConnections() throws {
         let registration = try registerMytty(Self.token(0xB2))
-        let statuses = Mutex<[Int]>([])
+        let statuses = Locked<[Int]>([])
         let (loop, port) = (group.loops[0], relay.port)
         DispatchQueue.concurrentPerform(iterations: 60) { _ in
             let answer = Self.pushMytty(registration, loop: loop, port: port)
@@ -271,7 +271,7 @@ extension PushEndToEndTests {
         standIn = try StandIn(directory: directory, group: group, arguments: ["--initial-max-concurrent-streams", "1", "--max-concurrent-streams", "1000"])
         relay = try PushProcess(environment: relayEnvironment())
         let registration = try registerMytty(Self.token(0x51))
-        let statuses = Mutex<[Int]>([])
+        let statuses = Locked<[Int]>([])
         let (loop, port) = (group.loops[0], relay.port)
         DispatchQueue.concurrentPerform(iterations: 20) { _ in
             let answer = Self.pushMytty(registration, loop: loop, port: port)
@@ -393,7 +393,7 @@ enum HTTP {
     static func exchange(_ loop: EventLoop, _ method: String, _ url: String, body: String? = nil,
                          headers: [(String, String)] = []) -> (status: Int, headers: HTTPHeaders, body: String) {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<(Int, HTTPHeaders, String)>((0, HTTPHeaders(), ""))
+        let result = Locked<(Int, HTTPHeaders, String)>((0, HTTPHeaders(), ""))
         HTTPClient.request(method, url, headers: HTTPHeaders(headers), body: body.map { Array($0.utf8) }, on: loop, timeout: .seconds(30)) { outcome in
             switch outcome {
             case let .success(response): result.withLock { $0 = (response.status, response.headers, String(decoding: response.body, as: UTF8.self)) }

@@ -5,6 +5,7 @@ import TetherCrypto
 import TetherNet
 import TetherPush
 import TetherStore
+import TetherSync
 import TetherWire
 import XCTest
 
@@ -139,7 +140,7 @@ final class PushRelayClientTests: XCTestCase {
 /// A push relay stand-in that records each request head and answers `{"ok":true}`, or a 302 to
 /// itself once `redirect` is set.
 private final class RecordingRelay: HTTPServerDelegate {
-    let heads = Mutex<[HTTPRequestHead]>([])
+    let heads = Locked<[HTTPRequestHead]>([])
     let redirect = Atomic<Bool>(false)
 
     func respond(to request: HTTPServerRequest) -> HTTPResponse {

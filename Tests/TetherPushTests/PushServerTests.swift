@@ -6,6 +6,7 @@ import TetherNet
 @testable import TetherPush
 import TetherService
 import TetherStore
+import TetherSync
 import TetherWire
 import XCTest
 
@@ -582,7 +583,7 @@ final class TestTime: Sendable {
 }
 
 final class TestLog: Sendable {
-    let lines = Mutex<[String]>([])
+    let lines = Locked<[String]>([])
 }
 
 final class RenewalThrottleTests: XCTestCase {

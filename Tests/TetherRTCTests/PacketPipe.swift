@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
-import Synchronization
 @testable import TetherRTC
+import TetherSync
 import XCTest
 
 /// Two associations' packets, delivered both ways asynchronously on a queue of the pipe's own
@@ -19,7 +19,7 @@ final class PacketPipe: Sendable {
         var dropped = 0
     }
 
-    private let ends = Mutex(Ends())
+    private let ends = Locked(Ends())
     private let queue = DispatchQueue(label: "test.packet-pipe")
     /// Given the side that sent it and how many that side sent before it: whether to lose it.
     private let drop: @Sendable (Side, Int) -> Bool
@@ -63,7 +63,7 @@ final class PacketPipe: Sendable {
 
 /// One side's events as they arrive.
 final class EventLog: Sendable {
-    private let events = Mutex<[DataChannelEvent]>([])
+    private let events = Locked<[DataChannelEvent]>([])
 
     func append(_ event: DataChannelEvent) { events.withLock { $0.append(event) } }
 

@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import TetherNet
 import TetherService
+import TetherSync
 import XCTest
 
 /// A small service built from the chassis alone, the way a push relay or signaling server is:
@@ -107,7 +107,7 @@ final class ChassisServiceTests: XCTestCase {
 }
 
 private final class LogCollector: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     /// One output call may carry several whole lines (the sink batches them): kept a line each.
     var write: @Sendable ([UInt8]) -> Void {
         { [self] bytes in

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import TetherNet
 import TetherService
+import TetherSync
 import XCTest
 
 final class ConnectionGateTests: XCTestCase {
@@ -138,7 +139,7 @@ final class ConnectionGateTests: XCTestCase {
             $0.maxTotalSockets = 100
             $0.maxSocketsPerIP = 30
         }
-        let leases = Mutex<[SocketLease]>([])
+        let leases = Locked<[SocketLease]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for _ in 0..<50 {
                 if case let .success(lease) = gate.admitSocket(ip: "ip\(thread % 4)") { leases.withLock { $0.append(lease) } }

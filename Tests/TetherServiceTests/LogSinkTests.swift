@@ -1,12 +1,13 @@
 import Glibc
 import Synchronization
 @testable import TetherService
+import TetherSync
 import XCTest
 
 /// An output that records every call, and can be stalled like a stuck standard error.
 final class RecordingOutput: Sendable {
-    private let lines = Mutex<[String]>([])
-    private let gate = Mutex(true)
+    private let lines = Locked<[String]>([])
+    private let gate = Locked(true)
     private let stalled = Atomic<Int>(0)
 
     var write: @Sendable ([UInt8]) -> Void {

@@ -1,12 +1,12 @@
 import Glibc
-import Synchronization
 import TetherService
+import TetherSync
 import XCTest
 
 final class SignalWatcherTests: XCTestCase {
     /// Records what the handlers saw, for the test thread to wait on.
     private final class Seen: Sendable {
-        let events = Mutex<[String]>([])
+        let events = Locked<[String]>([])
         func add(_ event: String) { events.withLock { $0.append(event) } }
         var all: [String] { events.withLock { $0 } }
 

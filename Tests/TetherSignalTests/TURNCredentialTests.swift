@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import TetherSignal
+import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
@@ -23,7 +23,7 @@ final class TURNCredentialTests: XCTestCase {
     func testACoturnIssuanceExpiresInAnHourAndNamesNoID() throws {
         let issuer = CoturnIssuer(secret: "tether-turn-secret", turnURLs: ["turn:t.example:3478?transport=udp"], stunURLs: ["stun:t.example:3478"],
                                   random: { [UInt8](0..<UInt8($0)) })
-        let box = Mutex<Issued?>(nil)
+        let box = Locked<Issued?>(nil)
         _ = issuer.issue(now: 1_700_000_000) { result in box.withLock { $0 = try? result.get() } }
         let issued = box.withLock { $0 }
         let servers = try XCTUnwrap(issued).iceServers

@@ -87,4 +87,9 @@ void tether_forward_signals_stop(void);
 /// Flushes stdout and stderr only: fflush(NULL) also takes the lock of stdin, which a thread
 /// blocked reading a line holds for as long as it waits.
 void tether_flush_standard_output(void);
+
+/// ThreadSanitizer's happens-before annotations, defined by its runtime. Only a build with
+/// TETHER_TSAN defined (make check-tsan) calls them, so no other build needs the symbols.
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
 #endif

@@ -1,4 +1,4 @@
-import Synchronization
+import TetherSync
 
 /// A small HTTP/1.1 client for the SDK, tests and a service's outbound calls: one request per
 /// connection (`Connection: close`), one deadline for the whole exchange (connect, TLS, answer),
@@ -8,7 +8,7 @@ public enum HTTPClient {
     /// Cancels an exchange in flight: it completes with `NetError.cancelled` (if it had not
     /// completed) and its connection closes. Safe from any thread, any number of times.
     public final class Cancellation: Sendable {
-        private let state = Mutex<(cancelled: Bool, action: (@Sendable () -> Void)?)>((false, nil))
+        private let state = Locked<(cancelled: Bool, action: (@Sendable () -> Void)?)>((false, nil))
 
         public func cancel() {
             let action = state.withLock { state -> (@Sendable () -> Void)? in

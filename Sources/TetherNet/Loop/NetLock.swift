@@ -1,11 +1,11 @@
-import Synchronization
+import TetherSync
 
-/// A small lock for the few places that cross threads. A `Synchronization.Mutex` underneath:
+/// A small lock for the few places that cross threads. A ``Locked` (a Synchronization.Mutex) underneath:
 /// its storage has a stable address, where a `pthread_mutex_t` stored in a class property
 /// would be passed to pthread by `&` — a temporary the language does not promise is the
 /// property itself.
 public final class NetLock: Sendable {
-    private let mutex = Mutex<Void>(())
+    private let mutex = Locked<Void>(())
 
     public init() {}
 

@@ -2,6 +2,7 @@ import CTetherCurl
 import Glibc
 import Synchronization
 import TetherService
+import TetherSync
 
 /// HTTP/2 over TLS to APNs with libcurl and nghttp2 (push.md §4.1): long-lived connections
 /// reused across pushes, many requests multiplexed on each, driven by one thread of its own
@@ -13,7 +14,7 @@ import TetherService
 /// `h2` required: an answer over HTTP/1.1 counts as a failure.
 public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable {
     // @unchecked: `multi`, `idle` and `inflight` are touched only on the client's thread (and in
-    // deinit, after it exited); what other threads touch is the `submissions` Mutex and atomics.
+    // deinit, after it exited); what other threads touch is the `submissions` lock and atomics.
 
     public struct Configuration: Sendable {
         /// Per request, from submission to the last byte of the answer (push.md §1.1: 10 s).
@@ -77,11 +78,11 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable {
     public let configuration: Configuration
     private let multi: UnsafeMutableRawPointer
     private let roots: OpaquePointer?
-    private let submissions = Mutex<[Submission]>([])
+    private let submissions = Locked<[Submission]>([])
     private let pending = Atomic<Int>(0)
     private let opened = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Locked<pthread_t?>(nil)
     private var inflight: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idle: [UnsafeMutableRawPointer] = []
 

@@ -1,16 +1,17 @@
 import Synchronization
+import TetherSync
 
 /// An `HTTP2Transport` with no network: each request is recorded and answered by `answer`, on
 /// the caller's thread. For tests of the APNs client and the push relay, and for benchmarks that
 /// must not measure APNs.
 public final class InMemoryHTTP2Transport: HTTP2Transport, Sendable {
-    private let answer: Mutex<@Sendable (HTTP2Request) -> HTTP2Outcome>
-    private let sent = Mutex<[HTTP2Request]>([])
+    private let answer: Locked<@Sendable (HTTP2Request) -> HTTP2Outcome>
+    private let sent = Locked<[HTTP2Request]>([])
     private let connections = Atomic<Int>(0)
 
     /// - Parameter answer: APNs' answer to each request (default 200 with an empty body).
     public init(answer: @escaping @Sendable (HTTP2Request) -> HTTP2Outcome = { _ in .response(status: 200, body: []) }) {
-        self.answer = Mutex(answer)
+        self.answer = Locked(answer)
     }
 
     /// Replaces how requests are answered.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 public import TetherCrypto
+import TetherSync
 import TetherWire
 
 /// The APNs provider authentication token (push.md §4.4): a JWT signed ES256 with the team's
@@ -39,7 +40,7 @@ public final class ProviderTokenIssuer: Sendable {
     public let keyID: String
     public let teamID: String
     private let key: P256.PrivateKey
-    private let current = Mutex<ProviderToken?>(nil)
+    private let current = Locked<ProviderToken?>(nil)
     private let mints = Atomic<Int>(0)
 
     public init(key: P256.PrivateKey, keyID: String, teamID: String) {

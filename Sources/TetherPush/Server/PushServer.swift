@@ -3,6 +3,7 @@ public import TetherCrypto
 public import TetherNet
 public import TetherService
 public import TetherStore
+import TetherSync
 
 /// The push relay (push.md), built on the service chassis: the public HTTP listener (routing and
 /// both profiles in `PushServer+HTTP`, `+Mytty`, `+ITerm`), registrations on `StoreExecutor`
@@ -21,11 +22,11 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     public let readiness = ReadinessChecks()
     /// Whether the store answers (a shared database can be down while the relay runs on).
     public let storageHealth = StoreHealth()
-    let routes = Mutex(Router())
+    let routes = Locked(Router())
     /// Profile I: authenticated pushes per token per 60 s (§1.1).
-    let pushWindows: Mutex<FixedWindowLimiter<String>>
+    let pushWindows: Locked<FixedWindowLimiter<String>>
     /// Profile M registrations renewed within the hour (renewal writes, throttled).
-    let renewals = Mutex(RenewalThrottle())
+    let renewals = Locked(RenewalThrottle())
     /// Profile M registrations read lately (authentic pushes skip the store round trip).
     let myttyCache = RegistrationCache<MyttyRegistration>()
     let chores: Chores<String>
@@ -35,8 +36,8 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     private let verboseFlag: Atomic<Bool>
     private let draining = Atomic<Bool>(false)
     /// Operator warnings already given, by reason, with when (monotonic ms): one a minute each.
-    private let warned = Mutex<[String: UInt64]>([:])
-    let listeners = Mutex<ServiceListeners?>(nil)
+    private let warned = Locked<[String: UInt64]>([:])
+    let listeners = Locked<ServiceListeners?>(nil)
 
     /// Store lanes by default. SQLite serialises its one connection, so more lanes would only
     /// contend for its lock (and wake more threads per push); a networked store passes more.
@@ -80,7 +81,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         limits.maxSocketsPerIP = configuration.maxConnectionsPerIP > 0 ? configuration.maxConnectionsPerIP : .max
         limits.perIPRefusal = Self.tooManyConnections.response
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
-        pushWindows = Mutex(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.windowMs))
+        pushWindows = Locked(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.windowMs))
         chores = Chores(loop: group.loops[0])
         verboseFlag = Atomic(configuration.verboseLog)
         let router = Self.router(for: self)

@@ -1,4 +1,4 @@
-import Synchronization
+import TetherSync
 
 /// Registrations read lately, so a push from a busy Mac is checked and sent from the loop that
 /// read it, without a store round trip. Only a request that authenticates against the cached
@@ -12,7 +12,7 @@ final class RegistrationCache<Value: Sendable>: Sendable {
     /// Fresh enough: a minute.
     static var lifetime: UInt64 { 60_000 }
     let capacity: Int
-    private let entries = Mutex<[String: (value: Value, at: UInt64)]>([:])
+    private let entries = Locked<[String: (value: Value, at: UInt64)]>([:])
 
     init(capacity: Int = 100_000) { self.capacity = capacity }
 

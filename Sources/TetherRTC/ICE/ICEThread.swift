@@ -1,7 +1,7 @@
 import CNice
 import CTetherNice
 import Glibc
-import Synchronization
+import TetherSync
 
 /// One agent's own thread, running a GLib main loop on a private main context: libnice's
 /// sockets, timers and signals live there, never on a Tether event loop. Other threads hand it
@@ -14,8 +14,8 @@ final class ICEThread: @unchecked Sendable {
     let context: OpaquePointer
     private let loop: OpaquePointer
     private let name: String
-    private let mailbox = Mutex(Mailbox())
-    private let handle = Mutex<pthread_t?>(nil)
+    private let mailbox = Locked(Mailbox())
+    private let handle = Locked<pthread_t?>(nil)
 
     private struct Mailbox {
         var jobs: [@Sendable () -> Void] = []

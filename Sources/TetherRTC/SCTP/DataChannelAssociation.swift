@@ -1,7 +1,7 @@
 import CTetherSCTP
 import Dispatch
 import Glibc
-import Synchronization
+import TetherSync
 
 /// One SCTP association inside DTLS (RFC 8831 §6) carrying Tether's one data channel,
 /// `cryptext`, reliable and ordered (signaling.md §7.4), set up with DCEP (RFC 8832).
@@ -35,7 +35,7 @@ public final class DataChannelAssociation: @unchecked Sendable {
     let id: UInt
     let queue: DispatchQueue
     /// What `send` reads and writes from any thread; everything else below is the queue's.
-    let shared = Mutex(Shared())
+    let shared = Locked(Shared())
 
     var socket: OpaquePointer?
     var sendPacket: (@Sendable ([UInt8]) -> Void)?

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import TetherSync
 
 /// The associations usrsctp may call back into, by the number that is their AF_CONN address
 /// and ulp_info. Entries hold the association weakly and are looked up on usrsctp's threads, so
@@ -18,7 +18,7 @@ enum SCTPRegistry {
         var lastID: UInt = 0
     }
 
-    private static let table = Mutex(Table())
+    private static let table = Locked(Table())
 
     static func allocateID() -> UInt {
         table.withLock { table in

@@ -1,5 +1,5 @@
 public import TetherCrypto
-import Synchronization
+import TetherSync
 
 /// What the ACME server will come to check while an issuance waits: HTTP-01 key authorizations
 /// by token (served at `/.well-known/acme-challenge/<token>`, RFC 8555 §8.3) and TLS-ALPN-01
@@ -12,8 +12,8 @@ public final class ACMEChallenges: Sendable {
         public let keyPEM: String
     }
 
-    private let tokens = Mutex<[String: String]>([:])
-    private let alpn = Mutex<[String: ALPNCertificate]>([:])
+    private let tokens = Locked<[String: String]>([:])
+    private let alpn = Locked<[String: ALPNCertificate]>([:])
 
     public init() {}
 

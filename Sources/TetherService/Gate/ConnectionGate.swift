@@ -1,5 +1,5 @@
 public import TetherNet
-import Synchronization
+import TetherSync
 
 /// The entry limits every service shares (relay.md §2.3–§2.6), one instance for all loops:
 /// who the client is (`ClientIPResolver`), per-IP rate limits on socket admissions and on named
@@ -15,7 +15,7 @@ public final class ConnectionGate: Sendable {
     /// The limits and their refusals, fixed for the gate's life.
     public let limits: Limits
     private let clock: any NetClock
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     struct State: ~Copyable {
         var socketLimiter: FixedWindowLimiter<String>
@@ -35,7 +35,7 @@ public final class ConnectionGate: Sendable {
         self.limits = limits
         self.clock = clock
         let keys = limits.maxTrackedIPs
-        state = Mutex(State(
+        state = Locked(State(
             socketLimiter: FixedWindowLimiter(limit: limits.socketRate.limit, window: limits.socketRate.windowMs, maxKeys: keys),
             requestLimiters: limits.requestLimits.mapValues { FixedWindowLimiter(limit: $0.rate.limit, window: $0.rate.windowMs, maxKeys: keys) }))
     }

@@ -1,10 +1,10 @@
-import Synchronization
+import TetherSync
 
 /// What `/readyz` asks: named checks a service registers (the store answers, the shard map is
 /// loaded, not draining). Ready when every check passes; otherwise the failing names are the
 /// answer, so an operator knows what to look at.
 public final class ReadinessChecks: Sendable {
-    private let checks = Mutex<[(name: String, check: @Sendable () -> Bool)]>([])
+    private let checks = Locked<[(name: String, check: @Sendable () -> Bool)]>([])
 
     public init() {}
 

@@ -1,6 +1,7 @@
 import CTetherSystem
 import Glibc
 import Synchronization
+import TetherSync
 
 /// The line logger every service writes through. A loop thread never waits on a slow standard
 /// error (a stalled journald, a paused terminal): `log` only appends to a bounded queue, and one
@@ -28,11 +29,11 @@ public final class LogSink: Sendable {
     public let capacity: Int
     let output: @Sendable ([UInt8]) -> Void
     let lingerMicroseconds: UInt32
-    let state: Mutex<State>
+    let state: Locked<State>
     let wakeup = ThreadSemaphore()
     private let verboseFlag: Atomic<Bool>
     private let dropped = Atomic<Int>(0)
-    private let writer: Mutex<pthread_t?>
+    private let writer: Locked<pthread_t?>
 
     struct State: ~Copyable {
         /// Encoded lines (newline included), oldest first. The writer takes them all at once, so
@@ -62,8 +63,8 @@ public final class LogSink: Sendable {
         let (seconds, attoseconds) = linger.components
         lingerMicroseconds = UInt32(clamping: max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
         verboseFlag = Atomic(verbose)
-        state = Mutex(State())
-        writer = Mutex(nil)
+        state = Locked(State())
+        writer = Locked(nil)
         let thread = DedicatedThread.start(name: "tether-log") { [self] in
             // Below the loops' priority: a log line never preempts a loop that is splicing; the
             // writer runs when a loop waits, or on its share under load, taking lines in batches.

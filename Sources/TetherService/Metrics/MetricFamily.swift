@@ -1,4 +1,4 @@
-import Synchronization
+import TetherSync
 
 /// Every series of one metric name: one child per set of label values (`reason="gate"`),
 /// created on first use. Keep the child a hot path increments (`family.labels("gate")` once,
@@ -12,7 +12,7 @@ public final class MetricFamily<Metric: ExposedMetric>: Sendable {
     public let hiddenAtZero: Bool
     let type: String
     private let make: @Sendable () -> Metric
-    private let children = Mutex<[[String]: Metric]>([:])
+    private let children = Locked<[[String]: Metric]>([:])
 
     init(name: String, help: String, labelNames: [String], hiddenAtZero: Bool, type: String = Metric.prometheusType,
          make: @escaping @Sendable () -> Metric) {

@@ -1,4 +1,5 @@
 import Synchronization
+import TetherSync
 
 /// A service's metrics, exposed in the Prometheus text format 0.0.4 in registration order (a
 /// dashboard written against one order keeps reading it). Counters, gauges and histograms are
@@ -12,7 +13,7 @@ import Synchronization
 /// upgrades.increment(); rejected.labels("gate").increment()
 /// ```
 public final class MetricsRegistry: Sendable {
-    private let families = Mutex<[any RenderedFamily]>([])
+    private let families = Locked<[any RenderedFamily]>([])
 
     public init() {}
 

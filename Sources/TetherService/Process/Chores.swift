@@ -1,12 +1,13 @@
-public import TetherNet
 import Synchronization
+public import TetherNet
+import TetherSync
 
 /// A service's periodic work (housekeeping sweeps, metrics pushes, map polls), all on one loop,
 /// each under a key: started at most once however often `start` is called, and never running
 /// again once `stop` has returned.
 public final class Chores<Key: Hashable & Sendable>: Sendable {
     public let loop: EventLoop
-    private let running = Mutex<[Key: Entry]>([:])
+    private let running = Locked<[Key: Entry]>([:])
     private let generations = Atomic<UInt64>(0)
 
     private struct Entry {

@@ -1,6 +1,7 @@
 import CTetherSystem
 import Glibc
 import Synchronization
+import TetherSync
 
 /// The process's signals, taken synchronously by one dedicated thread with `sigwait` — never in
 /// an asynchronous handler, where almost nothing is safe to do:
@@ -37,7 +38,7 @@ public final class SignalWatcher: Sendable {
     public static let handledSignals: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR2, SIGUSR1]
 
     private let handlers: Handlers
-    private let thread: Mutex<pthread_t?>
+    private let thread: Locked<pthread_t?>
     private let stopping = Atomic(false)
     private let shutdownSignal = Atomic<Int32>(0)
     private let shutdownArrived = ThreadSemaphore()
@@ -58,7 +59,7 @@ public final class SignalWatcher: Sendable {
     public init(handlers: Handlers) {
         Self.blockHandledSignals()
         self.handlers = handlers
-        thread = Mutex(nil)
+        thread = Locked(nil)
         let started = DedicatedThread.start(name: "tether-signals") { [self] in watch() }
         thread.withLock { $0 = started }
         // Threads that predate the mask (an async `main`'s) would take the default action; a

@@ -1,6 +1,6 @@
-import Synchronization
 import TetherNet
 import TetherStore
+import TetherSync
 import TetherWire
 
 /// Several signaling nodes as one server (`SIGNAL_DB`): live IDs are claimed in the shared
@@ -27,8 +27,8 @@ final class SignalCluster: Sendable {
     let leaseTTLms: Int64
     private let directory: SignalDirectory
     private let loops: [EventLoop]
-    private let links = Mutex<[String: ClusterLink]>([:])
-    private let locations = Mutex<[SignalingID: (url: String, at: UInt64)]>([:])
+    private let links = Locked<[String: ClusterLink]>([:])
+    private let locations = Locked<[SignalingID: (url: String, at: UInt64)]>([:])
     private let log: @Sendable (String) -> Void
     private let monotonicMs: @Sendable () -> UInt64
 

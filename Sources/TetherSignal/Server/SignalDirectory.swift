@@ -1,5 +1,5 @@
-import Synchronization
 import TetherNet
+import TetherSync
 import TetherWire
 
 /// Who is online (signaling.md §6.1, §6.3): each ID reserved by at most one socket, routable
@@ -11,7 +11,7 @@ final class SignalDirectory: Sendable {
         var routable: Bool
     }
 
-    private let entries = Mutex<[SignalingID: Entry]>([:])
+    private let entries = Locked<[SignalingID: Entry]>([:])
 
     /// Reserves `id` for `socket`; false when another socket holds it.
     func reserve(_ id: SignalingID, for socket: SignalSocket) -> Bool {

@@ -2,8 +2,9 @@ import Synchronization
 public import TetherCrypto
 public import TetherNet
 public import TetherService
-import TetherWire
 public import TetherStore
+import TetherSync
+import TetherWire
 
 /// The signaling server (signaling.md), built on the service chassis: the public listener and
 /// its upgrade checks (`SignalServer+HTTP`), one `SignalSocket` per connection on its loop, the
@@ -22,15 +23,15 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
     let directory = SignalDirectory()
     /// Several nodes as one (`SIGNAL_DB`); nil for a single node with its state in RAM.
     let cluster: SignalCluster?
-    private let clusterServer = Mutex<HTTPServer?>(nil)
+    private let clusterServer = Locked<HTTPServer?>(nil)
     private let chores: Chores<String>
     let random: @Sendable (Int) -> [UInt8]
-    private let sockets = Mutex<[ObjectIdentifier: UncheckedTransfer<SignalSocket>]>([:])
+    private let sockets = Locked<[ObjectIdentifier: UncheckedTransfer<SignalSocket>]>([:])
     private let log: @Sendable (String) -> Void
     private let sink: LogSink?
     private let verboseFlag: Atomic<Bool>
     let draining = Atomic<Bool>(false)
-    let listeners = Mutex<ServiceListeners?>(nil)
+    let listeners = Locked<ServiceListeners?>(nil)
 
     /// §6.4's per-IP limits.
     public static let maxSocketsPerIP = 16

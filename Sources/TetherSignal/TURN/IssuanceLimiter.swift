@@ -1,5 +1,5 @@
-import Synchronization
 import TetherService
+import TetherSync
 
 /// The per-process issuance limits of signaling.md §8.1 [DOC]: at most 8 issuances at once and
 /// 60 started per minute (a fixed window from the first counted start, §13.1). An issuance
@@ -15,7 +15,7 @@ public final class IssuanceLimiter: Sendable {
         var window = FixedWindow(limit: IssuanceLimiter.perWindow, window: IssuanceLimiter.windowMs)
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

@@ -1,4 +1,5 @@
 import Synchronization
+import TetherSync
 
 /// The in-memory push store: the test double, and `PUSH_DB=:memory:`'s stand-in where no file is
 /// wanted. Every store lane shares it; one lock over both profiles keeps each call atomic, so a
@@ -17,7 +18,7 @@ public final class InMemoryPushStore: PushStore, Sendable {
         var failure: StoreError?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

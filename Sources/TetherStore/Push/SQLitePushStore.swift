@@ -1,5 +1,5 @@
 import CSQLite
-import Synchronization
+import TetherSync
 
 /// The push relay's embedded store (`PUSH_DB`, default `push.db`): a SQLite file of its own, never
 /// the room relay's, since the push relay is a separate process (push.md §1). WAL mode with
@@ -33,13 +33,13 @@ public final class SQLitePushStore: PushStore, Sendable {
     /// `PRAGMA user_version` of the schema below. A later build that changes it migrates on open.
     static let schemaVersion: Int32 = 1
 
-    private let connection: Mutex<Connection>
+    private let connection: Locked<Connection>
 
     /// Opens (creating if needed) the database at `path`; `:memory:` keeps it in memory. A writer
     /// held up by another process waits `busyTimeoutMilliseconds` before its call throws.
     public init(path: String, busyTimeoutMilliseconds: Int32 = 5_000) throws(Failure) {
         let connection = try Connection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-        self.connection = Mutex(connection)
+        self.connection = Locked(connection)
     }
 
     // MARK: Profile M
@@ -178,7 +178,7 @@ private struct Row {
 }
 
 /// The one SQLite connection and its prepared statements. Not Sendable: it lives inside the
-/// store's `Mutex`, so only the lock holder ever touches it.
+/// store's lock, so only the lock holder ever touches it.
 private final class Connection {
     private let db: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]

@@ -1,5 +1,5 @@
 public import Dispatch
-import Synchronization
+import TetherSync
 
 /// The registry in RAM, shared by servers in one process: the test double of a cluster.
 public final class InMemorySignalRegistry: SignalRegistry {
@@ -8,7 +8,7 @@ public final class InMemorySignalRegistry: SignalRegistry {
         var holders: [String: String] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let now: @Sendable () -> UInt64
 
     /// - Parameter now: monotonic milliseconds (tests pass their own clock).
