@@ -140,7 +140,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "TetherCallTests", dependencies: ["TetherSync", "TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherRTCTests", dependencies: ["TetherSync", "TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherRTCTests", dependencies: ["TetherSync", "CTetherSCTP", "TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),

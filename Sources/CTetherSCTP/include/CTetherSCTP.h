@@ -45,6 +45,11 @@ typedef void (*tether_sctp_writable_fn)(tether_sctp_id id);
 
 /// The process-wide bring-up, once (later calls do nothing): usrsctp without its raw IPv4/IPv6
 /// sockets and their threads, and one timer thread of ours that drives usrsctp's clock.
+/// The CRC32c an SCTP common header carries for `packet` (its checksum field zero), ready to
+/// store as it is; `tether_sctp_reference_checksum` is usrsctp's own, for the tests.
+uint32_t tether_sctp_checksum(const void *packet, size_t length);
+uint32_t tether_sctp_reference_checksum(const void *packet, size_t length);
+
 void tether_sctp_start(tether_sctp_output_fn output, tether_sctp_data_fn data,
                        tether_sctp_notice_fn notice, tether_sctp_writable_fn writable);
 
