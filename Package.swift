@@ -125,6 +125,7 @@ let package = Package(
 
         // MARK: Test support and tests
         .target(name: "TetherTestSupport", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        .testTarget(name: "TetherSyncTests", dependencies: ["TetherSync"], swiftSettings: strict),
         .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),

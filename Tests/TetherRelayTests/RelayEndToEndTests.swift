@@ -132,6 +132,16 @@ final class RelayEndToEndTests: XCTestCase {
         XCTAssertLessThan(result["rtt_p99_ms"] as? Double ?? 1e9, 200)
     }
 
+    /// Whether load figures mean anything in this build: under ThreadSanitizer (make check-tsan)
+    /// the relay runs 5-15 times slower with shadow memory beside every allocation, so a ping
+    /// flood starves the unrelated pair and the peak grows. The floods still run there, for the
+    /// races they may show.
+    #if TETHER_TSAN
+    private let measuresLoad = false
+    #else
+    private let measuresLoad = true
+    #endif
+
     /// Issue 18: 100 admitted macs, each from its own address, flood pings (never reading the
     /// pongs), close frames, or the 1-byte fragments of a message that never ends; the relay's
     /// memory stays bounded, the close flooders are closed, and an unrelated pair goes on.
@@ -139,6 +149,7 @@ final class RelayEndToEndTests: XCTestCase {
         let result = try client("control_flood", [String(process.processIdentifier)])
         for kind in ["ping", "close", "fragments"] {
             let figures = try XCTUnwrap(result[kind] as? [String: Any], "\(result)")
+            guard measuresLoad else { continue }
             XCTAssertLessThan(figures["rss_peak_growth_kib"] as? Int ?? .max, 16 * 1024, "\(kind): \(figures)")
             XCTAssertGreaterThan(figures["round_trips"] as? Int ?? 0, 5, "\(kind): the unrelated pair kept its splice: \(figures)")
         }
