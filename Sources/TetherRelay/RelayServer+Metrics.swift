@@ -30,10 +30,10 @@ extension RelayServer {
         registry.registerProcessMetrics()
         registry.gauge("relay_store_backlog", help: "Storage calls queued and not yet finished.") { [storage] in Int64(storage.backlog) }
         registry.counter("relay_accept_backoffs_total", help: "Times the listener paused accepting because descriptors ran out.") { [weak self] in
-            UInt64(self?.listeners.withLock { $0?.http.acceptBackOffs.value } ?? 0)
+            UInt64(self?.runtime.listeners?.http.acceptBackOffs.value ?? 0)
         }
         registry.counter("relay_log_lines_dropped_total", help: "Log lines dropped because standard error did not keep up.") { [weak self] in
-            UInt64(self?.droppedLogLines ?? 0)
+            UInt64(self?.runtime.droppedLogLines ?? 0)
         }
     }
 }

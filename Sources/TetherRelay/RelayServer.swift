@@ -14,8 +14,10 @@ import TetherWire
 /// name maps to (`RoomTable`/`RoomHost`, each room's `RoomMachine` driven by its sockets),
 /// storage on `StoreExecutor` lanes, periodic work on `Chores`, and the optional admin listener.
 /// A library: `tether relay` only parses its settings and runs one.
-public final class RelayServer: HTTPServerDelegate, Sendable {
+public final class RelayServer: HTTPServerDelegate, ChassisService {
     public let configuration: RelayConfiguration
+    /// The log, verbose flag, draining and listeners every service shares.
+    public let runtime: ServiceRuntime
     public let group: EventLoopGroup
     /// Storage runs here, never on a loop (ARCHITECTURE: storage is an action).
     public let storage: RoomStoreExecutor
@@ -41,22 +43,16 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     let chores: Chores<Chore>
     /// The buckets this node serves (§8).
     public let sharding: ShardOwnership
-    private let log: @Sendable (String) -> Void
-    /// The process's own log sink when no `log` was given: lines never wait on stderr.
-    private let sink: LogSink?
     /// The §2.10 counters, served on loopback `/metrics` and on the admin listener.
     public let metrics = RelayMetrics()
     /// What `/readyz` on the admin listener checks.
-    public let readiness = ReadinessChecks()
+    public var readiness: ReadinessChecks { runtime.readiness }
     /// Whether the store answers (a networked database can be down while the relay splices on).
     public let storageHealth = StoreHealth()
     /// When this node's unbroken run of lease renewals began (monotonic ms); nil after a failure.
     let leaseHealthySince = Locked<UInt64?>(nil)
-    private let verboseFlag: Atomic<Bool>
-    private let draining = Atomic<Bool>(false)
     private let faults = Locked<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
     private let faultBudgetHandler = Locked<@Sendable () -> Void>({})
-    let listeners = Locked<ServiceListeners?>(nil)
 
     /// Storage work queued past this many calls means the store has fallen behind the relay's
     /// demand (a reconnect storm on a slow database): `/readyz` says so, so a load balancer sends
@@ -73,14 +69,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         self.group = group
         storage = StoreExecutor(store: store, lanes: storeLanes)
         self.clock = clock
-        if let log {
-            self.log = log
-            sink = nil
-        } else {
-            let sink = LogSink(name: "relay", format: configuration.logFormat)
-            self.log = { sink.log($0) }
-            self.sink = sink
-        }
+        runtime = ServiceRuntime(name: "relay", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: clock.monotonicNetClock)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
                                   verifier: Self.appAttestVerifier(configuration))
@@ -88,12 +77,10 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         chores = Chores(loop: group.loops[0])
         machineContext = Self.machineContext(configuration)
         sharding = ShardOwnership(origin: configuration.origin)
-        verboseFlag = Atomic(configuration.verboseLog)
         for table in rooms { table.server = self }
         let router = Self.router(for: self)
         routes.withLock { $0 = router }
         registerChassisMetrics()
-        readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
         readiness.register("storage") { [storage, storageHealth] in storageHealth.isAvailable && storage.backlog < Self.storageBacklogLimit }
     }
 
@@ -117,7 +104,7 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         }
         guard exceeded else { return }
         write("relay: more than \(budget.limit) internal faults within \(budget.window / 1000) s; exiting for a clean restart", level: .error)
-        sink?.flush()
+        runtime.flushLog()
         onFaultBudgetExceeded()
     }
 
@@ -165,11 +152,8 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
             metrics.shardMapAdopted(version: map.version)
             write(adoptedLine(map))
         }
-        let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self,
-                                                 metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, readiness: readiness,
-                                                 status: Self.statusPage, service: "relay") { [weak self] line in self?.write(line) }
-        listeners.withLock { $0 = started }
-        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "relay") { write(warning, level: .warning) }
+        let started = try runtime.startListeners(group: group, settings: configuration, delegate: self,
+                                                 metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, status: Self.statusPage)
         startHousekeeping()
         startMetricsPush()
         startShardMapWatch()
@@ -177,32 +161,20 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
         return started.http.port
     }
 
-    /// The admin listener's port, once started with one.
-    public var adminPort: UInt16? { listeners.withLock { $0?.admin?.port } }
-
-    /// SIGHUP: the certificate and key are read again (`ServiceListeners.reloadCertificates`).
-    public func reloadCertificates() -> String {
-        listeners.withLock { $0 }?.reloadCertificates(service: "relay") ?? "relay: SIGHUP: not serving yet"
-    }
-
     /// Graceful stop: not ready, no new connections, every room's sockets closed 1001 `server
     /// shutting down`, the rooms' last writes flushed to the store, the log flushed.
     public func shutdown() {
-        draining.store(true, ordering: .relaxed)
-        let started = listeners.withLock { $0 }
-        let (http, admin) = (started?.http, started?.admin)
-        http?.stopAccepting()
+        runtime.beginDraining()
+        runtime.listeners?.http.stopAccepting()
         chores.stopAll()
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }
         }
-        http?.shutdown(grace: .seconds(5))
-        admin?.shutdown()
-        started?.acme?.stop()
+        runtime.stopListeners(grace: .seconds(5))
         // The rooms' last writes (quota counts, cycle resets) reach the store before exit.
         storage.drain()
-        sink?.flush()
+        runtime.flushLog()
     }
 
     // MARK: Rooms
@@ -255,23 +227,8 @@ public final class RelayServer: HTTPServerDelegate, Sendable {
     // MARK: Log
 
     /// A line for the log at `level` (the level shows in the timestamp and json formats).
-    func write(_ line: String, level: LogLevel = .info) {
-        if let sink { sink.log(line, level: level) } else { log(line) }
-    }
-
-    /// A line for the relay's log from its host program (start-up, signals): zero-PII text only.
-    public func note(_ line: String) { log(line) }
-
-    /// `RELAY_LOG`: verbose diagnostics, flipped at runtime by SIGUSR2 (§9.1).
-    public var verbose: Bool {
-        get { verboseFlag.load(ordering: .relaxed) }
-        set { verboseFlag.store(newValue, ordering: .relaxed) }
-    }
+    func write(_ line: String, level: LogLevel = .info) { runtime.line(line, level: level) }
 
     /// A verbose-only line (still zero-PII: tags, never names, IPs or content).
-    func diagnostic(_ line: @autoclosure () -> String) {
-        if verbose { write(line(), level: .debug) }
-    }
-
-    var droppedLogLines: Int { sink?.droppedLines ?? 0 }
+    func diagnostic(_ line: @autoclosure () -> String) { runtime.diagnostic(line()) }
 }

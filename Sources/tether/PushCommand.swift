@@ -35,8 +35,5 @@ func runPushCommand(_ arguments: [String]) {
         fail("push: cannot start: \(error)", code: 1)
     }
     FileHandle.standardOutput.write(Data("push: listening on \(configuration.host):\(port) (profiles=\(configuration.profiles), db=\(StoreLocation(configuration.databasePath).display)) tether \(TetherVersion.current)\n".utf8))
-    if let admin = push.adminPort {
-        push.note("push: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
-    }
-    serveUntilSignalled(push, name: "push", group: group)
+    serveUntilSignalled(push, adminHost: configuration.adminHost, group: group)
 }

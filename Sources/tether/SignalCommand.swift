@@ -26,8 +26,5 @@ func runSignalCommand(_ arguments: [String]) {
     let scheme = configuration.tlsCertificatePath == nil ? "ws" : "wss"
     let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
     FileHandle.standardOutput.write(Data("signal: listening on \(configuration.host):\(port) (\(scheme)://\(host):\(port)/signal, turn=\(configuration.turnMode.rawValue)) tether \(TetherVersion.current)\n".utf8))
-    if let admin = server.adminPort {
-        server.note("signal: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
-    }
-    serveUntilSignalled(server, name: "signal", group: group)
+    serveUntilSignalled(server, adminHost: configuration.adminHost, group: group)
 }

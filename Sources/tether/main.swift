@@ -76,20 +76,14 @@ func serviceEnvironment(_ arguments: inout [String], command: String) -> [String
     return environment
 }
 
-/// What `tether relay` and `tether push` do alike once their server runs: SIGHUP reloads the
-/// certificate, SIGUSR2 flips verbose logging, SIGTERM/SIGINT drain and exit 0.
-protocol SignalledService: AnyObject, Sendable {
-    func note(_ line: String)
-    var verbose: Bool { get set }
-    func reloadCertificates() -> String
-    func shutdown()
-}
-
-extension RelayServer: SignalledService {}
-extension PushServer: SignalledService {}
-extension SignalServer: SignalledService {}
-
-func serveUntilSignalled(_ service: some SignalledService, name: String, group: EventLoopGroup) -> Never {
+/// What `tether relay`, `tether push` and `tether signal` do alike once their server runs: the
+/// admin listener is named, SIGHUP reloads the certificate, SIGUSR2 flips verbose logging,
+/// SIGTERM/SIGINT drain and exit 0.
+func serveUntilSignalled(_ service: some ChassisService, adminHost: String, group: EventLoopGroup) -> Never {
+    let name = service.runtime.name
+    if let admin = service.adminPort {
+        service.note("\(name): admin listener on \(adminHost):\(admin) (/metrics, /healthz, /readyz)")
+    }
     let signals = SignalWatcher(handlers: .init(
         reload: { service.note(service.reloadCertificates()) },
         toggleVerbose: {
@@ -211,11 +205,8 @@ case "relay":
     let attest = configuration.attestationRequired ? "required" : "false"
     // Written straight to the descriptor so a supervisor (or a test) sees it at once.
     FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(StoreLocation(configuration.databasePath).display), attest=\(attest)) tether \(TetherVersion.current)\n".utf8))
-    if let admin = relay.adminPort {
-        relay.note("relay: admin listener on \(configuration.adminHost):\(admin) (/metrics, /healthz, /readyz)")
-    }
     // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
-    serveUntilSignalled(relay, name: "relay", group: group)
+    serveUntilSignalled(relay, adminHost: configuration.adminHost, group: group)
 default:
     FileHandle.standardError.write(Data(usage.utf8))
     fail("unknown command \(command)")

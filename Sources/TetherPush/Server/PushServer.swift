@@ -10,8 +10,10 @@ import TetherSync
 /// lanes, APNs through `APNsClient` on its own thread, the gate's client-IP derivation and
 /// limits, housekeeping on `Chores`, and the optional admin listener. No store call and no APNs
 /// call ever runs on an event loop. A library: `tether push` only parses settings and runs one.
-public final class PushServer: HTTPServerDelegate, Sendable {
+public final class PushServer: HTTPServerDelegate, ChassisService {
     public let configuration: PushConfiguration
+    /// The log, verbose flag, draining and listeners every service shares.
+    public let runtime: ServiceRuntime
     public let group: EventLoopGroup
     public let storage: StoreExecutor<any PushStore>
     public let apns: APNsClient
@@ -19,7 +21,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     /// Client-IP derivation (relay.md §2.4 under `PUSH_` names) and Profile I's `/register` limit.
     public let gate: ConnectionGate
     public let metrics: PushMetrics
-    public let readiness = ReadinessChecks()
+    public var readiness: ReadinessChecks { runtime.readiness }
     /// Whether the store answers (a shared database can be down while the relay runs on).
     public let storageHealth = StoreHealth()
     let routes = Locked(Router())
@@ -31,13 +33,8 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     let myttyCache = RegistrationCache<MyttyRegistration>()
     let chores: Chores<String>
     let random: @Sendable (Int) -> [UInt8]
-    private let log: @Sendable (String) -> Void
-    private let sink: LogSink?
-    private let verboseFlag: Atomic<Bool>
-    private let draining = Atomic<Bool>(false)
     /// Operator warnings already given, by reason, with when (monotonic ms): one a minute each.
     private let warned = Locked<[String: UInt64]>([:])
-    let listeners = Locked<ServiceListeners?>(nil)
 
     /// Store lanes by default. SQLite serialises its one connection, so more lanes would only
     /// contend for its lock (and wake more threads per push); a networked store passes more.
@@ -61,14 +58,8 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         self.clock = clock
         self.random = random
         storage = StoreExecutor(store: store, lanes: storeLanes)
-        if let log {
-            self.log = log
-            sink = nil
-        } else {
-            let sink = LogSink(name: "push", format: configuration.logFormat)
-            self.log = { sink.log($0) }
-            self.sink = sink
-        }
+        let runtime = ServiceRuntime(name: "push", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
+        self.runtime = runtime
         let metrics = PushMetrics()
         self.metrics = metrics
         apns = APNsClient(transport: transport, tokens: ProviderTokenIssuer(key: key, keyID: configuration.keyID, teamID: configuration.teamID),
@@ -83,51 +74,36 @@ public final class PushServer: HTTPServerDelegate, Sendable {
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
         pushWindows = Locked(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.windowMs))
         chores = Chores(loop: group.loops[0])
-        verboseFlag = Atomic(configuration.verboseLog)
         let router = Self.router(for: self)
         routes.withLock { $0 = router }
         metrics.register(storageBacklog: { [storage] in storage.backlog }, apnsConnections: { [transport] in transport.connectionsOpened },
-                         tokensMinted: { [apns] in apns.tokens.mintCount }, droppedLogLines: { [sink] in sink?.droppedLines ?? 0 })
-        readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
+                         tokensMinted: { [apns] in apns.tokens.mintCount }, droppedLogLines: { [runtime] in runtime.droppedLogLines })
         readiness.register("storage") { [storage, storageHealth] in storageHealth.isAvailable && storage.backlog < Self.storageBacklogLimit }
     }
 
     /// Binds and starts serving; returns the bound port.
     @discardableResult
     public func start() throws -> UInt16 {
-        let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self, metrics: .registry(metrics.registry),
-                                                 readiness: readiness, status: StatusPage(title: "tether push", headline: [
+        let started = try runtime.startListeners(group: group, settings: configuration, delegate: self, metrics: .registry(metrics.registry),
+                                                 status: StatusPage(title: "tether push", headline: [
                                                      "pushrelay_devices", "pushrelay_push_total", "pushrelay_push_delivered_total",
                                                      "pushrelay_push_apns_error_total", "pushrelay_register_total", "pushrelay_rate_limited_total",
                                                      "pushrelay_storage_available", "pushrelay_store_backlog",
-                                                 ]), service: "push") { [weak self] text in self?.line(text, level: .info) }
-        listeners.withLock { $0 = started }
-        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "push") { line(warning, level: .warning) }
+                                                 ]))
         chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
         chores.start("storage probe", every: Self.storageProbeMs) { [weak self] in self?.probeStorage() }
         return started.http.port
     }
 
-    public var adminPort: UInt16? { listeners.withLock { $0?.admin?.port } }
-
-    /// SIGHUP: the certificate and key are read again (`ServiceListeners.reloadCertificates`).
-    public func reloadCertificates() -> String {
-        listeners.withLock { $0 }?.reloadCertificates(service: "push") ?? "push: SIGHUP: not serving yet"
-    }
-
     /// Graceful stop: not ready, no new connections, requests in progress answered (their APNs
     /// calls finish or time out), the store's last writes done, the log flushed.
     public func shutdown() {
-        draining.store(true, ordering: .relaxed)
-        let started = listeners.withLock { $0 }
-        let (http, admin) = (started?.http, started?.admin)
+        runtime.beginDraining()
         chores.stopAll()
-        http?.shutdown(grace: .seconds(12))
-        admin?.shutdown()
-        started?.acme?.stop()
+        runtime.stopListeners(grace: .seconds(12))
         apns.transport.shutdown()
         storage.drain()
-        sink?.flush()
+        runtime.flushLog()
     }
 
     /// While the store is failing, how often one write that leaves nothing behind asks whether it
@@ -163,23 +139,10 @@ public final class PushServer: HTTPServerDelegate, Sendable {
 
     // MARK: Log
 
-    /// A line for the log from the host program (start-up, signals): zero-PII text only.
-    public func note(_ line: String) { log(line) }
-
-    /// `PUSH_LOG`: verbose diagnostics, flipped at runtime by SIGUSR2.
-    public var verbose: Bool {
-        get { verboseFlag.load(ordering: .relaxed) }
-        set { verboseFlag.store(newValue, ordering: .relaxed) }
-    }
-
-    func diagnostic(_ text: @autoclosure () -> String) {
-        if verbose { line(text(), level: .debug) }
-    }
+    func diagnostic(_ text: @autoclosure () -> String) { runtime.diagnostic(text()) }
 
     /// A line at `level` (the level shows in the timestamp and json formats).
-    func line(_ text: String, level: LogLevel) {
-        if let sink { sink.log(text, level: level) } else { log(text) }
-    }
+    func line(_ text: String, level: LogLevel = .info) { runtime.line(text, level: level) }
 
     /// An internal fault the relay survived (a storage error): counted and logged, zero-PII.
     /// A store call failed; the request has already been answered with the error. Counted, seen
@@ -198,7 +161,7 @@ public final class PushServer: HTTPServerDelegate, Sendable {
     func storageAnswered() {
         guard case let .recovered(failures)? = storageHealth.succeeded() else { return }
         metrics.storageAvailable.set(1)
-        log("push: storage available again (\(failures) calls failed meanwhile)")
+        line("push: storage available again (\(failures) calls failed meanwhile)")
     }
 
     /// An operator-facing warning (APNs refuses the relay's configuration), at most once a minute
@@ -210,6 +173,6 @@ public final class PushServer: HTTPServerDelegate, Sendable {
             warned[key] = now
             return true
         }
-        if due { log(line) }
+        if due { self.line(line) }
     }
 }

@@ -34,7 +34,7 @@ extension SignalServer {
                 return refuse(.text(403, "forbidden"), reason: "origin")
             }
         }
-        guard !draining.load(ordering: .relaxed) else { return refuse(.text(503, "capacity"), reason: "draining") }
+        guard !runtime.isDraining else { return refuse(.text(503, "capacity"), reason: "draining") }
         let ip = gate.clientIP(request.head, peer: request.peer)
         let lease: SocketLease
         switch gate.admitSocket(ip: ip) {

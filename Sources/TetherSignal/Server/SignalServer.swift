@@ -11,13 +11,15 @@ import TetherWire
 /// directory of IDs in RAM, TURN credentials from a `TURNIssuer` under the issuance limits, the
 /// gate's client-IP derivation and per-IP limits, and the optional admin listener. Nothing is
 /// written to disk (§6.5). A library: `tether signal` only parses settings and runs one.
-public final class SignalServer: HTTPServerDelegate, Sendable {
+public final class SignalServer: HTTPServerDelegate, ChassisService {
     public let configuration: SignalConfiguration
+    /// The log, verbose flag, draining and listeners every service shares.
+    public let runtime: ServiceRuntime
     public let group: EventLoopGroup
     public let clock: ServiceClock
     public let gate: ConnectionGate
     public let metrics = SignalMetrics()
-    public let readiness = ReadinessChecks()
+    public var readiness: ReadinessChecks { runtime.readiness }
     let issuer: any TURNIssuer
     let limiter = IssuanceLimiter()
     let directory = SignalDirectory()
@@ -27,11 +29,6 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
     private let chores: Chores<String>
     let random: @Sendable (Int) -> [UInt8]
     private let sockets = Locked<[ObjectIdentifier: UncheckedTransfer<SignalSocket>]>([:])
-    private let log: @Sendable (String) -> Void
-    private let sink: LogSink?
-    private let verboseFlag: Atomic<Bool>
-    let draining = Atomic<Bool>(false)
-    let listeners = Locked<ServiceListeners?>(nil)
 
     /// §6.4's per-IP limits.
     public static let maxSocketsPerIP = 16
@@ -50,14 +47,8 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         self.clock = clock
         self.random = random
         self.issuer = try issuer ?? configuration.issuer(loops: group.loops)
-        if let log {
-            self.log = log
-            sink = nil
-        } else {
-            let sink = LogSink(name: "signal", format: configuration.logFormat)
-            self.log = { sink.log($0) }
-            self.sink = sink
-        }
+        let runtime = ServiceRuntime(name: "signal", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
+        self.runtime = runtime
         var limits = ConnectionGate.Limits()
         limits.socketRate = .init(limit: Self.upgradesPerIP, windowMs: Self.upgradeWindowMs)
         limits.maxSocketsPerIP = Self.maxSocketsPerIP
@@ -65,7 +56,6 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         // §13.1: total sockets, then per-IP sockets, then the upgrade rate.
         limits.socketCheckOrder = [.total, .perIP, .rate]
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
-        verboseFlag = Atomic(configuration.verboseLog)
         chores = Chores(loop: group.loops[0])
         let shared: (any SignalRegistry)?
         if let registry {
@@ -75,28 +65,25 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         } else {
             shared = nil
         }
-        let logLine = self.log, directory = self.directory
+        let logLine: @Sendable (String) -> Void = { runtime.line($0) }, directory = self.directory
         cluster = shared.map { registry in
             SignalCluster(node: configuration.nodeURL ?? "", registry: registry, secret: configuration.clusterSecret ?? "",
                           leaseTTLms: configuration.leaseTTLms, directory: directory, loops: group.loops,
                           monotonicMs: { clock.monotonicMs() }, log: logLine)
         }
         metrics.register(sockets: { [weak self] in self?.openSockets ?? 0 }, routable: { [directory] in directory.routableCount },
-                         issuing: { [limiter] in limiter.inFlight }, droppedLogLines: { [sink] in sink?.droppedLines ?? 0 })
-        readiness.register("accepting") { [weak self] in self.map { !$0.draining.load(ordering: .relaxed) } ?? false }
+                         issuing: { [limiter] in limiter.inFlight }, droppedLogLines: { [runtime] in runtime.droppedLogLines })
         if let cluster { readiness.register("registry") { cluster.health.isAvailable } }
     }
 
     /// Binds and starts serving; returns the bound port.
     @discardableResult
     public func start() throws -> UInt16 {
-        let started = try ServiceListeners.start(group: group, configuration: configuration, delegate: self, metrics: .registry(metrics.registry),
-                                                 readiness: readiness, status: StatusPage(title: "tether signal", headline: [
+        let started = try runtime.startListeners(group: group, settings: configuration, delegate: self, metrics: .registry(metrics.registry),
+                                                 status: StatusPage(title: "tether signal", headline: [
                                                      "signal_sockets", "signal_routable_ids", "signal_upgrades_total", "signal_registrations_total",
                                                      "signal_presence_queries_total", "signal_issuances_in_flight",
-                                                 ]), service: "signal") { [weak self] text in self?.line(text, level: .info) }
-        listeners.withLock { $0 = started }
-        if let warning = ServiceListeners.expiryWarning(certificatePath: configuration.tlsCertificatePath, service: "signal") { line(warning, level: .warning) }
+                                                 ]))
         if let cluster { try startCluster(cluster) }
         return started.http.port
     }
@@ -111,33 +98,24 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
         let port = try server.start()
         clusterServer.withLock { $0 = server }
         chores.start("lease", every: SignalCluster.leaseRenewMs) { cluster.renewLease() }
-        log("signal: cluster node \(cluster.node): listening for other nodes on \(configuration.clusterHost):\(port), lease \(cluster.leaseTTLms) ms")
+        line("signal: cluster node \(cluster.node): listening for other nodes on \(configuration.clusterHost):\(port), lease \(cluster.leaseTTLms) ms")
     }
 
     /// The cluster listener's port, once started.
     public var clusterPort: UInt16? { clusterServer.withLock { $0?.port } }
 
-    public var adminPort: UInt16? { listeners.withLock { $0?.admin?.port } }
-
-    public func reloadCertificates() -> String {
-        listeners.withLock { $0 }?.reloadCertificates(service: "signal") ?? "signal: SIGHUP: not serving yet"
-    }
-
     /// SIGTERM: not ready, no new connections, every socket closed 1001 `shutting_down` (§13.1),
     /// the close frames given a moment to leave, the log flushed.
     public func shutdown() {
-        draining.store(true, ordering: .relaxed)
-        let started = listeners.withLock { $0 }
+        runtime.beginDraining()
         for socket in sockets.withLock({ Array($0.values) }) {
             socket.value.loop.execute { socket.value.shutDown() }
         }
-        started?.http.shutdown(grace: .seconds(2))
-        started?.admin?.shutdown()
-        started?.acme?.stop()
+        runtime.stopListeners(grace: .seconds(2))
         clusterServer.withLock { $0 }?.shutdown(grace: .seconds(1))
         // This node's IDs go now, not when its lease lapses: their owners reconnect elsewhere.
         if let cluster { try? cluster.registry.store.forget(node: cluster.node) }
-        sink?.flush()
+        runtime.flushLog()
     }
 
     // MARK: Sockets
@@ -179,19 +157,8 @@ public final class SignalServer: HTTPServerDelegate, Sendable {
 
     // MARK: Log
 
-    public func note(_ line: String) { log(line) }
-
-    public var verbose: Bool {
-        get { verboseFlag.load(ordering: .relaxed) }
-        set { verboseFlag.store(newValue, ordering: .relaxed) }
-    }
-
-    func diagnostic(_ text: @autoclosure () -> String) {
-        if verbose { line(text(), level: .debug) }
-    }
+    func diagnostic(_ text: @autoclosure () -> String) { runtime.diagnostic(text()) }
 
     /// A line at `level` (the level shows in the timestamp and json formats).
-    func line(_ text: String, level: LogLevel) {
-        if let sink { sink.log(text, level: level) } else { log(text) }
-    }
+    func line(_ text: String, level: LogLevel = .info) { runtime.line(text, level: level) }
 }

@@ -1,0 +1,120 @@
+public import TetherNet
+import Synchronization
+import TetherSync
+
+/// What every Tether service is around its own protocol, kept once here so the relay, the push
+/// relay and the signaling server cannot drift apart: its log (a `LogSink` on standard error, or
+/// a test's collector), verbose diagnostics (flipped by SIGUSR2), the `accepting` readiness check
+/// that draining turns off, and its listeners (public, admin, ACME) with the SIGHUP reload and
+/// the expiring-certificate warning. A service holds one and adopts `ChassisService`.
+public final class ServiceRuntime: Sendable {
+    /// `relay`, `push`, `signal`: the prefix of the service's own lines and the JSON `service`.
+    public let name: String
+    /// `/readyz` on the admin listener; `accepting` first, then whatever the service adds.
+    public let readiness = ReadinessChecks()
+    /// The process's own sink; nil when a collector was given (tests).
+    private let sink: LogSink?
+    private let collector: (@Sendable (String) -> Void)?
+    private let verboseFlag: Atomic<Bool>
+    private let drainingFlag = Atomic<Bool>(false)
+    private let started = Locked<ServiceListeners?>(nil)
+
+    /// - Parameter log: where lines go (tests collect them); nil means a `LogSink` on standard
+    ///   error, so a loop never waits on a slow stderr.
+    public init(name: String, format: LogFormat, verbose: Bool, log: (@Sendable (String) -> Void)? = nil) {
+        self.name = name
+        collector = log
+        sink = log == nil ? LogSink(name: name, format: format) : nil
+        verboseFlag = Atomic(verbose)
+        readiness.register("accepting") { [weak self] in self.map { !$0.isDraining } ?? false }
+    }
+
+    // MARK: Listeners
+
+    /// Binds the public listener (TLS from files or ACME) and, with a port, the admin listener;
+    /// says in the log when the served certificate has expired or soon will.
+    @discardableResult
+    public func startListeners(group: EventLoopGroup, settings: some ServiceListenerSettings, delegate: any HTTPServerDelegate,
+                               metrics: MetricsSource, status: StatusPage) throws -> ServiceListeners {
+        let listeners = try ServiceListeners.start(group: group, configuration: settings, delegate: delegate, metrics: metrics,
+                                                   readiness: readiness, status: status, service: name) { [weak self] text in self?.line(text) }
+        started.withLock { $0 = listeners }
+        if let warning = ServiceListeners.expiryWarning(certificatePath: settings.tlsCertificatePath, service: name) {
+            line(warning, level: .warning)
+        }
+        return listeners
+    }
+
+    /// The listeners, once started.
+    public var listeners: ServiceListeners? { started.withLock { $0 } }
+
+    /// The admin listener's port, once started with one.
+    public var adminPort: UInt16? { listeners?.admin?.port }
+
+    /// SIGHUP: the certificate and key are read again (`ServiceListeners.reloadCertificates`).
+    public func reloadCertificates() -> String {
+        listeners?.reloadCertificates(service: name) ?? "\(name): SIGHUP: not serving yet"
+    }
+
+    /// The first step of every graceful stop: `/readyz` answers not ready from now on, so a load
+    /// balancer sends new clients elsewhere while the service closes what it holds.
+    public func beginDraining() { drainingFlag.store(true, ordering: .relaxed) }
+
+    public var isDraining: Bool { drainingFlag.load(ordering: .relaxed) }
+
+    /// The listeners close: the public one after `grace` for the connections still open, then
+    /// the admin listener and ACME renewal.
+    public func stopListeners(grace: UInt64) {
+        let listeners = self.listeners
+        listeners?.http.shutdown(grace: grace)
+        listeners?.admin?.shutdown()
+        listeners?.acme?.stop()
+    }
+
+    // MARK: Log
+
+    /// A line for the log at `level` (the level shows in the timestamp and json formats); the
+    /// caller keeps it zero-PII: tags, never names, IPs, keys or content.
+    public func line(_ text: String, level: LogLevel = .info) {
+        if let sink { sink.log(text, level: level) } else { collector?(text) }
+    }
+
+    /// A verbose-only line, not even built while verbose logging is off.
+    public func diagnostic(_ text: @autoclosure () -> String) {
+        if verbose { line(text(), level: .debug) }
+    }
+
+    /// Verbose diagnostics (`RELAY_LOG`, `PUSH_LOG`, `SIGNAL_LOG`), flipped at runtime by SIGUSR2.
+    public var verbose: Bool {
+        get { verboseFlag.load(ordering: .relaxed) }
+        set { verboseFlag.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Lines dropped because the sink's queue was full (for a counter metric).
+    public var droppedLogLines: Int { sink?.droppedLines ?? 0 }
+
+    /// Returns once every line logged so far is written (the end of a shutdown; a fault exit).
+    public func flushLog() { sink?.flush() }
+}
+
+/// A service built on the chassis: the host program (`tether relay|push|signal`) and the tests
+/// reach the controls every service shares through its runtime.
+public protocol ChassisService: AnyObject, Sendable {
+    var runtime: ServiceRuntime { get }
+    /// Graceful stop: not ready, no new connections, what the service holds closed or flushed.
+    func shutdown()
+}
+
+extension ChassisService {
+    /// A line for the service's log from its host program (start-up, signals): zero-PII text only.
+    public func note(_ line: String) { runtime.line(line) }
+
+    public var verbose: Bool {
+        get { runtime.verbose }
+        set { runtime.verbose = newValue }
+    }
+
+    public var adminPort: UInt16? { runtime.adminPort }
+
+    public func reloadCertificates() -> String { runtime.reloadCertificates() }
+}
