@@ -14,10 +14,10 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
     /// admission attempt comes on a fresh socket, so without this an attacker retrying on new
     /// sockets would never meet the 40-per-10 s limit. A collision only makes two rooms share a
     /// window (stricter, never looser); a client cannot aim at one (the seed is random).
-    private var evictedWindows: [Int: FixedWindow] = [:]
-    /// At most this many windows per loop (24 bytes each plus the table: about 3 MiB at the cap).
+    private var evictedWindows = EvictedWindows(capacity: RoomTable.maxEvictedWindows)
+    /// At most this many windows per loop (about 4 MiB at the cap with the eviction order).
     /// Reaching it takes tens of thousands of rooms each sent a Proof within 10 s on one loop;
-    /// past it the expired windows are dropped first, then arbitrary ones.
+    /// past it the expired windows are dropped first, then the oldest kept.
     static let maxEvictedWindows = 65_536
 
     /// The relay's clock, held here so the splice reads it without going through the relay.
@@ -32,7 +32,7 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
                 id: SocketID, connectedAt: UInt64) {
         assertOnLoop()
         let host = rooms[room] ?? {
-            let window = evictedWindows.isEmpty ? nil : evictedWindows.removeValue(forKey: room.hashValue)
+            let window = evictedWindows.isEmpty ? nil : evictedWindows.take(room.hashValue)
             let host = RoomHost(machine: server.makeMachine(for: room, admissionWindow: window), table: self)
             rooms.insert(host)
             server.roomBecameResident(room)
@@ -48,14 +48,7 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
         let room = host.machine.room
         rooms.remove(room)
         server?.roomLeft(room)
-        let window = host.machine.admissionWindow
-        let now = clock.monotonicMs()
-        guard !window.isExpired(now: now) else { return }
-        if evictedWindows.count >= Self.maxEvictedWindows {
-            evictedWindows = evictedWindows.filter { !$0.value.isExpired(now: now) }
-            if evictedWindows.count >= Self.maxEvictedWindows { evictedWindows.remove(at: evictedWindows.startIndex) }
-        }
-        evictedWindows[room.hashValue] = window
+        evictedWindows.keep(host.machine.admissionWindow, for: room.hashValue, now: clock.monotonicMs())
     }
 
     /// Store lanes this iteration queued work for and has not woken yet (bit per lane).
