@@ -312,8 +312,9 @@ func measureSecureCPU(texts: Int) throws(BenchFailure) -> SecureThroughput {
         }
     }
     pump()
-    // One frame per interval slightly longer than 1/40 s, so the pacer never holds one back.
-    let step = CallChannelLimits.rateWindow / UInt64(CallChannelLimits.framesPerWindow) + 1_000_000
+    // One frame per interval slightly longer than the sender's pacing (40 per 1.25 s), so the
+    // pacer never holds one back: at 1/40 s it held a growing queue and the run ended closed.
+    let step = CallChannelLimits.pacingWindow / UInt64(CallChannelLimits.framesPerWindow) + 1_000_000
     let start = monotonicNow()
     for _ in 0..<texts {
         now += step
