@@ -9,9 +9,9 @@ import TetherService
 /// within its window, so the table sits at its cap; sweeping it for expired windows on each
 /// eviction (as a dictionary filter would) cost a whole loop iteration per eviction: a third of
 /// the loop's CPU in the churn benchmark. Windows are kept in eviction order instead and leave
-/// from the front once expired; all have one length, so a window that ran out behind an older
-/// one that still runs waits at most one window length (an expired window taken back is simply
-/// a fresh one to the room).
+/// from the front once expired. A window starts before it is kept, so one that ran out may wait
+/// behind an older one that still runs, at most one window length (all have one length); an
+/// expired window taken back is simply a fresh one to the room.
 struct EvictedWindows {
     /// Each kept window with the sequence number of its entry in `order`.
     private var windows: [Int: (window: FixedWindow, sequence: UInt64)] = [:]
@@ -28,7 +28,7 @@ struct EvictedWindows {
     }
 
     var count: Int { windows.count }
-    /// Entries in the eviction order, stale ones included (bounded by twice `capacity`).
+    /// Entries in the eviction order, stale ones included (at most twice `capacity`, plus one).
     var queued: Int { order.count - head }
     var isEmpty: Bool { windows.isEmpty }
 
@@ -45,11 +45,16 @@ struct EvictedWindows {
         if windows[key] == nil {
             while windows.count >= capacity, dropFront() {}
         }
-        // Stale entries (taken back, kept again) are bounded too.
-        while order.count - head >= 2 * capacity, dropFront() {}
         windows[key] = (window, nextSequence)
         order.append((key, nextSequence))
         nextSequence &+= 1
+        // Stale entries (rooms taken back, or kept again) pile up behind a front window that
+        // still runs: past twice the capacity only the live ones stay (at most `capacity`, so
+        // this runs at most once per `capacity` keeps). No live window is dropped for it.
+        if order.count - head > 2 * capacity {
+            order = order[head...].filter { windows[$0.key]?.sequence == $0.sequence }
+            head = 0
+        }
     }
 
     /// Drops front entries that are stale or whose window has run out.

@@ -15,9 +15,9 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
     /// sockets would never meet the 40-per-10 s limit. A collision only makes two rooms share a
     /// window (stricter, never looser); a client cannot aim at one (the seed is random).
     private var evictedWindows = EvictedWindows(capacity: RoomTable.maxEvictedWindows)
-    /// At most this many windows per loop (about 4 MiB at the cap with the eviction order).
-    /// Reaching it takes tens of thousands of rooms each sent a Proof within 10 s on one loop;
-    /// past it the expired windows are dropped first, then the oldest kept.
+    /// At most this many windows per loop (at the cap about 5 MiB of table and up to 4 MiB of
+    /// eviction order). Reaching it takes tens of thousands of rooms each sent a Proof within
+    /// 10 s on one loop; past it expired windows at the front go first, then the oldest kept.
     static let maxEvictedWindows = 65_536
 
     /// The relay's clock, held here so the splice reads it without going through the relay.

@@ -163,6 +163,7 @@ do throws(BenchFailure) {
               "seconds": rounded(raw.seconds, 4), "cpuSeconds": rounded(raw.cpuSeconds ?? 0, 4), "mbps": rounded(raw.megabytesPerSecond, 2)])
         rates.append(raw.megabytesPerSecond)
     }
+    // Nearest rank: the true median for an odd number of runs (5 by default), the lower middle one otherwise.
     let rawMedian = percentile(rates, 0.5)
     emit(["stack": "tether", "measure": "throughput-summary", "runs": rates.count, "medianMbps": rounded(rawMedian, 2),
           "minMbps": rounded(rates.min() ?? 0, 2), "maxMbps": rounded(rates.max() ?? 0, 2)])

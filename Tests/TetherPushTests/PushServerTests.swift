@@ -559,6 +559,15 @@ extension PushServerTests {
         XCTAssertAnswer(iterm.request("/metrics"), 404, #"{"error":"no such endpoint"}"#)
     }
 
+    /// The push relay drains through its chassis runtime: shutdown turns `/readyz` to
+    /// `not ready: accepting` on the admin listener's check, ahead of the relay's `storage`.
+    func testShutdownTurnsAcceptingOffAheadOfTheStorageCheck() throws {
+        let relay = try PushServerHarness()
+        XCTAssertEqual(relay.server.readiness.failing(), [])
+        relay.server.shutdown()
+        XCTAssertEqual(relay.server.readiness.failing(), ["accepting"])
+    }
+
     /// push.md §5: `APNS_TOPIC` is the `apns-topic` of Profile M requests (and
     /// `APNS_TOPIC_ITERM2` of Profile I's).
     func testTheConfiguredTopicsAreSentToAPNs() throws {
