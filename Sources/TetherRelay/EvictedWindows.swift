@@ -48,11 +48,20 @@ struct EvictedWindows {
         windows[key] = (window, nextSequence)
         order.append((key, nextSequence))
         nextSequence &+= 1
-        // Stale entries (rooms taken back, or kept again) pile up behind a front window that
-        // still runs: past twice the capacity only the live ones stay (at most `capacity`, so
-        // this runs at most once per `capacity` keeps). No live window is dropped for it.
+        compact()
+    }
+
+    /// Keeps `order` proportional to what it holds, amortised O(1) per entry. Stale entries
+    /// (rooms taken back, or kept again) pile up behind a front window that still runs: past
+    /// twice the capacity only the live ones stay (at most `capacity`, so this runs at most once
+    /// per `capacity` keeps), and no live window is dropped for it. Otherwise the consumed
+    /// prefix is reclaimed once it is half the buffer.
+    private mutating func compact() {
         if order.count - head > 2 * capacity {
             order = order[head...].filter { windows[$0.key]?.sequence == $0.sequence }
+            head = 0
+        } else if head >= 1_024, head * 2 >= order.count {
+            order.removeFirst(head)
             head = 0
         }
     }
@@ -72,11 +81,6 @@ struct EvictedWindows {
         let front = order[head]
         head += 1
         if windows[front.key]?.sequence == front.sequence { windows.removeValue(forKey: front.key) }
-        // Reclaim the consumed prefix once it is half the buffer: amortised O(1) per entry.
-        if head >= 1_024, head * 2 >= order.count {
-            order.removeFirst(head)
-            head = 0
-        }
         return true
     }
 }

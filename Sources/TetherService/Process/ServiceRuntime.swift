@@ -12,9 +12,13 @@ public final class ServiceRuntime: Sendable {
     public let name: String
     /// `/readyz` on the admin listener; `accepting` first, then whatever the service adds.
     public let readiness = ReadinessChecks()
-    /// The process's own sink; nil when a collector was given (tests).
-    private let sink: LogSink?
-    private let collector: (@Sendable (String) -> Void)?
+    /// Where lines go: the process's own sink, or a test's collector.
+    private enum Output: Sendable {
+        case sink(LogSink)
+        case collector(@Sendable (String) -> Void)
+    }
+
+    private let output: Output
     private let verboseFlag: Atomic<Bool>
     private let drainingFlag = Atomic<Bool>(false)
     private let started = Locked<ServiceListeners?>(nil)
@@ -23,8 +27,7 @@ public final class ServiceRuntime: Sendable {
     ///   error, so a loop never waits on a slow stderr.
     public init(name: String, format: LogFormat, verbose: Bool, log: (@Sendable (String) -> Void)? = nil) {
         self.name = name
-        collector = log
-        sink = log == nil ? LogSink(name: name, format: format) : nil
+        output = log.map(Output.collector) ?? .sink(LogSink(name: name, format: format))
         verboseFlag = Atomic(verbose)
         readiness.register("accepting") { [weak self] in self.map { !$0.isDraining } ?? false }
     }
@@ -76,7 +79,10 @@ public final class ServiceRuntime: Sendable {
     /// A line for the log at `level` (the level shows in the timestamp and json formats); the
     /// caller keeps it zero-PII: tags, never names, IPs, keys or content.
     public func line(_ text: String, level: LogLevel = .info) {
-        if let sink { sink.log(text, level: level) } else { collector?(text) }
+        switch output {
+        case let .sink(sink): sink.log(text, level: level)
+        case let .collector(collect): collect(text)
+        }
     }
 
     /// A verbose-only line, not even built while verbose logging is off.
@@ -91,10 +97,14 @@ public final class ServiceRuntime: Sendable {
     }
 
     /// Lines dropped because the sink's queue was full (for a counter metric).
-    public var droppedLogLines: Int { sink?.droppedLines ?? 0 }
+    public var droppedLogLines: Int {
+        if case let .sink(sink) = output { sink.droppedLines } else { 0 }
+    }
 
     /// Returns once every line logged so far is written (the end of a shutdown; a fault exit).
-    public func flushLog() { sink?.flush() }
+    public func flushLog() {
+        if case let .sink(sink) = output { sink.flush() }
+    }
 }
 
 /// A service built on the chassis: the host program (`tether relay|push|signal`) and the tests
