@@ -36,6 +36,8 @@ let package = Package(
         // MARK: C libraries (Debian: libssl-dev, libsqlite3-dev)
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // libsodium (Debian: libsodium-dev): the fast path of Ed25519 verification (TetherCrypto).
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // QR codes for the pairing link in the terminal (Debian: libqrencode-dev).
         .systemLibrary(name: "CQRencode", path: "Sources/CQRencode"),
@@ -56,7 +58,7 @@ let package = Package(
 
         // MARK: Leaves
         .target(name: "TetherSync", dependencies: ["CTetherSystem"], swiftSettings: strict),
-        .target(name: "TetherCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "TetherCrypto", dependencies: ["COpenSSL", "CSodium"], swiftSettings: strict),
         .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
         .target(name: "TetherNoise", dependencies: ["TetherSync", "TetherCrypto"], swiftSettings: strict),
         .target(name: "TetherAttest", dependencies: ["TetherCrypto"], swiftSettings: strict),

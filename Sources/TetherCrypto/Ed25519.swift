@@ -2,9 +2,10 @@ import COpenSSL
 
 /// Ed25519 (RFC 8032, pure) with raw 32-byte keys and 64-byte signatures.
 ///
-/// Verification is OpenSSL's (cofactorless equation, S < L), made strict about encodings:
-/// OpenSSL 3.0 accepts a non-canonical public key A, which RFC 8032 §5.1.3/§5.1.7 says must
-/// fail to decode, so A and R are checked for canonical encoding first.
+/// Verification accepts exactly what OpenSSL's does (cofactorless equation, S < L), made strict
+/// about encodings: OpenSSL 3.0 accepts a non-canonical public key A, which RFC 8032
+/// §5.1.3/§5.1.7 says must fail to decode, so A and R are checked for canonical encoding first.
+/// libsodium answers first, for speed (`Ed25519+Verification.swift`).
 public enum Ed25519 {
     public static let keyByteCount = 32
     public static let signatureByteCount = 64
@@ -53,35 +54,26 @@ public enum Ed25519 {
     }
 
     public struct PublicKey: Sendable, Hashable {
-        let key: PKey
         public let rawRepresentation: [UInt8]
 
         /// A verifier key from its 32-byte encoding. A wrong length throws; a 32-byte string that
-        /// is not a valid point is accepted here and simply never verifies.
+        /// is not a valid point is accepted here and simply never verifies. Nothing is imported
+        /// into a library until a signature is checked: the signaling server holds one of these
+        /// per registered client.
         public init(rawRepresentation bytes: some BytesView) throws(CryptoError) {
             let raw = bytes.byteArray
             guard raw.count == keyByteCount else { throw .invalidKeySize(expected: keyByteCount, actual: raw.count) }
-            guard let key = raw.withUnsafeBytes({ PKey.rawPublic("ED25519", $0) }) else { throw .invalidPublicKey }
-            self.key = key
             rawRepresentation = raw
         }
 
         /// True only for a 64-byte signature that verifies over `message`.
         public func isValidSignature(_ signature: some BytesView, for message: some BytesView) -> Bool {
             signature.withUnsafeBytes { signature in
-                guard signature.count == signatureByteCount,
-                      Ed25519.isCanonicalPointEncoding(UnsafeRawBufferPointer(rebasing: signature[..<32])),
-                      rawRepresentation.withUnsafeBytes({ Ed25519.isCanonicalPointEncoding($0) }) else { return false }
-                return message.withUnsafeBytes { message in
-                    guard let ctx = EVP_MD_CTX_new() else { return false }
-                    defer { EVP_MD_CTX_free(ctx) }
-                    guard EVP_DigestVerifyInit_ex(ctx, nil, nil, nil, nil, key.pkey, nil) == 1 else {
-                        OpenSSL.clearErrors()
-                        return false
-                    }
-                    let status = EVP_DigestVerify(ctx, signature.nonNullBase, signature.count, message.nonNullBase, message.count)
-                    if status != 1 { OpenSSL.clearErrors() }
-                    return status == 1
+                rawRepresentation.withUnsafeBytes { key in
+                    guard signature.count == signatureByteCount,
+                          Ed25519.isCanonicalPointEncoding(UnsafeRawBufferPointer(rebasing: signature[..<32])),
+                          Ed25519.isCanonicalPointEncoding(key) else { return false }
+                    return message.withUnsafeBytes { Ed25519.verify(signature, over: $0, key: key) }
                 }
             }
         }
