@@ -5,9 +5,10 @@ import TetherWire
 
 /// `verify`: the Ed25519 floor on this core. `openssl speed ed25519` (the brief's yardstick:
 /// the server verifies every `register` and every `signal`, §6.1 step 4, §6.2 step 2), then the
-/// same verify through TetherCrypto over a real signal string, once with a parsed key and once
-/// parsing the key from the ID each time, as the server does per signal. Run it pinned where
-/// the server runs (`taskset -c 0`): openssl inherits the pinning.
+/// same verify through TetherCrypto (libsodium first, OpenSSL's verdict kept) over a real
+/// signal string, once with a parsed key and once parsing the key from the ID each time, as a
+/// registration does. Run it pinned where the server runs (`taskset -c 0`): openssl inherits
+/// the pinning.
 enum VerifySpeed {
     static let flags: [Options.Flag] = [.init("seconds", "3", "seconds per openssl measurement (sign and verify each) and per in-process loop")]
 

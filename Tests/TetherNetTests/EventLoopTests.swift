@@ -113,6 +113,65 @@ final class EventLoopTests: XCTestCase {
         XCTAssertEqual(String(decoding: client.read(atLeast: 7), as: UTF8.self), "ack two")
         XCTAssertEqual(seen.value, ["loop0:one", "loop1:two"])
     }
+
+    /// A handler that spends milliseconds per event (the signaling server verifies a signature
+    /// per message) must not hold what it wrote until the whole iteration is done: past
+    /// `EventLoop.flushBudget` the loop flushes before the next event of the same iteration.
+    func testAnExpensiveHandlersWriteIsFlushedBeforeTheNextEventOfTheSameIteration() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        final class Slow: TransportDelegate, @unchecked Sendable {
+            /// Client descriptors by the name each client sends; names handled so far; and what
+            /// each later handler saw: (name, earlier name, had that client its ack already).
+            var clients: [String: Int32] = [:]
+            var handled: [String] = []
+            let seen = Locked<[(String, String, Bool)]>([])
+            let bothHandled = DispatchSemaphore(value: 0)
+            func transport(_ connection: any Transport, didRead bytes: UnsafeRawBufferPointer) {
+                let name = String(decoding: bytes, as: UTF8.self)
+                for earlier in handled {
+                    var byte: UInt8 = 0
+                    let peeked = recv(clients[earlier] ?? -1, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                    seen.mutate { $0.append((name, earlier, peeked == 1)) }
+                }
+                connection.write(Array("ack".utf8))
+                usleep(3_000)
+                handled.append(name)
+                if handled.count == 2 { bothHandled.signal() }
+            }
+            func transportDidClose(_ connection: any Transport, error: NetError?) {}
+            func transportWritabilityChanged(_ connection: any Transport) {}
+        }
+        let slow = Slow()
+        let accepted = Locked(0)
+        let listener = try loop.submitAndWait {
+            UncheckedBox(try TCPListener(loop: loop, address: try SocketAddress(host: "127.0.0.1", port: 0)) { fd, peer in
+                let connection = try! TCPConnection(fd: fd, loop: loop, peer: peer)
+                connection.delegate = slow
+                accepted.mutate { $0 += 1 }
+            })
+        }
+        let a = try RawClient(port: listener.value.address.port), b = try RawClient(port: listener.value.address.port)
+        let descriptors = ["a": a.fd, "b": b.fd]
+        try loop.submitAndWait { slow.clients = descriptors }
+        let deadline = Date().addingTimeInterval(5)
+        while accepted.value < 2, Date() < deadline { usleep(1_000) }
+        XCTAssertEqual(accepted.value, 2)
+        // Hold the loop inside a task while both clients send: its next epoll_wait returns both.
+        let inside = DispatchSemaphore(value: 0)
+        loop.execute { inside.signal(); usleep(50_000) }
+        inside.wait()
+        a.send("a")
+        b.send("b")
+        // Nobody reads the acks before both handlers ran: the peek must find them unread.
+        XCTAssertEqual(slow.bothHandled.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(a.read(atLeast: 3), Array("ack".utf8))
+        XCTAssertEqual(b.read(atLeast: 3), Array("ack".utf8))
+        let seen = slow.seen.value
+        XCTAssertEqual(seen.count, 1, "the second handler looks at the first client once")
+        XCTAssertEqual(seen.first?.2, true, "the first handler's ack was on the wire before the second event was handled: \(seen)")
+    }
 }
 
 final class Locked<Value>: @unchecked Sendable {
