@@ -33,8 +33,8 @@ final class SignalSocket: WebSocketDelegate {
     /// §6.4's 50 per window unless `SIGNAL_SIGNAL_RATE_LIMIT` says otherwise (a limit of 0 never refuses).
     private var signalWindow: FixedWindow
     private var presenceWindow = FixedWindow(limit: SignalSocket.presencePerWindow, window: SignalSocket.rateWindowMs)
-    /// The registered ID's key, made once when its registration verified: every signal's `from`
-    /// must be that ID (§6.2 step 1), and making the key costs a tenth of a verify.
+    /// The registered ID's key, kept from its registration's verify: every signal's `from` must
+    /// be that ID (§6.2 step 1), so each signal is verified with it as it stands.
     private var signingKey: Ed25519.PublicKey?
 
     init(server: SignalServer, lease: SocketLease, transport: any Transport) {
