@@ -9,8 +9,12 @@ extension Ed25519 {
     /// every `register` and every `signal`. What libsodium accepts, OpenSSL accepts. It refuses
     /// more only in one place: an A or R of small order, which OpenSSL (and RFC 8032) check like
     /// any other point, and whose outcome the CCTV vectors pin. Only then does OpenSSL answer,
-    /// so a forged signature costs one fast verification, not two.
+    /// so a random forgery costs one fast verification, not two; one whose R (or key) has small
+    /// order costs an OpenSSL verification, what every signature cost before.
+    /// `signature` is 64 bytes and `key` 32, both with canonical point encodings (checked by
+    /// the caller).
     static func verify(_ signature: UnsafeRawBufferPointer, over message: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer) -> Bool {
+        assert(signature.count == signatureByteCount && key.count == keyByteCount)
         if sodiumReady {
             let status = crypto_sign_verify_detached(signature.nonNullBase,
                                                      message.nonNullBase,
@@ -21,9 +25,32 @@ extension Ed25519 {
         return openSSLVerify(signature, over: message, key: key)
     }
 
-    /// `sodium_init` once per process; it is safe to call from any thread, and libsodium's
-    /// functions may be used concurrently after it. Should it ever fail, OpenSSL answers alone.
-    private static let sodiumReady: Bool = sodium_init() >= 0
+    /// Whether libsodium answers first: `sodium_init` succeeded (once per process, safe from any
+    /// thread) and the library still verifies as 1.0.18 does. The agreement above is a property
+    /// of that version's check; should a later libsodium accept what OpenSSL refuses (a
+    /// cofactored check would), the fallback could not take the acceptance back, so the library
+    /// in use is asked first and OpenSSL answers alone if it disagrees.
+    static let sodiumReady: Bool = sodium_init() >= 0 && sodiumVerifiesAsOpenSSL()
+
+    /// RFC 8032's test 1 must verify, and CCTV's vector 6 must not: its A and R have small-order
+    /// components and [8](R − [S]B + [k]A) is the identity while R − [S]B + [k]A is not, so a
+    /// cofactored verifier accepts it and OpenSSL's cofactorless check does not.
+    private static func sodiumVerifiesAsOpenSSL() -> Bool {
+        let rfc8032Key = hexConstant("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
+        let rfc8032Signature = hexConstant("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b")
+        let residueKey = hexConstant("10eb7c3acfb2bed3e0d6ab89bf5a3d6afddd1176ce4812e38d9fd485058fdb1f")
+        let residueSignature = hexConstant("36684ea91032ba5b1dbab2d02f4debc74c3327f2b3802e2e4d371aa42b12b56bc02e2b9e63e385c058bf62b14b3a2b29ccefe8e38ddb536bc3f9865320a3d801")
+        let residueMessage = Array("ed25519vectors 10".utf8)
+        let empty: [UInt8] = []
+        let accepts = empty.withUnsafeBytes { crypto_sign_verify_detached(rfc8032Signature, $0.nonNullBase, 0, rfc8032Key) == 0 }
+        let refuses = crypto_sign_verify_detached(residueSignature, residueMessage, UInt64(residueMessage.count), residueKey) != 0
+        return accepts && refuses
+    }
+
+    private static func hexConstant(_ text: StaticString) -> [UInt8] {
+        let digits = Array(text.description.utf8).map { $0 <= 0x39 ? $0 - 0x30 : ($0 | 0x20) - 0x61 + 10 }
+        return stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
+    }
 
     /// OpenSSL's verdict, with a key imported for this one call (the rare path: libsodium
     /// answers the rest).

@@ -54,8 +54,8 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
     /// Store lanes this iteration queued work for and has not woken yet (bit per lane).
     private var lanesToWake: UInt64 = 0
 
-    /// Queues a room's storage work on its lane; the lane is woken once, at the end of this loop
-    /// iteration, for everything the iteration queued (a reconnect storm's admissions arrive
+    /// Queues a room's storage work on its lane; the lane is woken once, at the loop's next flush
+    /// point, for everything queued since the last one (a reconnect storm's admissions arrive
     /// many to an iteration).
     func store(_ key: RoomKey, _ work: @escaping @Sendable (any RoomStore) -> Void) {
         guard let storage = server?.storage, let lane = storage.enqueue(key, work) else { return }

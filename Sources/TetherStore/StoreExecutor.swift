@@ -48,8 +48,8 @@ public final class StoreExecutor<Store: Sendable>: Sendable {
     }
 
     /// Queues `work` on the room's lane like `submit`, but leaves the wake to the caller: returns
-    /// the lane to `wake(lane:)` if it needs one. A loop queues an iteration's storage this way and
-    /// wakes each lane once at its flush point — one thread wake-up for a burst, not one per room.
+    /// the lane to `wake(lane:)` if it needs one. A loop queues its storage this way and wakes
+    /// each lane once per flush point — one thread wake-up for a burst, not one per room.
     public func enqueue(_ room: RoomKey, _ work: @escaping @Sendable (Store) -> Void) -> Int? {
         queued.add(1, ordering: .relaxed)
         let lane = room.bucket % lanes.count

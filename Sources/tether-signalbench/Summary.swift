@@ -83,7 +83,7 @@ struct Summary {
             notes.append("the offered rate is above what the server forwards (\(count(capacity))/s, closed loop): its backlog grows for the whole run, and the latency is that backlog's")
         }
         if target, let own = serverVerify, offered > own * 0.9 {
-            notes.append("one core verifies \(count(own)) signals/s at most: at \(count(offered))/s a server pinned to one core is saturated by verification alone")
+            notes.append("one core verifies \(count(own)) signals/s at most: at \(count(offered))/s verification alone takes \(String(format: "%.0f%%", offered / own * 100)) of a server pinned to one core")
         }
         if !target { notes.append("half the closed-loop rate: the latency of a server that keeps up") }
         notes += problems(result)

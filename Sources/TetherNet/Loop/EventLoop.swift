@@ -33,8 +33,9 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     private var stopping = false
     /// Keepalive sweeps by interval (loop thread only).
     var sweeps: [UInt64: KeepaliveSweep] = [:]
-    /// Writers that gathered output during this iteration, flushed once at its end; a writer
-    /// that leaves the loop (a handoff) clears its own slot.
+    /// Writers that gathered output since the last flush point (the end of an iteration, or
+    /// between two of its events once handlers have run `flushBudget`); a writer that leaves
+    /// the loop (a handoff) clears its own slot.
     private var pendingFlushes: [(any FlushPointWriter)?] = []
     /// Work that must wait until the iteration's writes are out and no handler is running (a
     /// handoff's transfer to another loop).
@@ -165,6 +166,8 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
             let count = events.withUnsafeMutableBufferPointer { tether_epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
             if count < 0, errno != EINTR { fatalError("epoll_wait failed: \(errno)") }
             var flushedAt = clock.now()
+            // One allowance of queued tasks per iteration, shared by the mid-batch passes.
+            var tasksLeft = Self.maxTasksPerIteration
             for i in 0..<max(0, Int(count)) {
                 let event = events[i]
                 if event.data == Self.wakeToken {
@@ -173,14 +176,13 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
                     continue
                 }
                 dispatch(event)
-                let now = clock.now()
-                if now &- flushedAt >= Self.flushBudget {
-                    runPending()
+                if clock.now() &- flushedAt >= Self.flushBudget {
+                    tasksLeft -= runPending(limit: tasksLeft)
                     flushWrites()
-                    flushedAt = now
+                    flushedAt = clock.now()
                 }
             }
-            runPending()
+            runPending(limit: tasksLeft)
             runTimers()
             flushWrites()
         }
@@ -190,7 +192,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
 
     // MARK: Flush point (loop thread only)
 
-    /// Asks for `writer.flushScheduledWrites()` at this iteration's flush point; returns the
+    /// Asks for `writer.flushScheduledWrites()` at the next flush point; returns the
     /// slot `cancelFlush` takes. Call at most once per writer per flush.
     func scheduleFlush(_ writer: any FlushPointWriter) -> Int {
         assertInEventLoop()
@@ -205,15 +207,15 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
         pendingFlushes[slot] = nil
     }
 
-    /// Runs `task` at this iteration's flush point, after the writes: by then every handler
-    /// and read loop of the iteration has returned (a server batches per-iteration work there:
-    /// one wake of a worker thread for everything the iteration queued for it).
+    /// Runs `task` at the next flush point, after the writes: by then the handler that asked,
+    /// and every other handler that ran before that point, has returned (a server batches work
+    /// there: one wake of a worker thread for everything queued since the last flush point).
     public func atFlushPoint(_ task: @escaping () -> Void) {
         assertInEventLoop()
         flushPointTasks.append(task)
     }
 
-    /// Sends what every writer gathered in this iteration (one `writev` or `SSL_write` each),
+    /// Sends what every writer gathered since the last flush point (one `writev` or `SSL_write` each),
     /// then runs the flush-point tasks. Writers scheduled meanwhile are flushed in the same pass.
     private func flushWrites() {
         repeat {
@@ -261,12 +263,13 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
         if flags & UInt32(TETHER_EPOLLHUP | TETHER_EPOLLERR) != 0, flags & UInt32(TETHER_EPOLLIN) == 0 { handler.hangup() }
     }
 
-    /// Handler time after which an iteration stops to run queued tasks and flush what it has
-    /// written before dispatching the rest of its events. Writes otherwise wait for the end of
-    /// the iteration: with 256 events and a handler that verifies a signature per message (the
-    /// signaling server, about 50 µs each), that held a forwarded signal for tens of
-    /// milliseconds. Cheap handlers (the relay's splice, a few µs a frame) rarely reach it, so
-    /// they keep one `writev` per connection per iteration.
+    /// Time spent dispatching one batch's events after which the loop stops to run queued tasks
+    /// (within the iteration's `maxTasksPerIteration`) and flush what was written, before it
+    /// dispatches the rest. Writes otherwise wait for the end of the iteration: with 256 events
+    /// and a handler that verifies a signature per message (the signaling server, about 50 µs
+    /// each), that held a forwarded signal for tens of milliseconds. Cheap handlers (the relay's
+    /// splice, a few µs a frame) seldom reach it, so they mostly keep one `writev` per connection
+    /// per iteration.
     public static let flushBudget: UInt64 = 1_000_000
 
     /// Tasks run per iteration before the loop looks at its sockets again. A burst of queued work
@@ -277,8 +280,10 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     public static let maxTasksPerIteration = 64
 
     /// Runs queued tasks, at most `limit` of them (the rest wait for the next iteration, which
-    /// then does not block in epoll_wait).
-    private func runPending(limit: Int = EventLoop.maxTasksPerIteration) {
+    /// then does not block in epoll_wait); returns how many ran.
+    @discardableResult
+    private func runPending(limit: Int = EventLoop.maxTasksPerIteration) -> Int {
+        guard limit > 0 else { return 0 }
         let tasks = pendingLock.withLock { () -> [@Sendable () -> Void] in
             guard pending.count > limit else {
                 defer { pending = [] }
@@ -288,6 +293,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
             return Array(pending.prefix(limit))
         }
         for task in tasks { task() }
+        return tasks.count
     }
 
     /// Fires every due timer (also callable by tests driving a `ManualClock`).

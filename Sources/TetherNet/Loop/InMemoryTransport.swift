@@ -3,8 +3,8 @@
 /// role swift-nio's `EmbeddedChannel` or an in-memory `net.Conn` pair plays.
 ///
 /// It behaves like a `TCPConnection` on its loop: writes are queued (the caller's arrays, not
-/// copies) and leave once per iteration at the loop's flush point; the other end's delegate
-/// reads them on its own loop in a later iteration, as if from the kernel. `queuedBytes`
+/// copies) and leave at the loop's next flush point; the other end's delegate reads them on
+/// its own loop afterwards, as if from the kernel. `queuedBytes`
 /// counts what was written and not yet read by the other side, so a reader that pauses makes
 /// the writer unwritable above `highWaterMark` until it drains below `lowWaterMark`. Closing
 /// either end gives the other end-of-stream once it has read what was sent. Either end may be

@@ -117,9 +117,10 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     // MARK: Writing
     //
     // Writes are not sent at once: they are queued (the caller's arrays, not copies) and the
-    // connection asks its loop for a flush, which happens once per loop iteration after every
-    // event has been handled. All frames produced while handling one read therefore leave in
-    // a single `writev`, as the floor relay does it.
+    // connection asks its loop for a flush, which happens at the loop's next flush point: the
+    // end of the iteration, after every event has been handled, or sooner once handlers have
+    // run `EventLoop.flushBudget`. All frames produced while handling one read therefore leave
+    // in a single `writev`, as the floor relay does it.
 
     /// Queues `bytes` for sending.
     public func write(_ bytes: [UInt8]) {
@@ -180,7 +181,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
 
     public func writable() { flush() }
 
-    /// Called by the loop once per iteration for connections that queued writes.
+    /// Called by the loop at a flush point for connections that queued writes.
     func flushScheduledWrites() {
         flushScheduled = false
         flush()

@@ -1,7 +1,7 @@
 import COpenSSL
 
-/// Output: plaintext is gathered during the loop iteration and encrypted once, at the flush
-/// point. Each payload is copied at most once on its way to the socket — into the gather
+/// Output: plaintext is gathered until the loop's next flush point (the end of the iteration,
+/// or sooner once handlers have run `EventLoop.flushBudget`) and encrypted once there. Each payload is copied at most once on its way to the socket — into the gather
 /// buffer, and only when it shares the flush with other writes; a lone array is encrypted from
 /// the caller's own storage — and the ciphertext goes from OpenSSL's record buffer to the
 /// kernel (`TLSSocketSink`), copied only if the kernel does not take it all.
@@ -34,7 +34,7 @@ extension TLSConnection {
         if isWritable, queuedBytes > tcp.highWaterMark { updateWritability() }
     }
 
-    /// Asks the loop for a flush, once per iteration; output waits for the handshake.
+    /// Asks the loop for a flush, once per flush point; output waits for the handshake.
     func scheduleFlushIfNeeded() {
         guard handshakeDone, !flushScheduled, !isHandingOff, outgoingBytes > 0 else { return }
         flushScheduled = true

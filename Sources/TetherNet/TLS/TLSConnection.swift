@@ -4,8 +4,8 @@ import COpenSSL
 /// leaves through a sink BIO straight into the TCP connection (`TLSSocketSink`); plaintext
 /// moves between OpenSSL and the layer above.
 ///
-/// Plaintext written during a loop iteration is gathered and encrypted once, at the loop's
-/// flush point (`TLSConnection+Output.swift`), so a burst of small frames becomes one record.
+/// Plaintext written between two of the loop's flush points is gathered and encrypted once,
+/// at the second (`TLSConnection+Output.swift`), so a burst of small frames becomes one record.
 /// Writes made before the handshake completes are held and sent after it. The connection, SSL
 /// session included, can move to another loop (`TLSConnection+Handoff.swift`).
 public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter {
