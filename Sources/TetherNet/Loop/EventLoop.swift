@@ -166,8 +166,6 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
             let count = events.withUnsafeMutableBufferPointer { tether_epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
             if count < 0, errno != EINTR { fatalError("epoll_wait failed: \(errno)") }
             var flushedAt = clock.now()
-            // One allowance of queued tasks per iteration, shared by the mid-batch passes.
-            var tasksLeft = Self.maxTasksPerIteration
             for i in 0..<max(0, Int(count)) {
                 let event = events[i]
                 if event.data == Self.wakeToken {
@@ -177,12 +175,13 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
                 }
                 dispatch(event)
                 if clock.now() &- flushedAt >= Self.flushBudget {
-                    tasksLeft -= runPending(limit: tasksLeft)
+                    // Tasks get as long as the events just had, so neither starves the other.
+                    runPending(until: clock.now() &+ Self.flushBudget)
                     flushWrites()
                     flushedAt = clock.now()
                 }
             }
-            runPending(limit: tasksLeft)
+            runPending()
             runTimers()
             flushWrites()
         }
@@ -264,8 +263,8 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     }
 
     /// Time spent dispatching one batch's events after which the loop stops to run queued tasks
-    /// (within the iteration's `maxTasksPerIteration`) and flush what was written, before it
-    /// dispatches the rest. Writes otherwise wait for the end of the iteration: with 256 events
+    /// (for as long again, at most `maxTasksPerIteration` of them) and flush what was written,
+    /// before it dispatches the rest. Writes otherwise wait for the end of the iteration: with 256 events
     /// and a handler that verifies a signature per message (the signaling server, about 50 µs
     /// each), that held a forwarded signal for tens of milliseconds. Cheap handlers (the relay's
     /// splice, a few µs a frame) seldom reach it, so they mostly keep one `writev` per connection
@@ -279,11 +278,11 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     /// drains at thousands of tasks a second.
     public static let maxTasksPerIteration = 64
 
-    /// Runs queued tasks, at most `limit` of them (the rest wait for the next iteration, which
-    /// then does not block in epoll_wait); returns how many ran.
-    @discardableResult
-    private func runPending(limit: Int = EventLoop.maxTasksPerIteration) -> Int {
-        guard limit > 0 else { return 0 }
+    /// Runs queued tasks, at most `limit` of them and, given a `deadline`, none once it has
+    /// passed: the rest go back to the front of the queue in their order (one sender's signals
+    /// stay in order) and wait for the next pass or iteration, which then does not block in
+    /// epoll_wait.
+    private func runPending(limit: Int = EventLoop.maxTasksPerIteration, until deadline: UInt64? = nil) {
         let tasks = pendingLock.withLock { () -> [@Sendable () -> Void] in
             guard pending.count > limit else {
                 defer { pending = [] }
@@ -292,8 +291,13 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
             defer { pending.removeFirst(limit) }
             return Array(pending.prefix(limit))
         }
-        for task in tasks { task() }
-        return tasks.count
+        for (index, task) in tasks.enumerated() {
+            task()
+            if let deadline, index + 1 < tasks.count, clock.now() >= deadline {
+                pendingLock.withLock { pending.insert(contentsOf: tasks[(index + 1)...], at: 0) }
+                return
+            }
+        }
     }
 
     /// Fires every due timer (also callable by tests driving a `ManualClock`).
