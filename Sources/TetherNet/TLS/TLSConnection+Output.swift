@@ -1,8 +1,9 @@
 import COpenSSL
 
 /// Output: plaintext is gathered until the loop's next flush point (the end of the iteration,
-/// or sooner once handlers have run `EventLoop.flushBudget`) and encrypted once there. Each payload is copied at most once on its way to the socket — into the gather
-/// buffer, and only when it shares the flush with other writes; a lone array is encrypted from
+/// or sooner once handlers have run `EventLoop.flushBudget`) and encrypted once there. Each
+/// payload is copied at most once on its way to the socket — into the gather buffer, and only
+/// when it shares the flush with other writes; a lone array is encrypted from
 /// the caller's own storage — and the ciphertext goes from OpenSSL's record buffer to the
 /// kernel (`TLSSocketSink`), copied only if the kernel does not take it all.
 extension TLSConnection {
