@@ -4,11 +4,12 @@ import TetherWire
 
 extension RelayServer {
     /// An address's connections still sending their heads are capped at `RELAY_MAX_SOCKETS_PER_IP`
-    /// too (`ConnectionGate.admitConnection`); past it, a connection is answered 429 at accept,
-    /// counted as an `ip_cap` rejection.
+    /// too (`ConnectionGate.admitConnection`); past it, a connection is answered 429 at accept:
+    /// `too many connections` (an `ip_cap` rejection), or `rate limited` once the address's
+    /// upgrades of the window, these refusals included, are spent (§2.3 step 2).
     public func admitConnection(peer: SocketAddress?) -> HTTPResponse? {
         guard let refusal = gate.admitConnection(peer: peer) else { return nil }
-        metrics.upgradeRejected(.ip_cap)
+        metrics.upgradeRejected(RelayMetrics.Rejection(rawValue: refusal.reason) ?? .ip_cap)
         return refusal.response
     }
 

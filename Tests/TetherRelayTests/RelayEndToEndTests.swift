@@ -556,6 +556,8 @@ extension RelayEndToEndTests {
     /// per address, so one address cannot hold a thousand descriptors for the 30 s head timeout;
     /// other addresses are not affected.
     func testHeadsStillArrivingCountAgainstThePerIPCapAndPastItAreRefusedAtOnce() throws {
+        // Refusals at accept spend the upgrade budget (the next test); this one is about the cap.
+        try startRelay(database: ":memory:", ["--relay-ws-rate-limit", "1000"])
         let result = try client("slow_heads", ["200"])
         XCTAssertEqual(result["refused"] as? Int, 200 - 64, "\(result)")
         XCTAssertEqual(result["statuses"] as? [String], ["HTTP/1.1 429 Too Many Requests"])
@@ -564,6 +566,48 @@ extension RelayEndToEndTests {
         XCTAssertLessThan(other?["seconds"] as? Double ?? 99, 2)
         XCTAssertEqual(result["same_address_while_held"] as? [AnyHashable], [429, "too many connections"])
         XCTAssertEqual((result["same_address_after"] as? [String: Any])?["ok"] as? [Bool], [true, true], "the places came back: \(result)")
+    }
+
+    /// Issue 28 (relay.md §2.3): "the limiter in step 2 counts every upgrade that passes the gate,
+    /// including those later refused in steps 3–5". One address holds its one socket, makes 119
+    /// more upgrades at once (each refused `too many connections`, most of them at accept, before
+    /// their heads are read), lets its socket go: the 121st upgrade of the minute is `rate limited`.
+    func testUpgradesRefusedAtThePerIPCapStillSpendTheUpgradeBudget() throws {
+        try startRelay(database: ":memory:", ["--relay-max-sockets-per-ip", "1"])
+        let script = """
+        import base64, os, socket, time
+        port = \(port)
+        room = os.urandom(32).hex()
+        def send_upgrade():
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(("GET / HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n"
+                       "Sec-WebSocket-Key: %s\\r\\nSec-WebSocket-Version: 13\\r\\nx-relay-room: %s\\r\\n\\r\\n"
+                       % (port, base64.b64encode(os.urandom(16)).decode(), room)).encode())
+            return s
+        def answer(s):
+            s.settimeout(5)
+            data = b""
+            while b"\\r\\n\\r\\n" not in data:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, body = data.partition(b"\\r\\n\\r\\n")
+            return head.split(b"\\r\\n")[0].decode().split(" ", 1)[-1] + " " + body.decode(errors="replace")
+        held = send_upgrade()
+        print(answer(held))
+        attempts = [send_upgrade() for _ in range(119)]
+        print(sorted(set(answer(s) for s in attempts)))
+        for s in attempts:
+            s.close()
+        held.close()
+        time.sleep(0.3)
+        print(answer(send_upgrade()))
+        """
+        let (status, out, err) = try runProcess("/usr/bin/python3", ["-c", script], timeout: 30)
+        XCTAssertEqual(status, 0, err)
+        let lines = out.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines, ["101 Switching Protocols ", "['429 Too Many Requests too many connections']", "429 Too Many Requests rate limited"])
     }
 }
 

@@ -70,6 +70,44 @@ final class ConnectionGateTests: XCTestCase {
         _ = sockets
     }
 
+    /// relay.md §2.3: the upgrade rate limit counts every upgrade that passes the gate, those the
+    /// per-IP cap refuses included. A connection refused at accept is such an upgrade to its
+    /// client, so it counts too, and once the window's budget is spent it is answered `rate limited`.
+    func testConnectionsRefusedAtAcceptSpendTheAddresssUpgradeBudget() throws {
+        let gate = gate {
+            $0.socketRate = .init(limit: 3, windowMs: 60_000)
+            $0.maxSocketsPerIP = 1
+        }
+        let a = try SocketAddress(host: "192.0.2.1", port: 40_000)
+        XCTAssertNil(gate.admitConnection(peer: a))
+        let socket = try gate.admitSocket(ip: "192.0.2.1").get()
+        gate.connectionLeft(peer: a)
+        XCTAssertNil(gate.admitConnection(peer: a))
+        XCTAssertEqual(gate.admitConnection(peer: a)?.reason, "ip_cap", "the second attempt of the window, refused at accept")
+        XCTAssertEqual(reason(gate.admitSocket(ip: "192.0.2.1")), "ip_cap", "the third, refused after its head")
+        XCTAssertEqual(gate.admitConnection(peer: a), GateRefusal(reason: "rate_limited", response: .text(429, "rate limited")))
+        socket.release()
+        gate.connectionLeft(peer: a)
+        XCTAssertEqual(reason(gate.admitSocket(ip: "192.0.2.1")), "rate_limited", "the budget stays spent after the places come back")
+        clock.advance(by: 61 * second)
+        XCTAssertEqual(reason(gate.admitSocket(ip: "192.0.2.1")), "admitted")
+    }
+
+    /// signaling.md §13.1 checks capacity and the per-IP cap before the rate, and counts only
+    /// what reaches the rate check: a connection refused at accept at the per-IP cap spends nothing.
+    func testConnectionsRefusedAtAcceptBeforeTheRateCheckSpendNothing() throws {
+        let gate = gate {
+            $0.socketCheckOrder = [.total, .perIP, .rate]
+            $0.socketRate = .init(limit: 1, windowMs: 60_000)
+            $0.maxSocketsPerIP = 1
+        }
+        let a = try SocketAddress(host: "192.0.2.1", port: 40_000)
+        XCTAssertNil(gate.admitConnection(peer: a))
+        for _ in 0..<5 { XCTAssertEqual(gate.admitConnection(peer: a)?.reason, "ip_cap") }
+        gate.connectionLeft(peer: a)
+        XCTAssertEqual(reason(gate.admitSocket(ip: "192.0.2.1")), "admitted")
+    }
+
     func testBehindATrustedProxyConnectionsAreNotCountedBeforeTheirHeads() throws {
         let gate = gate({ $0.maxSocketsPerIP = 1 }, clientIP: ClientIPResolver(trustProxy: true))
         let proxy = try SocketAddress(host: "127.0.0.1", port: 40_000)

@@ -73,22 +73,7 @@ public final class ConnectionGate: Sendable {
     public func admitSocketPlace(ip: String, check: () -> GateRefusal? = { nil }) -> Result<UInt64, GateRefusal> {
         let now = milliseconds()
         return state.withLock { state in
-            for step in limits.socketCheckOrder {
-                switch step {
-                case .rate:
-                    guard state.socketLimiter.hit(ip, now: now) else {
-                        return .failure(GateRefusal(reason: GateRefusal.rateLimited, response: limits.socketRateRefusal))
-                    }
-                case .perIP:
-                    guard state.socketsPerIP[ip, default: 0] < limits.maxSocketsPerIP else {
-                        return .failure(GateRefusal(reason: GateRefusal.ipCap, response: limits.perIPRefusal))
-                    }
-                case .total:
-                    guard state.totalSockets < limits.maxTotalSockets else {
-                        return .failure(GateRefusal(reason: GateRefusal.totalCap, response: limits.totalRefusal))
-                    }
-                }
-            }
+            if let refusal = socketChecks(&state, ip: ip, held: state.socketsPerIP[ip, default: 0], now: now) { return .failure(refusal) }
             if let refusal = check() { return .failure(refusal) }
             state.socketsPerIP[ip, default: 0] += 1
             state.totalSockets += 1
@@ -108,17 +93,44 @@ public final class ConnectionGate: Sendable {
     ///
     /// Only the TCP peer is known here. Behind a trusted proxy that is the proxy, whose
     /// connections carry every client, so nothing is counted: the proxy owns slow heads there.
+    ///
+    /// A connection refused here is answered as the socket checks answer an upgrade at the per-IP
+    /// cap, the checks the order puts before that cap included: on the relay the upgrade rate
+    /// limit counts it (and past its budget answers `rate limited`), since to the client it is an
+    /// upgrade refused at step 3, and §2.3 counts every one of those. Otherwise a burst refused
+    /// at accept would spend nothing, and the address's next minute would start with a full budget.
     public func admitConnection(peer address: SocketAddress?) -> GateRefusal? {
         guard countsConnections else { return nil }
         let peer = key(address)
+        let now = milliseconds()
         return state.withLock { state in
             let held = state.connectionsPerPeer[peer, default: 0]
             guard held < limits.maxSocketsPerIP else {
-                return GateRefusal(reason: GateRefusal.ipCap, response: limits.perIPRefusal)
+                return socketChecks(&state, ip: peer, held: held, now: now)
             }
             state.connectionsPerPeer[peer] = held + 1
             return nil
         }
+    }
+
+    /// The socket checks in the limits' order for `ip`, which holds `held` places of the per-IP
+    /// cap's kind; the first refusal, or nil. The rate check counts the attempt as it passes.
+    private func socketChecks(_ state: inout State, ip: String, held: Int, now: UInt64) -> GateRefusal? {
+        for step in limits.socketCheckOrder {
+            switch step {
+            case .rate:
+                guard state.socketLimiter.hit(ip, now: now) else {
+                    return GateRefusal(reason: GateRefusal.rateLimited, response: limits.socketRateRefusal)
+                }
+            case .perIP:
+                guard held < limits.maxSocketsPerIP else { return GateRefusal(reason: GateRefusal.ipCap, response: limits.perIPRefusal) }
+            case .total:
+                guard state.totalSockets < limits.maxTotalSockets else {
+                    return GateRefusal(reason: GateRefusal.totalCap, response: limits.totalRefusal)
+                }
+            }
+        }
+        return nil
     }
 
     /// A connection admitted by `admitConnection` closed or upgraded.
