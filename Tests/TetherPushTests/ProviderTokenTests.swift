@@ -78,7 +78,18 @@ final class ProviderTokenTests: XCTestCase {
         let flattened = pem.replacingOccurrences(of: "\n", with: "   ")
         XCTAssertEqual(try APNsKey.load(p8: flattened.replacingOccurrences(of: "-----END", with: "\n-----END")
             .replacingOccurrences(of: "KEY-----   ", with: "KEY-----\n")).publicKey, key.publicKey)
+        // Issue 28: armour and base64 run together on one line, or with any whitespace between.
+        let lines = pem.split(whereSeparator: \.isNewline).map(String.init)
+        for pasted in [lines.joined(), lines.joined(separator: " "), lines.joined(separator: "\r\n"), " \t" + lines.joined(separator: "\u{00A0}") + "\n\n"] {
+            XCTAssertEqual(try APNsKey.load(p8: pasted).publicKey, key.publicKey, pasted)
+        }
+        XCTAssertEqual(try APNsKey.load(p8: lines.dropFirst().dropLast().joined()).publicKey, key.publicKey, "the base64 alone")
         XCTAssertThrowsError(try APNsKey.load(p8: "")) { XCTAssertEqual($0 as? APNsKey.Failure, .notBase64) }
+        XCTAssertThrowsError(try APNsKey.load(p8: "-----BEGIN PRIVATE KEY-----")) { XCTAssertEqual($0 as? APNsKey.Failure, .notBase64) }
+        XCTAssertThrowsError(try APNsKey.load(p8: lines.joined().replacingOccurrences(of: "-----END", with: "END"))) {
+            XCTAssertEqual($0 as? APNsKey.Failure, .notBase64, "an unclosed marker")
+        }
+        XCTAssertThrowsError(try APNsKey.load(p8: "--" + lines.dropFirst().dropLast().joined())) { XCTAssertEqual($0 as? APNsKey.Failure, .notBase64) }
         XCTAssertThrowsError(try APNsKey.load(p8: "-----BEGIN PRIVATE KEY-----\n%%%\n-----END PRIVATE KEY-----")) { XCTAssertEqual($0 as? APNsKey.Failure, .notBase64) }
         XCTAssertThrowsError(try APNsKey.load(p8: Base64.encode([UInt8](repeating: 1, count: 100)))) { XCTAssertEqual($0 as? APNsKey.Failure, .notAP256PKCS8Key) }
     }

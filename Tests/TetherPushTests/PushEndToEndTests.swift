@@ -211,6 +211,77 @@ final class PushEndToEndTests: XCTestCase {
         XCTAssertTrue(refused.output.contains("refused by APNs (400 BadDeviceToken): the device token is invalid"), refused.output)
     }
 
+    /// Issue 28, push.md §1.1 "Key import": every armour line and all whitespace are removed, so
+    /// the `.p8` pasted into `APNS_PRIVATE_KEY` on one line (armour and base64 run together) or
+    /// with spaces for newlines starts, and its provider tokens verify as the file's do.
+    func testAKeyPastedOnOneLineOrWithSpacesSignsAsTheFileDoes() throws {
+        let file = try String(contentsOfFile: path("AuthKey.p8"), encoding: .utf8)
+        let lines = file.split(whereSeparator: \.isNewline).map(String.init)
+        for (index, pasted) in [lines.joined(), lines.joined(separator: " "), lines.joined(separator: "\t") + "  "].enumerated() {
+            XCTAssertFalse(pasted.contains("\n"))
+            var environment = relayEnvironment()
+            environment["APNS_PRIVATE_KEY_FILE"] = nil
+            environment["APNS_PRIVATE_KEY"] = pasted
+            let started = try PushProcess(environment: environment)
+            defer { started.stop() }
+            let token = Self.token(0x70 + UInt8(index))
+            let answer = post("/v1/register", #"{"deviceToken":"\#(token)","environment":"production"}"#, port: started.port)
+            XCTAssertEqual(answer.status, 200, answer.body)
+            let json = try XCTUnwrap(JSONValue.parse(Array(answer.body.utf8)))
+            let registration = (pushID: try XCTUnwrap(json.string("pushID")), secret: try Base64.decode(try XCTUnwrap(json.string("relaySecret"))))
+            XCTAssertAnswer(Self.pushMytty(registration, loop: group.loops[0], port: started.port), 200, #"{"ok":true}"#)
+        }
+        let requests = try standIn.requests()
+        XCTAssertEqual(requests.map { $0["status"] as? Int }, [200, 200, 200], "the stand-in verified each token with the file's public key")
+    }
+
+    /// Issue 28 (push.md §1.1, §2.2, §2.5, §2.6, §3.2, §3.7): a JSON `null` is neither absent nor
+    /// valid. Every field of every endpoint of both profiles, sent as `null` over the wire: a
+    /// required field is refused with its own error, an optional one is refused where a present
+    /// value must have its type (`sandbox`, `nonce`) and takes its default where the reference
+    /// reads "if a string" (Profile M's `title`, `placeholder`, `collapseID`); a `null` push
+    /// `secret` is a bad secret, after the token lookup.
+    func testANullFieldIsNeitherAbsentNorValidInAnyEndpointOfEitherProfile() throws {
+        let secret = [UInt8](repeating: 0x5A, count: 32), token = Self.token(0x61), hash = Hex.encode(SHA256.hash(secret))
+        func json(_ fields: [(String, String)]) -> String { "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}" }
+        func with(_ fields: [(String, String)], null key: String) -> String {
+            json(fields.contains { $0.0 == key } ? fields.map { $0.0 == key ? ($0.0, "null") : $0 } : fields + [(key, "null")])
+        }
+        let register = [("token", "\"\(token)\""), ("secretHash", "\"\(hash)\""), ("sandbox", "false")]
+        XCTAssertAnswer(post("/register", json(register)), 200, #"{"ok":true}"#)
+        for (key, error) in [("token", "invalid token"), ("secretHash", "invalid secretHash"), ("sandbox", "invalid sandbox")] {
+            XCTAssertAnswer(post("/register", with(register, null: key)), 400, #"{"error":"\#(error)"}"#, "/register \(key): null")
+        }
+        XCTAssertAnswer(post("/register", "null"), 400, #"{"error":"invalid json"}"#)
+        let mutable = [("token", "\"\(token)\""), ("secret", "\"\(Hex.encode(secret))\""), ("collapse", "\"00\""), ("nonce", "\"bm9uY2U=\"")]
+        let plain = [("token", "\"\(token)\""), ("secret", "\"\(Hex.encode(secret))\""), ("title", "\"t\""), ("body", "\"b\"")]
+        for (path, fields, nulls) in [("/push/mutable", mutable, [("token", "invalid token"), ("collapse", "invalid collapse"), ("nonce", "invalid nonce")]),
+                                      ("/push", plain, [("token", "invalid token"), ("title", "invalid title"), ("body", "invalid body")])] {
+            for (key, error) in nulls {
+                XCTAssertAnswer(post(path, with(fields, null: key)), 400, #"{"error":"\#(error)"}"#, "\(path) \(key): null")
+            }
+            XCTAssertAnswer(post(path, with(fields, null: "secret")), 403, #"{"error":"bad secret"}"#, "\(path) secret: null")
+            XCTAssertAnswer(post(path, json(fields)), 200, #"{"ok":true}"#, "\(path) as sent")
+        }
+        let myttyToken = Self.token(0x62)
+        let mytty = [("deviceToken", "\"\(myttyToken)\""), ("environment", "\"production\"")]
+        for (key, error) in [("deviceToken", "invalid deviceToken"), ("environment", "invalid environment")] {
+            XCTAssertAnswer(post("/v1/register", with(mytty, null: key)), 400, #"{"error":"\#(error)"}"#, "/v1/register \(key): null")
+        }
+        let registration = try registerMytty(myttyToken)
+        let alert = [("macID", "\"m\""), ("ciphertext", "\"c2VhbGVk\""), ("collapseID", "\"s-1\""), ("title", "\"T\""), ("placeholder", "\"P\"")]
+        for key in ["macID", "ciphertext"] {
+            XCTAssertAnswer(pushMytty(registration, body: with(alert, null: key)), 400, #"{"error":"invalid payload"}"#, "/v1/push \(key): null")
+        }
+        let before = try standIn.requests().count
+        XCTAssertAnswer(pushMytty(registration, body: json([alert[0], alert[1], ("collapseID", "null"), ("title", "null"), ("placeholder", "null")])),
+                        200, #"{"ok":true}"#)
+        let delivered = try XCTUnwrap(try standIn.requests().dropFirst(before).first)
+        XCTAssertFalse((delivered["headers"] as? [[String]] ?? []).contains { $0[0] == "apns-collapse-id" }, "a null collapseID sets none")
+        XCTAssertEqual(delivered["body"] as? String,
+                       #"{"aps":{"alert":{"title":"Mytty","body":""},"sound":"default","mutable-content":1,"interruption-level":"time-sensitive","thread-id":"mytty-attention"},"m":"m","c":"c2VhbGVk"}"#)
+    }
+
     func testAMissingOrMalformedKeyRefusesToStartNamingTheSettingAndNeverTheKey() throws {
         var environment = relayEnvironment()
         environment["APNS_PRIVATE_KEY_FILE"] = nil

@@ -79,8 +79,8 @@ public final class ProviderTokenIssuer: Sendable {
     }
 }
 
-/// The `.p8` key as push.md §1.1 imports it: every `-----…-----` armour line and all whitespace
-/// removed, the rest base64 of a PKCS#8 P-256 private key; anything else is refused.
+/// The `.p8` key as push.md §1.1 imports it: every `-----…-----` armour marker and all whitespace
+/// removed (on lines of their own or not), the rest base64 of a PKCS#8 P-256 private key; anything else is refused.
 public enum APNsKey {
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case notBase64
@@ -95,14 +95,7 @@ public enum APNsKey {
     }
 
     public static func load(p8 text: String) throws(Failure) -> P256.PrivateKey {
-        let body = text.split(whereSeparator: \.isNewline)
-            .filter { line in
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                return !(trimmed.hasPrefix("-----") && trimmed.hasSuffix("-----"))
-            }
-            .joined()
-            .filter { !$0.isWhitespace }
-        guard !body.isEmpty, let der = try? Base64.decode(String(body)), !der.isEmpty else { throw .notBase64 }
+        guard let body = base64Body(of: text), let der = try? Base64.decode(body), !der.isEmpty else { throw .notBase64 }
         // Re-armoured as exactly PKCS#8 (`PRIVATE KEY`), so OpenSSL reads no other encoding.
         var pem = "-----BEGIN PRIVATE KEY-----\n"
         let base64 = Array(Base64.encode(der))
@@ -112,5 +105,36 @@ public enum APNsKey {
         pem += "-----END PRIVATE KEY-----\n"
         guard let key = try? P256.PrivateKey(pemRepresentation: pem) else { throw .notAP256PKCS8Key }
         return key
+    }
+
+    /// The text with every armour marker (`-----BEGIN PRIVATE KEY-----`, five dashes or more on
+    /// each side) and all whitespace removed, wherever they are: on lines of their own, or run
+    /// together with the base64 on one line as operators paste a `.p8` into one environment
+    /// variable, newlines turned to spaces or dropped. Base64 has no `-`, so a dash can only
+    /// belong to a marker. Nil when nothing is left or a marker is not closed.
+    static func base64Body(of text: String) -> String? {
+        let scalars = Array(text.unicodeScalars)
+        var body = String.UnicodeScalarView()
+        var index = 0
+        /// The end of the run of dashes at `start` if it is a marker's edge (five or more).
+        func edge(at start: Int) -> Int? {
+            var end = start
+            while end < scalars.count, scalars[end] == "-" { end += 1 }
+            return end - start >= 5 ? end : nil
+        }
+        while index < scalars.count {
+            let scalar = scalars[index]
+            if scalar == "-" {
+                guard let opened = edge(at: index) else { return nil }
+                var close = opened
+                while close < scalars.count, scalars[close] != "-" { close += 1 }
+                guard close < scalars.count, let closed = edge(at: close) else { return nil }
+                index = closed
+            } else {
+                if !scalar.properties.isWhitespace { body.append(scalar) }
+                index += 1
+            }
+        }
+        return body.isEmpty ? nil : String(body)
     }
 }
