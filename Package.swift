@@ -81,7 +81,7 @@ let package = Package(
 
         // MARK: Services
         // Rooms are confined to their loop like the network layer, so the same release setting applies.
-        .target(name: "TetherClient", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherNoise", "TetherAttest"], swiftSettings: strict),
+        .target(name: "TetherClient", dependencies: ["TetherSync", "TetherNet", "TetherWire", "TetherCrypto", "TetherNoise", "TetherAttest"], swiftSettings: strict),
         .target(name: "TetherRelay", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest"],
                 swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
 

@@ -1,6 +1,7 @@
 public import Foundation
 import Glibc
 public import TetherCrypto
+import TetherSync
 import TetherWire
 
 /// A device's persistent state (keys, pairing, room secret) in a directory the caller chooses:
@@ -26,8 +27,33 @@ public final class StateDirectory: @unchecked Sendable {
     public init(_ url: URL) throws(Failure) {
         self.url = url
         guard mkdir(url.path, 0o700) == 0 || errno == EEXIST else { throw .io("cannot create \(url.path): \(String(cString: strerror(errno)))") }
+        // An existing file is not tightened and written into as if it were the directory.
+        guard PathName.isDirectory(url.path) else { throw .io("\(url.path) is not a directory") }
         // An existing directory is tightened too: keys must never be readable by others.
         guard chmod(url.path, 0o700) == 0 else { throw .io("cannot restrict \(url.path)") }
+    }
+
+    /// The state directory at `path` as a person typed it, relative to the working directory
+    /// (a bare name such as `A` included) or absolute, its missing parents created. The root
+    /// directory is refused: it would be made owner-only.
+    public convenience init(path: String) throws(Failure) {
+        guard !path.isEmpty else { throw .io("no directory given") }
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        guard url.path != "/" else { throw .io("/ cannot be a state directory") }
+        try Self.makeDirectories(PathName.parent(of: path))
+        try self.init(url)
+    }
+
+    /// `mkdir -p`: `path` and its missing parents, with the umask's modes (only the state
+    /// directory itself is owner-only); the first that cannot be made says why.
+    static func makeDirectories(_ path: String) throws(Failure) {
+        if let kind = PathName.kind(path) {
+            guard kind == .directory else { throw .io("\(path) is not a directory") }
+            return
+        }
+        let parent = PathName.parent(of: path)
+        if parent != path { try makeDirectories(parent) }
+        guard mkdir(path, 0o777) == 0 || errno == EEXIST else { throw .io("cannot create \(path): \(String(cString: strerror(errno)))") }
     }
 
     private func path(_ name: String) -> String { url.appendingPathComponent(name).path }

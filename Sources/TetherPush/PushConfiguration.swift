@@ -64,9 +64,6 @@ extension PushConfiguration {
         c.topicITerm2 = try values.value(of: S.topicITerm2)
         c.endpoints = APNsClient.Endpoints(production: try values.value(of: S.productionURL), sandbox: try values.value(of: S.sandboxURL))
         c.caFile = try values.value(of: S.caFile)
-        if let path = c.caFile, !FileManager.default.isReadableFile(atPath: path) {
-            throw SettingError(variable: "APNS_CA_FILE", message: "cannot read \(path)")
-        }
         c.registerLimit = Int(try values.value(of: S.registerLimit))
         c.maxConnectionsPerIP = Int(try values.value(of: S.maxConnectionsPerIP))
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare), trustProxy: try values.value(of: S.trustProxy),

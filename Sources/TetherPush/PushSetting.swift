@@ -16,7 +16,7 @@ public enum PushSetting {
 
     static let host = Setting<String>("PUSH_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")
     static let port = Setting<UInt16>("PUSH_PORT", default: 8788, parser: .port, help: "port")
-    static let database = Setting<String>("PUSH_DB", default: "push.db", parser: .text,
+    static let database = Setting<String>("PUSH_DB", default: "push.db", parser: .databaseLocation,
                                           help: "SQLite database of registrations, or a postgres:// URL every node shares (:memory: for none)")
     static let profiles = Setting<PushProfiles>("PUSH_PROFILES", default: [.mytty], defaultText: "mytty", parser: profileList,
                                                 help: "mytty, iterm2, or mytty,iterm2: the client-facing protocols served")
@@ -26,7 +26,7 @@ public enum PushSetting {
                                         help: "10-character key id of the .p8 (the token's kid)")
     static let privateKey = Setting<String?>("APNS_PRIVATE_KEY", defaultText: "(this or the file)", fallbacks: ["APNS_P8"],
                                              help: "the .p8 key text, armour lines included (\\n for newlines in an env file)")
-    static let privateKeyFile = Setting<String?>("APNS_PRIVATE_KEY_FILE", fallbacks: ["APNS_P8_FILE"], help: "path of the .p8 key")
+    static let privateKeyFile = Setting<String?>("APNS_PRIVATE_KEY_FILE", fallbacks: ["APNS_P8_FILE"], parser: .readableFile, help: "path of the .p8 key")
     static let topic = Setting<String>("APNS_TOPIC", default: "com.m-tkg.mytty.remote", parser: .text,
                                        help: "Profile M topic: the Mytty app's bundle id")
     static let topicITerm2 = Setting<String>("APNS_TOPIC_ITERM2", default: "com.googlecode.iterm2.companion", parser: .text,
@@ -35,7 +35,7 @@ public enum PushSetting {
                                                help: "APNs production endpoint")
     static let sandboxURL = Setting<String>("APNS_SANDBOX_URL", default: "https://api.sandbox.push.apple.com", parser: httpsURL,
                                             help: "APNs sandbox endpoint")
-    static let caFile = Setting<String?>("APNS_CA_FILE", defaultText: "(system roots only)",
+    static let caFile = Setting<String?>("APNS_CA_FILE", defaultText: "(system roots only)", parser: .readableFile,
                                          help: "extra PEM trust root for APNs, in addition to the system roots")
     static let registerLimit = Setting<Int64>("PUSH_REGISTER_LIMIT", default: 10, parser: .zeroOrPositive,
                                               help: "Profile I /register requests per client IP per 60 s (0 = off)")
@@ -53,10 +53,10 @@ public enum PushSetting {
                                            help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")
     static let adminPort = Setting<UInt16?>("PUSH_ADMIN_PORT", default: nil, defaultText: "off", parser: .optionalPort,
                                             help: "admin listener port (unset: no admin listener)")
-    static let tlsCertificate = Setting<String?>("PUSH_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")],
+    static let tlsCertificate = Setting<String?>("PUSH_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")], parser: .readableFile,
                                                  help: "serve TLS with this PEM chain")
     static let acme = ACMESettings(prefix: "PUSH")
-    static let tlsKey = Setting<String?>("PUSH_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
+    static let tlsKey = Setting<String?>("PUSH_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")], parser: .readableFile,
                                          help: "PEM private key for PUSH_TLS_CERT")
 
     /// An Apple team or key id: exactly ten characters of A–Z and 0–9.

@@ -24,7 +24,7 @@ public enum RelaySetting {
     static let host = Setting<String>("RELAY_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")
     static let port = Setting<UInt16>("RELAY_PORT", default: 8787, fallbacks: ["PORT"], parser: .port,
                                       help: "port (PORT is read when RELAY_PORT is unset)")
-    static let database = Setting<String>("RELAY_DB", default: "relay.db", parser: .text, help: "SQLite database path, or a postgres:// URL every node shares (:memory: for none)")
+    static let database = Setting<String>("RELAY_DB", default: "relay.db", parser: .databaseLocation, help: "SQLite database path, or a postgres:// URL every node shares (:memory: for none)")
     static let origin = Setting<String?>("RELAY_ORIGIN", defaultText: "(required)",
                                          help: "public origin clients connect to, exactly as in their pairing links, e.g. https://relay.example.com")
     static let attestationRequired = Setting<Bool>("ATTEST_REQUIRED", default: true, defaultText: "required", parser: .unlessExactlyFalse,
@@ -79,11 +79,11 @@ public enum RelaySetting {
     static let metricsPushURL = Setting<String?>("RELAY_METRICS_PUSH_URL", help: "push metrics here (needs the token too)")
     static let metricsPushToken = Setting<String?>("RELAY_METRICS_PUSH_TOKEN", help: "bearer token for the metrics push")
     static let metricsPushInterval = Setting<Int64>("RELAY_METRICS_PUSH_MS", default: 60_000, parser: .positiveInteger, help: "metrics push interval")
-    static let shardMap = Setting<String?>("RELAY_SHARD_MAP",
+    static let shardMap = Setting<String?>("RELAY_SHARD_MAP", parser: .readableFile,
                                            help: "shard map JSON file to publish at start (resolver v2; a newer one in the database wins; also `tether shardmap`)")
-    static let tlsCertificate = Setting<String?>("RELAY_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")],
+    static let tlsCertificate = Setting<String?>("RELAY_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")], parser: .readableFile,
                                                  help: "serve TLS with this PEM chain")
-    static let tlsKey = Setting<String?>("RELAY_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
+    static let tlsKey = Setting<String?>("RELAY_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")], parser: .readableFile,
                                          help: "PEM private key for RELAY_TLS_CERT")
 
     static let acme = ACMESettings(prefix: "RELAY")

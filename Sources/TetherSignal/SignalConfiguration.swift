@@ -101,9 +101,6 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
         case .cloudflare:
             guard c.cloudflareKeyID?.isEmpty == false else { throw SettingError(variable: "CLOUDFLARE_TURN_KEY_ID", message: "required in cloudflare mode") }
             guard c.cloudflareToken?.isEmpty == false else { throw SettingError(variable: "CLOUDFLARE_TURN_API_TOKEN", message: "required in cloudflare mode") }
-            if let path = c.cloudflareCAFile, !FileManager.default.isReadableFile(atPath: path) {
-                throw SettingError(variable: "CLOUDFLARE_CA_FILE", message: "cannot read \(path)")
-            }
         case .none:
             break
         }

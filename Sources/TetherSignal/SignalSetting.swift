@@ -55,7 +55,7 @@ public enum SignalSetting {
                                                   help: "Cloudflare TURN key API token (never logged, never returned)")
     static let cloudflareURL = Setting<String>("CLOUDFLARE_TURN_API_URL", default: "https://rtc.live.cloudflare.com", parser: apiURL,
                                                help: "base URL of the Cloudflare API; http: only for loopback hosts")
-    static let cloudflareCAFile = Setting<String?>("CLOUDFLARE_CA_FILE", defaultText: "(system roots only)",
+    static let cloudflareCAFile = Setting<String?>("CLOUDFLARE_CA_FILE", defaultText: "(system roots only)", parser: .readableFile,
                                                    help: "extra PEM trust root for the Cloudflare API, in addition to the system roots")
     static let log = Setting<Bool>("SIGNAL_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
     static let logFormat = Setting<LogFormat>("SIGNAL_LOG_FORMAT", default: .plain, defaultText: "plain", parser: .logFormat,
@@ -64,10 +64,10 @@ public enum SignalSetting {
                                            help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")
     static let adminPort = Setting<UInt16?>("SIGNAL_ADMIN_PORT", default: nil, defaultText: "off", parser: .optionalPort,
                                             help: "admin listener port (unset: no admin listener)")
-    static let tlsCertificate = Setting<String?>("SIGNAL_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")],
+    static let tlsCertificate = Setting<String?>("SIGNAL_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")], parser: .readableFile,
                                                  help: "serve TLS with this PEM chain")
     static let acme = ACMESettings(prefix: "SIGNAL")
-    static let tlsKey = Setting<String?>("SIGNAL_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")],
+    static let tlsKey = Setting<String?>("SIGNAL_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")], parser: .readableFile,
                                          help: "PEM private key for SIGNAL_TLS_CERT")
 
     /// A §13.1 list: comma-separated, each element trimmed, empty elements ignored.

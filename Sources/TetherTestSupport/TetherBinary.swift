@@ -6,15 +6,16 @@ public enum TetherBinary {
 
     /// Runs `tether arguments` to completion; returns its exit status and standard output and
     /// error together. `environment` is laid over the test's own.
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        try run(url, arguments, environment: environment)
+    public static func run(_ arguments: [String], environment: [String: String] = [:], in directory: URL? = nil) throws -> (status: Int32, output: String) {
+        try run(url, arguments, environment: environment, in: directory)
     }
 
     /// Runs any program (a peer script's interpreter, say) the same way.
-    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], in directory: URL? = nil) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        process.currentDirectoryURL = directory
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let output = Pipe()
         process.standardOutput = output

@@ -10,6 +10,9 @@ struct AttesterAuthorityFiles {
     var keyPath: String { directory + "/root-key.pem" }
 
     func load() throws -> SoftwareAttester.Authority {
+        for path in [certificatePath, keyPath] where !FileManager.default.isReadableFile(atPath: path) {
+            throw CryptoError.malformedEncoding("cannot read \(path) (tether attester init \(directory) makes it)")
+        }
         let certificate = try Certificate(pemRepresentation: try String(contentsOfFile: certificatePath, encoding: .utf8))
         let key = try P256.PrivateKey(pemRepresentation: try String(contentsOfFile: keyPath, encoding: .utf8))
         guard key.publicKey == certificate.p256PublicKey else { throw CryptoError.malformedEncoding("root-key.pem does not match root.pem") }
@@ -17,7 +20,7 @@ struct AttesterAuthorityFiles {
     }
 
     func create() throws -> SoftwareAttester.Authority {
-        let state = try StateDirectory(URL(fileURLWithPath: directory))
+        let state = try StateDirectory(path: directory)
         guard state.read("root-key.pem") == nil else { throw CryptoError.malformedEncoding("\(keyPath) exists; not replaced") }
         let authority = try SoftwareAttester.Authority.make()
         try state.write("root-key.pem", Array(authority.key.pemRepresentation.utf8))
@@ -41,7 +44,11 @@ func runAttesterCommand(_ arguments: [String]) -> Never {
         exit(arguments.contains("--help") || arguments.contains("-h") ? 0 : 2)
     }
     let files = AttesterAuthorityFiles(directory: arguments[1])
-    do { _ = try files.create() } catch { fail("attester: \(error)", code: 1) }
+    do { _ = try files.create() } catch let error as StateDirectory.Failure {
+        fail("attester: init \(arguments[1]): \(error)")
+    } catch {
+        fail("attester: \(error)", code: 1)
+    }
     print("attester: root certificate \(files.certificatePath) (give it to the relay as APPATTEST_ROOT_PEM), key \(files.keyPath)")
     exit(0)
 }

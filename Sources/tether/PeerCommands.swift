@@ -9,6 +9,7 @@ import TetherWire
 
 /// Options every peer command shares.
 struct PeerOptions {
+    var command: String
     var state: String?
     var caFile: String?
     var rest: [String] = []
@@ -17,6 +18,7 @@ struct PeerOptions {
     /// Parses `--name VALUE` for the given names (and `--state`, `--ca`); other arguments are
     /// left in `rest`.
     init(_ arguments: [String], command: String, valued: Set<String> = []) {
+        self.command = command
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -31,7 +33,8 @@ struct PeerOptions {
                 }
                 index += 2
             } else if let name, name.contains("=") {
-                let parts = name.split(separator: "=", maxSplits: 1).map(String.init)
+                // `--state=` is the flag with an empty value, refused as such below.
+                let parts = name.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
                 self = PeerOptions(Array(arguments[..<index]) + ["--" + parts[0], parts[1]] + Array(arguments[(index + 1)...]), command: command, valued: valued)
                 return
             } else {
@@ -49,12 +52,9 @@ struct PeerOptions {
     /// The same for any use of the SDK's state (`call` for calling identities).
     func stateDirectory(name: String) -> StateDirectory {
         let path = state ?? Self.defaultStatePath(name: name)
-        do {
-            let parent = (path as NSString).deletingLastPathComponent
-            if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
-            return try StateDirectory(URL(fileURLWithPath: path))
-        } catch {
-            fail("\(error)", code: 1)
+        guard !path.isEmpty else { fail("\(command): --state needs a directory") }
+        do throws(StateDirectory.Failure) { return try StateDirectory(path: path) } catch {
+            fail("\(command): --state \(path): \(error)")
         }
     }
 
@@ -80,7 +80,7 @@ struct PeerOptions {
 
     func tls() -> TLSClientContext? {
         guard let caFile = caFile ?? ProcessInfo.processInfo.environment["TETHER_CA_FILE"] else { return nil }
-        do { return try TLSClientContext(caFile: caFile) } catch { fail("--ca: \(error)", code: 1) }
+        do { return try TLSClientContext(caFile: caFile) } catch { fail("\(command): --ca \(caFile): \(error)") }
     }
 }
 
@@ -362,11 +362,12 @@ private func softwareAttester(_ options: PeerOptions) -> SoftwareAttester? {
     case "development": environment = .development
     case let other: fail("phone: --attest-env must be production or development, not \(other)")
     }
+    guard !directory.isEmpty else { fail("phone: --attester needs a directory") }
     do {
         let authority = try AttesterAuthorityFiles(directory: directory).load()
         return SoftwareAttester(appID: appID, environment: environment, authority: authority)
     } catch {
-        fail("phone: --attester \(directory): \(error)", code: 1)
+        fail("phone: --attester \(directory): \(error)")
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TetherRelay
+import TetherService
 import TetherStore
 import TetherWire
 
@@ -33,6 +34,9 @@ func runShardmapCommand(_ arguments: [String]) {
             print(map.json)
         case ("publish", 2):
             let map: ShardMap
+            do throws(InvalidSettingValue) { _ = try SettingParser<String?>.readableFile.parse(arguments[1]) } catch {
+                fail("shardmap: \(error.message)")
+            }
             do { map = try RelayConfiguration.loadShardMap(arguments[1], variable: "shardmap") } catch { fail("\(error)", code: 1) }
             guard try store.publishShardMap(map) else {
                 fail("shardmap: version \(map.version) not published: \(where_) holds version \(try store.shardMap()?.version ?? 0); every change must raise it", code: 1)
@@ -61,7 +65,7 @@ func operatorEnvironment(_ arguments: inout [String], command: String, flags: [(
     var environment = serviceEnvironment(&arguments, command: command)
     for (flag, variable) in flags {
         guard let index = arguments.firstIndex(of: flag) else { continue }
-        guard index + 1 < arguments.count else { fail("\(command): \(flag) needs a path or a postgres:// URL") }
+        guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else { fail("\(command): \(flag) needs a path or a postgres:// URL") }
         environment[variable] = arguments[index + 1]
         arguments.removeSubrange(index...(index + 1))
     }
@@ -79,7 +83,7 @@ func openOperatorRoomStore(_ environment: [String: String], command: String) -> 
             fail("\(command): RELAY_DB is :memory:, which no node shares")
         case let .sqlite(path):
             guard FileManager.default.fileExists(atPath: path) else {
-                fail("\(command): no relay database at \(path) (RELAY_DB / --relay-db; a relay creates it on its first start)", code: 1)
+                fail("\(command): no relay database at \(path) (RELAY_DB / --relay-db; a relay creates it on its first start)")
             }
             return (try SQLiteRoomStore(path: path), path)
         case let .postgres(url):

@@ -28,6 +28,24 @@ final class StateDirectoryTests: XCTestCase {
         XCTAssertNil(state.read("pairing"))
     }
 
+    /// Issue 28: the path as typed, relative or absolute, its parents made; what cannot hold
+    /// state is refused before anything is created or tightened.
+    func testAPathAsTypedIsOpenedWithItsParentsAndWhatCannotHoldStateIsRefused() throws {
+        let nested = url.appendingPathComponent("x/y/z").path
+        _ = try StateDirectory(path: nested)
+        XCTAssertEqual(try mode(nested), 0o700)
+        XCTAssertNotEqual(try mode(url.appendingPathComponent("x").path), 0o700, "only the state directory itself is owner-only")
+        let file = url.appendingPathComponent("file").path
+        FileManager.default.createFile(atPath: file, contents: Data(), attributes: [.posixPermissions: 0o644])
+        XCTAssertThrowsError(try StateDirectory(path: file)) { XCTAssertEqual($0 as? StateDirectory.Failure, .io("\(file) is not a directory")) }
+        XCTAssertEqual(try mode(file), 0o644, "a file in the way is not tightened")
+        XCTAssertThrowsError(try StateDirectory(path: file + "/inner")) { XCTAssertEqual($0 as? StateDirectory.Failure, .io("\(file) is not a directory")) }
+        XCTAssertThrowsError(try StateDirectory(path: "")) { XCTAssertEqual($0 as? StateDirectory.Failure, .io("no directory given")) }
+        for root in ["/", "//", "/.."] {
+            XCTAssertThrowsError(try StateDirectory(path: root)) { XCTAssertEqual($0 as? StateDirectory.Failure, .io("/ cannot be a state directory")) }
+        }
+    }
+
     func testAnExistingDirectoryIsTightened() throws {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         _ = try StateDirectory(url)

@@ -18,7 +18,7 @@ final class PushConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.acme?.domains, ["push.example.com"])
         XCTAssertEqual(configuration.acme?.email, "ops@example.com")
         XCTAssertNil(configuration.acme?.httpPort, "0: TLS-ALPN-01 only")
-        XCTAssertThrowsError(try PushConfiguration.load(environment: environment, arguments: ["--acme-domain", "push.example.com", "--tls-cert", "c", "--tls-key", "k"])) {
+        XCTAssertThrowsError(try PushConfiguration.load(environment: environment, arguments: ["--acme-domain", "push.example.com", "--tls-cert", #filePath, "--tls-key", #filePath])) {
             XCTAssertEqual(($0 as? SettingError)?.variable, "PUSH_ACME_DOMAIN")
         }
     }
@@ -83,7 +83,7 @@ final class PushConfigurationTests: XCTestCase {
         XCTAssertEqual(refusal(["PUSH_PROFILES": "mytty,apple"]), "PUSH_PROFILES")
         XCTAssertEqual(refusal(["APNS_PRODUCTION_URL": "http://api.push.apple.com"]), "APNS_PRODUCTION_URL")
         XCTAssertEqual(refusal(["APNS_CA_FILE": "/nonexistent.pem"]), "APNS_CA_FILE")
-        XCTAssertEqual(refusal(["PUSH_TLS_CERT": "/x.pem"]), "PUSH_TLS_KEY")
+        XCTAssertEqual(refusal(["PUSH_TLS_CERT": #filePath]), "PUSH_TLS_KEY")
     }
 
     func testTheReadmeReferenceIsTheOneTheSettingsTableGenerates() throws {

@@ -221,7 +221,7 @@ final class OperatorCommandTests: XCTestCase {
     func testShardmapRefusesADatabaseThatDoesNotExistAndCreatesNone() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tether-missing-\(UUID().uuidString)/relay.db").path
         let answer = try run(["shardmap", "show", "--relay-db", path])
-        XCTAssertEqual(answer.status, 1)
+        XCTAssertEqual(answer.status, 2, "a bad path is a usage error (issue 28)")
         XCTAssertTrue(answer.output.hasPrefix("tether: shardmap: no relay database at \(path)"), answer.output)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path))
     }

@@ -96,7 +96,7 @@ extension RelayEndToEndTests {
     }
 
     func testACMEIsRefusedBesideCertificateFilesAndForANameThatIsNotADomain() throws {
-        let (status, output) = try TetherBinary.run(["relay", "--local", "--acme-domain", Self.domain, "--tls-cert", "c.pem", "--tls-key", "k.pem"])
+        let (status, output) = try TetherBinary.run(["relay", "--local", "--acme-domain", Self.domain, "--tls-cert", #filePath, "--tls-key", #filePath])
         XCTAssertEqual(status, 2, output)
         XCTAssertTrue(output.contains("RELAY_ACME_DOMAIN: ACME keeps the certificate itself: unset RELAY_TLS_CERT and RELAY_TLS_KEY"), output)
         let (badStatus, badOutput) = try TetherBinary.run(["relay", "--local", "--acme-domain", "*.example.com"])

@@ -111,7 +111,7 @@ final class RelayConfigurationTests: XCTestCase {
         assertRefused(production.merging(["RELAY_MAX_ROOMS": "-1"]) { $1 }, naming: "RELAY_MAX_ROOMS")
         assertRefused(production.merging(["RELAY_WS_RATE_LIMIT": "-1"]) { $1 }, naming: "RELAY_WS_RATE_LIMIT")
         assertRefused(production.merging(["APPATTEST_ENV": "staging"]) { $1 }, naming: "APPATTEST_ENV")
-        assertRefused(production.merging(["RELAY_TLS_CERT": "/x.pem"]) { $1 }, naming: "RELAY_TLS_KEY")
+        assertRefused(production.merging(["RELAY_TLS_CERT": #filePath]) { $1 }, naming: "RELAY_TLS_KEY")
     }
 
     func testHalfAMetricsPushConfigurationWarnsAndLeavesPushOff() throws {
@@ -168,12 +168,14 @@ final class RelayConfigurationTests: XCTestCase {
     }
 
     func testFlagsOverrideTheEnvironment() throws {
+        // Certificate files are checked at start-up, so two that exist.
+        let certificate = #filePath, key = Vectors.packageRoot().appendingPathComponent("Package.swift").path
         let (c, _) = try load(production.merging(["RELAY_PORT": "9000"]) { $1 },
-                              ["--relay-port", "9100", "--relay-max-sockets-per-ip=10", "--tls-cert", "/c.pem", "--tls-key=/k.pem"])
+                              ["--relay-port", "9100", "--relay-max-sockets-per-ip=10", "--tls-cert", certificate, "--tls-key=\(key)"])
         XCTAssertEqual(c.port, 9100)
         XCTAssertEqual(c.maxSocketsPerIP, 10)
-        XCTAssertEqual(c.tlsCertificatePath, "/c.pem")
-        XCTAssertEqual(c.tlsKeyPath, "/k.pem")
+        XCTAssertEqual(c.tlsCertificatePath, certificate)
+        XCTAssertEqual(c.tlsKeyPath, key)
         assertRefused(production, ["--no-such-flag"], naming: "--no-such-flag")
         assertRefused(production, ["--relay-port"], naming: "RELAY_PORT")
     }

@@ -70,7 +70,7 @@ final class SignalConfigurationTests: XCTestCase {
         XCTAssertNil(refusal(["CLOUDFLARE_TURN_API_URL": "http://127.0.0.1:9000"]))
         XCTAssertEqual(refusal(["SIGNAL_TRUST_PROXY": "TRUE"]), "SIGNAL_TRUST_PROXY")
         XCTAssertEqual(refusal(["SIGNAL_TRUSTED_HOPS": "0"]), "SIGNAL_TRUSTED_HOPS")
-        XCTAssertEqual(refusal(["SIGNAL_TLS_CERT": "/x.pem"]), "SIGNAL_TLS_KEY")
+        XCTAssertEqual(refusal(["SIGNAL_TLS_CERT": #filePath]), "SIGNAL_TLS_KEY")
     }
 
     func testASecretNeverAppearsInARefusal() {

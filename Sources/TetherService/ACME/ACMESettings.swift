@@ -20,8 +20,8 @@ public struct ACMESettings: Sendable {
                                  help: "the ACME account's contact address (expiry notices)")
         directory = Setting<String>("\(prefix)_ACME_DIRECTORY", default: ACMECertificates.Configuration.letsEncrypt, parser: .text,
                                     help: "the ACME server's directory URL")
-        caFile = Setting<String?>("\(prefix)_ACME_CA_FILE", help: "an extra PEM trust root for the ACME server (a private or test CA)")
-        stateDirectory = Setting<String>("\(prefix)_ACME_DIR", default: "acme", parser: .text,
+        caFile = Setting<String?>("\(prefix)_ACME_CA_FILE", parser: .readableFile, help: "an extra PEM trust root for the ACME server (a private or test CA)")
+        stateDirectory = Setting<String>("\(prefix)_ACME_DIR", default: "acme", parser: .directoryPath,
                                          help: "where the ACME account key, the certificate and its key are kept (owner-only)")
         httpPort = Setting<UInt16>("\(prefix)_ACME_HTTP_PORT", default: 80, parser: .port,
                                    help: "the HTTP-01 challenge listener's port, on \(prefix)_HOST (0: TLS-ALPN-01 only, on the service's port)")

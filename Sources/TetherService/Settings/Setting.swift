@@ -36,8 +36,9 @@ public struct Setting<Value: Sendable>: SettingRow {
 
 extension Setting where Value == String? {
     /// Free text, unset by default (`APP_ID`, `RELAY_TLS_CERT`).
-    public init(_ name: String, defaultText: String? = nil, fallbacks: [String] = [], extraFlags: [SettingEntry.ExtraFlag] = [], help: String) {
-        self.init(name, default: nil, defaultText: defaultText, fallbacks: fallbacks, extraFlags: extraFlags, parser: .text, help: help)
+    public init(_ name: String, defaultText: String? = nil, fallbacks: [String] = [], extraFlags: [SettingEntry.ExtraFlag] = [],
+                parser: SettingParser<String?> = .text, help: String) {
+        self.init(name, default: nil, defaultText: defaultText, fallbacks: fallbacks, extraFlags: extraFlags, parser: parser, help: help)
     }
 }
 
