@@ -14,8 +14,10 @@ BENCH=.build/release/tether-relaybench
 WORK=$(mktemp -d /tmp/admission-bench.XXXXXX)
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 PGPORT=$((20000 + RANDOM % 20000))
-AS_PG=()
-[ "$(id -u)" -eq 0 ] && AS_PG=(runuser -u postgres --) && chown postgres: "$WORK"
+# The server's tools start in its own directory: the caller's may be one the postgres user cannot
+# enter (a clone in root's 0700 home), where they fail.
+AS_PG=(env --chdir "$WORK")
+[ "$(id -u)" -eq 0 ] && AS_PG=(runuser -u postgres -- env --chdir "$WORK") && chown postgres: "$WORK"
 
 cleanup() {
   [ -n "${SERVE_PID:-}" ] && kill "$SERVE_PID" 2>/dev/null || true

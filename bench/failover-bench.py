@@ -41,7 +41,9 @@ class Postgres:
         self.bin = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))[-1]
         self.port = free_port()
         self.data = os.path.join(work, "pg")
-        self.as_pg = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+        # The server's tools start in its own directory: the caller's may be one the postgres user
+        # cannot enter (a clone in root's 0700 home), where they fail.
+        self.as_pg = (["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []) + ["env", "--chdir", work]
         if os.getuid() == 0:
             shutil.chown(work, "postgres", "postgres")
         self.run("initdb", "-D", self.data, "-U", "tether", "--auth=trust", "-E", "UTF8")

@@ -82,29 +82,44 @@ public final class PostgresServer: @unchecked Sendable {   // set up in init; `s
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Runs a server command to completion, its output in a file rather than a pipe: `pg_ctl start`
-    /// leaves a daemon behind, and a pipe it inherited would never reach end-of-file.
+    /// Runs a server command to completion and returns its standard output; standard error is
+    /// kept apart (a warning is never read as a query's answer) and shown only if it fails. Both
+    /// go to files rather than pipes: `pg_ctl start` leaves a daemon behind, and a pipe it
+    /// inherited would never reach end-of-file.
+    ///
+    /// The command runs in the server's own directory, which the `postgres` user owns: the
+    /// test's working directory may be one that user cannot enter (a clone in root's 0700 home),
+    /// and PostgreSQL's tools change to their starting directory and fail there.
     @discardableResult
     private func run(_ path: String, _ arguments: [String], asServerUser: Bool = true) throws -> String {
-        let argv = getuid() == 0 && asServerUser ? ["/usr/sbin/runuser", "-u", "postgres", "--", path] + arguments : [path] + arguments
+        let command = ["/usr/bin/env", "--chdir", directory.path, path] + arguments
+        let argv = getuid() == 0 && asServerUser ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + command : command
         let output = directory.appendingPathComponent("command-\(UUID().uuidString).out").path
-        defer { unlink(output) }
+        let errors = output + ".err"
+        defer {
+            unlink(output)
+            unlink(errors)
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         var pid: pid_t = 0
         let cArguments = argv.map { strdup($0) } + [nil]
         defer { for argument in cArguments { free(argument) } }
         guard posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ) == 0 else { throw Failure.missing("cannot run \(argv[0])") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let text = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        func read(_ file: String) -> String {
+            ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         // Exited normally with status 0 (the wait status' low 7 bits are the signal, the next 8 the code).
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else { throw Failure.command(URL(fileURLWithPath: path).lastPathComponent, text) }
-        return text
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw Failure.command(URL(fileURLWithPath: path).lastPathComponent, [read(output), read(errors)].filter { !$0.isEmpty }.joined(separator: "\n"))
+        }
+        return read(output)
     }
 
     /// The newest installed server's `bin` directory.
