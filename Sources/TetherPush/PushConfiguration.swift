@@ -21,6 +21,11 @@ public struct PushConfiguration: Sendable, ServiceListenerSettings {
     public var caFile: String?
     /// Profile I `/register` requests per client IP per 60 s (0 = off).
     public var registerLimit = 10
+    /// Profile M `/v1/register` requests per client IP per 60 s (0 = off). The Mytty Worker keeps
+    /// none, and each registration is a row kept 180 days: unlimited, one address wrote a gigabyte
+    /// an hour. A phone registers when its APNs token changes, so 60 a minute leaves room for
+    /// many phones behind one carrier NAT.
+    public var registerRateLimit = 60
     /// Open connections one client address may hold, heads still arriving and kept-alive ones
     /// alike: without it one address holds any number for the 30 s head deadline. Generous, as
     /// phones behind one carrier NAT share an address; off behind a trusted proxy, whose
@@ -65,6 +70,7 @@ extension PushConfiguration {
         c.endpoints = APNsClient.Endpoints(production: try values.value(of: S.productionURL), sandbox: try values.value(of: S.sandboxURL))
         c.caFile = try values.value(of: S.caFile)
         c.registerLimit = Int(try values.value(of: S.registerLimit))
+        c.registerRateLimit = Int(try values.value(of: S.registerRateLimit))
         c.maxConnectionsPerIP = Int(try values.value(of: S.maxConnectionsPerIP))
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare), trustProxy: try values.value(of: S.trustProxy),
                                       trustedHops: Int(try values.value(of: S.trustedHops)))

@@ -9,7 +9,7 @@ public enum PushSetting {
     public static let table = SettingsTable(
         command: "tether push", synopsis: "[--tls-cert FILE --tls-key FILE]", switches: [],
         rows: [host, port, database, profiles, teamID, keyID, privateKey, privateKeyFile, topic, topicITerm2,
-               productionURL, sandboxURL, caFile, registerLimit, maxConnectionsPerIP, trustProxy, trustCloudflare, trustedHops,
+               productionURL, sandboxURL, caFile, registerLimit, registerRateLimit, maxConnectionsPerIP, trustProxy, trustCloudflare, trustedHops,
                log, logFormat, adminHost, adminPort, tlsCertificate, tlsKey] + acme.rows)
 
     public static var all: [SettingEntry] { table.entries }
@@ -39,6 +39,8 @@ public enum PushSetting {
                                          help: "extra PEM trust root for APNs, in addition to the system roots")
     static let registerLimit = Setting<Int64>("PUSH_REGISTER_LIMIT", default: 10, parser: .zeroOrPositive,
                                               help: "Profile I /register requests per client IP per 60 s (0 = off)")
+    static let registerRateLimit = Setting<Int64>("PUSH_REGISTER_RATE_LIMIT", default: 60, parser: .zeroOrPositive,
+                                                  help: "Profile M /v1/register requests per client IP per 60 s (0 = off); past it 429 rate limited")
     static let maxConnectionsPerIP = Setting<Int64>("PUSH_MAX_CONNECTIONS_PER_IP", default: 256, parser: .countOrDefault(256),
                                                     help: "open connections per client address, kept-alive ones included (0 = default); past it 429 at accept")
     static let trustProxy = Setting<Bool>("PUSH_TRUST_PROXY", default: false, parser: .trueOrFalse, help: "true: key clients by X-Forwarded-For")

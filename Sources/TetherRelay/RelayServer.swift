@@ -213,7 +213,6 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         return RoomMachine.Context(configuration: machine)
     }
 
-    var stallTimeoutMs: UInt64 { UInt64(configuration.stallTimeoutMs) }
 
     var webSocketOptions: WebSocketConnection.Options {
         var options = WebSocketConnection.Options()
@@ -221,6 +220,7 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         options.maxFramePayload = 524_288
         options.maxMessageSize = 524_288
         options.keepaliveInterval = .milliseconds(UInt64(configuration.keepaliveMs))
+        options.stallTimeout = .milliseconds(UInt64(configuration.stallTimeoutMs))
         return options
     }
 

@@ -14,9 +14,6 @@ final class RoomHost: WebSocketDelegate {
         let openedAt: UInt64
         /// Why reading is paused (`Hold` bits); read again when none is left.
         var holds: UInt8 = 0
-        /// The stall deadline's timer while this socket is unwritable: out of line, since only a
-        /// socket whose peer outruns it has one.
-        var stallTimerStorage = OutOfLine<EventLoop.TimerID>()
         /// The close the relay started, if it did (for the disconnect line); out of line, as
         /// only a socket being closed has one.
         var closedByRelayStorage = OutOfLine<(code: UInt16, reason: String)>()
@@ -89,17 +86,22 @@ final class RoomHost: WebSocketDelegate {
     }
 
     /// Back-pressure (relay.md §3.11, Tether): a socket whose queue passed the high-water mark
-    /// stops its peer's reading and starts the stall clock; once it drains below the low-water
-    /// mark its peer is read again.
+    /// is not read itself (the chassis bounds every socket's output) and holds back its peer,
+    /// which the splice stops reading as it forwards; once it drains below the low-water mark its
+    /// peer is read again.
     func webSocketWritabilityChanged(_ socket: WebSocketConnection) {
         table.assertOnLoop()
+        guard socket.isWritable, let id = id(of: socket) else { return }
+        releaseHolds(Hold.peer, except: id)
+    }
+
+    /// Above the high-water mark for `RELAY_STALL_TIMEOUT_MS`: closed 1008 `write stalled`, by the
+    /// machine's rule (an admitted socket's peer stays admitted).
+    func webSocketDidStall(_ socket: WebSocketConnection) {
+        table.assertOnLoop()
         guard let id = id(of: socket) else { return }
-        if socket.isWritable {
-            cancelStallTimer(id)
-            releaseHolds(Hold.peer, except: id)
-        } else {
-            armStallTimer(id)
-        }
+        perform(machine.stalled(id))
+        armDeadline()
     }
 
     // MARK: Events
@@ -146,7 +148,6 @@ final class RoomHost: WebSocketDelegate {
             line = "initiator=remote role=\(role) state=\(machine.stateName(of: id)) code=\(code)"
         }
         server.write("relay \(tag) disconnect \(line) lived=\(lived)ms")
-        if let timer = member.stallTimerStorage.value { loop.cancel(timer) }
         // Whoever waited for this socket to drain waits no more.
         releaseHolds(Hold.peer, except: id)
         perform(machine.disconnected(id))
@@ -227,20 +228,6 @@ final class RoomHost: WebSocketDelegate {
 
     private func releaseHolds(_ reason: UInt8, except id: SocketID) {
         for (other, member) in members where other != id && member.holds & reason != 0 { release(other, reason) }
-    }
-
-    private func armStallTimer(_ id: SocketID) {
-        guard members[id]?.stallTimerStorage.isEmpty == true else { return }
-        members[id]?.stallTimerStorage.value = loop.schedule(after: .milliseconds(server.stallTimeoutMs)) { [self] in
-            members[id]?.stallTimerStorage.value = nil
-            perform(machine.stalled(id))
-        }
-    }
-
-    private func cancelStallTimer(_ id: SocketID) {
-        guard let timer = members[id]?.stallTimerStorage.value else { return }
-        loop.cancel(timer)
-        members[id]?.stallTimerStorage.value = nil
     }
 
     private func armDeadline() {

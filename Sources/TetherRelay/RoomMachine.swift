@@ -295,11 +295,13 @@ public struct RoomMachine {
         }.min()
     }
 
-    /// An admitted socket has not taken its peer's frames for the stall timeout (back-pressure held
-    /// the peer all that while): it is closed 1008 `write stalled`. Its peer stays admitted, to be
-    /// re-spliced to whoever takes the slot next, as after a displacement (relay.md §3.13, Tether).
+    /// A socket has not taken what the relay sent it for the stall timeout (its peer's frames,
+    /// held back all that while, or the relay's own replies: pongs, refusals): it is closed 1008
+    /// `write stalled`, admitted or not. An admitted socket's peer stays admitted, to be re-spliced
+    /// to whoever takes the slot next, as after a displacement (relay.md §3.13, Tether).
     public mutating func stalled(_ id: SocketID) -> [RoomAction] {
-        guard case let .admitted(role)? = sockets[id]?.state else { return [] }
+        guard let socket = sockets[id] else { return [] }
+        guard case let .admitted(role) = socket.state else { return close(id, 1008, "write stalled") }
         return [.log("relay \(key.logTag) stalled role=\(role.rawValue)")] + close(id, 1008, "write stalled")
     }
 

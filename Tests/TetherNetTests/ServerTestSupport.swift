@@ -8,6 +8,9 @@ final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
     let opened = NSLock()
     private var sockets: [WebSocketConnection] = []
 
+    /// The sockets upgraded so far (touch each only on its loop).
+    var upgraded: [WebSocketConnection] { opened.withLock { sockets } }
+
     func bodyLimit(for head: HTTPRequestHead) -> Int { head.path == "/small" ? 10 : 64 * 1024 }
     /// `/screened` is refused on its head, before its body (or its body cap) is considered.
     func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? { head.path == "/screened" ? .text(403, "screened") : nil }

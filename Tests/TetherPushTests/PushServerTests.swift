@@ -174,6 +174,27 @@ final class PushServerTests: XCTestCase {
         XCTAssertEqual(relay.request("/register", body: body).status, 200, "a new window")
     }
 
+    /// Issue 29: Profile M `/v1/register` is limited per client IP (`PUSH_REGISTER_RATE_LIMIT`,
+    /// a Tether setting: the Worker keeps none, and each registration is a row kept 180 days),
+    /// every request counting, answered 429 `rate limited` as Profile I answers its own, counted.
+    func testMyttyRegistrationsAreLimitedPerAddressAndTheLimitCanBeTurnedOff() throws {
+        let relay = try PushServerHarness { $0.registerRateLimit = 3 }
+        let body = #"{"deviceToken":"\#(String(repeating: "ab", count: 32))","environment":"production"}"#
+        XCTAssertEqual(relay.request("/v1/register", body: body).status, 200)
+        XCTAssertEqual(relay.request("/v1/register", body: "{").body, #"{"error":"invalid deviceToken"}"#, "the second request, counted")
+        XCTAssertEqual(relay.request("/v1/register", body: body).status, 200)
+        XCTAssertAnswer(relay.request("/v1/register", body: body), 429, #"{"error":"rate limited"}"#)
+        XCTAssertEqual(relay.server.metrics.rateLimited.value, 1)
+        XCTAssertEqual(relay.server.metrics.registersRejected.value, 2)
+        XCTAssertEqual(relay.request("/register", body: "{").body, #"{"error":"invalid json"}"#, "Profile I's limit is its own")
+        relay.time.ms.add(60_001, ordering: .relaxed)
+        XCTAssertEqual(relay.request("/v1/register", body: body).status, 200, "a new window")
+
+        let unlimited = try PushServerHarness { $0.registerRateLimit = 0 }
+        for _ in 0..<200 { XCTAssertEqual(unlimited.request("/v1/register", body: body).status, 200) }
+        XCTAssertEqual(try PushServerHarness().server.configuration.registerRateLimit, 60, "the default")
+    }
+
     func testITermPushesFollowTheSettledCheckOrder() throws {
         let relay = try PushServerHarness()
         let token = String(repeating: "cd", count: 32)

@@ -156,6 +156,22 @@ final class RelayEndToEndTests: XCTestCase {
         XCTAssertEqual((result["close"] as? [String: Any])?["flooders_closed"] as? Int, 100, "a close ends the connection: the rest is never read")
     }
 
+    /// Issue 29: a socket with no credential at all (App Attest required, no Hello) floods pings
+    /// through a 4 KiB receive window and never reads. Its pongs coalesce and its output is
+    /// bounded, so the relay grows by no more than a couple of MiB (before: 674 MB in 2 s).
+    func testAFloodOfPingsBeforeAnyHelloThatNeverReadsLeavesTheRelaysMemoryBounded() throws {
+        try startRelay(database: ":memory:", ["--relay-origin", "https://relay.test", "--app-id", "TEAMID.example.app"], local: false)
+        let (status, output) = try ServiceProcess.runPeer("unread_flood.py", [
+            "127.0.0.1", String(port), "/", "x-relay-room: \(String(repeating: "ab", count: 32))", String(process.processIdentifier), "ping", "3",
+        ])
+        XCTAssertEqual(status, 0, output)
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output)
+        XCTAssertGreaterThan(result["sent"] as? Int ?? 0, 1 << 20, "the flood ran: \(result)")
+        guard measuresLoad else { return }
+        let growth = (result["rss_max_kb"] as? Int ?? .max) - (result["rss_start_kb"] as? Int ?? 0)
+        XCTAssertLessThan(growth, 4 * 1024, "kB: \(result)")
+    }
+
     func testGateRefusalsAndMacOffline() throws {
         let result = try client("gate")
         XCTAssertEqual(result["origin"] as? [AnyHashable], [403, "forbidden"])

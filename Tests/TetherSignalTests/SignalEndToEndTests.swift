@@ -132,6 +132,23 @@ final class SignalEndToEndTests: XCTestCase {
         }
     }
 
+    /// Issue 29, §6.4: a socket floods messages that each earn an `error` (a `signal` before any
+    /// registration) through a 4 KiB receive window and never reads. Its output is bounded (the
+    /// server stops reading it), and once it has stayed above the mark for the 30 s stall it is
+    /// closed 1008 `rate_limited`, the close frame after whole frames (before: 534 MB in 10 s,
+    /// never closed, 2.9 million errors queued).
+    func testErrorsNeverReadAreBoundedAndTheSocketIsClosedRateLimitedAtTheStall() throws {
+        let server = try signal([:], ["--local"])
+        let (status, output) = try ServiceProcess.runPeer("unread_flood.py", [
+            "127.0.0.1", String(server.port), "/signal", "-", String(server.process.processIdentifier), "signal-error", "33",
+        ])
+        XCTAssertEqual(status, 0, output)
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output)
+        let growth = (result["rss_max_kb"] as? Int ?? .max) - (result["rss_start_kb"] as? Int ?? 0)
+        XCTAssertLessThan(growth, 4 * 1024, "kB: \(result)")
+        XCTAssertEqual(result["close"] as? [AnyHashable], [1008, "rate_limited"], "\(result)")
+    }
+
     func testSIGTERMClosesEverySocket1001ShuttingDownAndExitsZero() throws {
         let server = try signal([:], ["--local"])
         try assertScenarios(["--url", url(server), "--server-pid", String(server.process.processIdentifier), "--scenario", "shutdown"])

@@ -26,6 +26,8 @@ public final class InMemoryTransport: Transport, FlushPointWriter {
     var flushSlot = 0
     var flushScheduled = false
     var closeWhenFlushed = false
+    /// `notifyWhenDrained` was asked and the other end has not read everything since.
+    var drainNotice = false
     var isHandingOff = false
 
     /// Two joined ends: the first on `first`, the second on `second` (default: the same
@@ -154,18 +156,39 @@ public final class InMemoryTransport: Transport, FlushPointWriter {
         }
     }
 
-    /// The other end drained: writable again once below the low-water mark.
+    /// The other end drained: writable again once below the low-water mark, drained (as
+    /// `notifyWhenDrained` asked) once nothing is left.
     func checkWritability(scheduledOn scheduled: EventLoop) {
         let queued = link.lock.withLock { () -> Int? in
             guard link.ends[side].loop === scheduled, !link.ends[side].inTransit else { return nil }
             link.ends[side].drainCheckScheduled = false
             let queued = outgoingBytes + link.ends[other].inboxBytes
-            if queued < lowWaterMark { link.ends[side].waitingForDrain = false }
+            if queued < lowWaterMark, !(drainNotice && queued > 0) { link.ends[side].waitingForDrain = false }
             return queued
         }
-        guard let queued, !isClosed, !isWritable, queued < lowWaterMark else { return }
-        isWritable = true
-        delegate?.transportWritabilityChanged(self)
+        guard let queued, !isClosed else { return }
+        if !isWritable, queued < lowWaterMark {
+            isWritable = true
+            delegate?.transportWritabilityChanged(self)
+        }
+        if drainNotice, queued == 0 {
+            drainNotice = false
+            delegate?.transportDidDrain(self)
+        }
+    }
+
+    /// What was written since the last flush has not left; what the other end's inbox holds has.
+    public func discardUnsentOutput() {
+        loop.assertInEventLoop()
+        outgoing = []
+        outgoingBytes = 0
+    }
+
+    public func notifyWhenDrained() {
+        loop.assertInEventLoop()
+        guard queuedBytes > 0 else { return }
+        drainNotice = true
+        link.lock.withLock { link.ends[side].waitingForDrain = true }
     }
 
     // MARK: Closing

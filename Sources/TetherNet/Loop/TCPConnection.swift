@@ -37,6 +37,8 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
     public private(set) var isReadingPaused = false
     private var flushScheduled = false
     private var closeWhenFlushed = false
+    /// `notifyWhenDrained` was asked and the queue has not emptied since.
+    private var drainNotice = false
     private var wantsWrite = false
     /// Set by `handoff` on the old loop, so a read loop in progress stops touching the socket.
     private var isHandingOff = false
@@ -150,18 +152,26 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
         let start = headerArena.count
         headerArena.append(contentsOf: header)
         enqueue(.header(start: start, count: header.count), count: header.count)
-        if !payload.isEmpty { enqueue(.array(payload), count: payload.count) }
+        if !payload.isEmpty { enqueue(.payload(payload), count: payload.count) }
     }
 
+    /// A write as queued. `.array` and `.header` begin a write of their own; `.payload` is the
+    /// rest of the `.header` before it, so a write is never cut in two (`discardUnsentOutput`).
     private enum Chunk {
         case array([UInt8])
         case header(start: Int, count: Int)
+        case payload([UInt8])
 
         var count: Int {
             switch self {
-            case let .array(bytes): bytes.count
+            case let .array(bytes), let .payload(bytes): bytes.count
             case let .header(_, count): count
             }
+        }
+
+        var beginsAWrite: Bool {
+            if case .payload = self { return false }
+            return true
         }
     }
 
@@ -234,7 +244,11 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
                 wantsWrite = false
                 updateInterest()
             }
-            if closeWhenFlushed { close(error: nil) }
+            if closeWhenFlushed { return close(error: nil) }
+            if drainNotice {
+                drainNotice = false
+                delegate?.transportDidDrain(self)
+            }
         } else if !wantsWrite {
             // The kernel is full: wait for EPOLLOUT.
             wantsWrite = true
@@ -249,7 +263,7 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
             func nest(_ i: Int) -> R {
                 if i == count { return body(UnsafeBufferPointer(pointers)) }
                 switch queue[queueHead + i] {
-                case let .array(bytes):
+                case let .array(bytes), let .payload(bytes):
                     return bytes.withUnsafeBytes { raw in
                         pointers.initializeElement(at: i, to: raw.baseAddress!)
                         return nest(i + 1)
@@ -286,6 +300,27 @@ public final class TCPConnection: EventLoopHandler, Transport, FlushPointWriter 
             isWritable = true
             delegate?.transportWritabilityChanged(self)
         }
+    }
+
+    /// Drops every queued write the kernel has not begun to take; one it has begun is kept whole,
+    /// so what the peer reads stays a sequence of complete writes (frames, responses).
+    public func discardUnsentOutput() {
+        loop.assertInEventLoop()
+        var cut = queueHead
+        if cut < queue.count, headOffset > 0 || !queue[cut].beginsAWrite { cut += 1 }
+        while cut < queue.count, !queue[cut].beginsAWrite { cut += 1 }
+        guard cut < queue.count else { return }
+        queuedBytes -= queue[cut...].reduce(0) { $0 + $1.count }
+        queue.removeSubrange(cut...)
+        if !isWritable, queuedBytes < lowWaterMark {
+            isWritable = true
+            delegate?.transportWritabilityChanged(self)
+        }
+    }
+
+    public func notifyWhenDrained() {
+        loop.assertInEventLoop()
+        drainNotice = queuedBytes > 0
     }
 
     // MARK: Closing

@@ -17,6 +17,13 @@ public protocol Transport: AnyObject {
     /// A few bytes written at once when nothing is queued (else queued like `write`): a ping
     /// sweep over thousands of idle sockets then allocates nothing per socket.
     func writeNow(_ bytes: UnsafeRawBufferPointer)
+    /// Asks for one `transportDidDrain` once nothing written so far is still queued (call it
+    /// while `queuedBytes > 0`): a reply that only the latest request needs (a pong) waits for it
+    /// instead of piling up behind output the peer is not reading.
+    func notifyWhenDrained()
+    /// Drops queued output the peer has not begun to receive, keeping any write already partly
+    /// sent whole (a connection about to close, whose peer is not reading).
+    func discardUnsentOutput()
     /// Closes once everything queued is sent.
     func closeAfterFlush()
     /// Closes now.
@@ -38,6 +45,8 @@ public protocol TransportDelegate: AnyObject {
     func transportDidClose(_ transport: any Transport, error: NetError?)
     /// `isWritable` changed.
     func transportWritabilityChanged(_ transport: any Transport)
+    /// Everything queued has left, as asked with `notifyWhenDrained`.
+    func transportDidDrain(_ transport: any Transport)
 }
 
 public extension Transport {
@@ -46,4 +55,5 @@ public extension Transport {
 
 public extension TransportDelegate {
     func transportWritabilityChanged(_ transport: any Transport) {}
+    func transportDidDrain(_ transport: any Transport) {}
 }

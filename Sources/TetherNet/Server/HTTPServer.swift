@@ -71,6 +71,10 @@ public final class HTTPServer: @unchecked Sendable {
         public var requestTimeout: UInt64 = .seconds(30)
         /// A kept-alive connection with no request in progress is closed after this.
         public var idleTimeout: UInt64 = .seconds(60)
+        /// A connection whose responses stay above the transport's high-water mark this long
+        /// (its client pipelines requests and never reads the answers; no further request is read
+        /// meanwhile) is closed.
+        public var stallTimeout: UInt64 = .seconds(30)
         /// Serve HTTPS (and WSS) with this context; nil serves plain HTTP.
         public var tls: TLSServerContext?
         public init() {}
@@ -187,6 +191,11 @@ final class ConnectionSet: @unchecked Sendable {
 }
 
 /// One HTTP connection's state: parser, timers, and the in-order response path.
+///
+/// Its output is bounded like a WebSocket's: once the responses queued pass the transport's
+/// high-water mark no further request is read or handled (pipelined ones wait in the parser,
+/// one read at most) until they drain, and a connection that stays above the mark for
+/// `Configuration.stallTimeout` is closed.
 final class HTTPServerConnection: TransportDelegate {
     private let connection: any Transport
     private let server: HTTPServer
@@ -200,6 +209,9 @@ final class HTTPServerConnection: TransportDelegate {
     private var counted = false
     /// Refused at accept: whatever the client sends is not read.
     private var refused = false
+    /// Reading paused because the responses are backed up, and the timer that closes it.
+    private var outputPaused = false
+    private var stallTimer: EventLoop.TimerID?
     private let connections: ConnectionSet
 
     init(connection: any Transport, server: HTTPServer, connections: ConnectionSet) {
@@ -257,7 +269,7 @@ final class HTTPServerConnection: TransportDelegate {
 
     private func drain() {
         do throws(HTTPParseError) {
-            while !connection.isClosed, !upgraded, !awaitingReply, let event = try parser.next() {
+            while !connection.isClosed, !upgraded, !awaitingReply, !outputPaused, let event = try parser.next() {
                 switch event {
                 case let .head(head):
                     pendingHead = head
@@ -323,6 +335,9 @@ final class HTTPServerConnection: TransportDelegate {
             }
             upgraded = true
             if let timer { connection.loop.cancel(timer) }
+            if let stallTimer { connection.loop.cancel(stallTimer) }
+            // The socket's owner bounds its output from here (`WebSocketConnection` does).
+            if outputPaused { connection.resumeReading() }
             connection.write(switching.serialized())
             let leftover = parser.takeUnparsed()
             connection.delegate = nil
@@ -334,7 +349,30 @@ final class HTTPServerConnection: TransportDelegate {
 
     func transportDidClose(_ connection: any Transport, error: NetError?) {
         if let timer { connection.loop.cancel(timer) }
+        if let stallTimer { connection.loop.cancel(stallTimer) }
         connections.remove(self)
         left()
+    }
+
+    func transportWritabilityChanged(_ connection: any Transport) {
+        guard !upgraded, !connection.isClosed else { return }
+        if connection.isWritable {
+            if let stallTimer { connection.loop.cancel(stallTimer) }
+            stallTimer = nil
+            guard outputPaused else { return }
+            outputPaused = false
+            connection.resumeReading()
+            // The requests waiting in the parser are handled from a task: this may run inside the
+            // transport's flush, which the delegate must not be entered from.
+            let this = UncheckedTransfer(self)
+            connection.loop.execute { if !this.value.outputPaused { this.value.drain() } }
+        } else if !outputPaused {
+            outputPaused = true
+            connection.pauseReading()
+            stallTimer = connection.loop.schedule(after: server.configuration.stallTimeout) { [weak self] in
+                guard let self, !self.upgraded, !self.connection.isWritable else { return }
+                self.connection.close()
+            }
+        }
     }
 }

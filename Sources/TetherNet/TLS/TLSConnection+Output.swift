@@ -45,6 +45,35 @@ extension TLSConnection {
     func flushScheduledWrites() {
         flushScheduled = false
         sendOutgoing()
+        checkDrained()
+    }
+
+    /// Plaintext not yet encrypted is dropped; records already made are kept (cutting them would
+    /// break the TLS stream), and each holds whole writes, as every flush encrypts all it gathered.
+    public func discardUnsentOutput() {
+        loop.assertInEventLoop()
+        outgoing = []
+        headerArena = []
+        outgoingBytes = 0
+        updateWritability()
+    }
+
+    public func notifyWhenDrained() {
+        loop.assertInEventLoop()
+        drainNotice = queuedBytes > 0
+        checkDrained()
+    }
+
+    /// Tells the delegate once plaintext and ciphertext have both left, as `notifyWhenDrained`
+    /// asked: plaintext leaves at the flush point, ciphertext when the TCP queue drains.
+    func checkDrained() {
+        guard drainNotice, !closed else { return }
+        if queuedBytes == 0 {
+            drainNotice = false
+            delegate?.transportDidDrain(self)
+        } else if outgoingBytes == 0 {
+            tcp.notifyWhenDrained()
+        }
     }
 
     /// Encrypts everything gathered: one `SSL_write` for up to a gather buffer's worth (64 KiB,

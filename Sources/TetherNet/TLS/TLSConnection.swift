@@ -31,6 +31,8 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
     var isHandingOff = false
     /// Inside an OpenSSL call that may emit records: delegate callbacks wait until it returns.
     var inEngine = false
+    /// `notifyWhenDrained` was asked and the plaintext and ciphertext queues have not both emptied since.
+    var drainNotice = false
     public internal(set) var isWritable = true
     private var retainSelf: TLSConnection?
     /// After the handshake: the negotiated ALPN protocol, if any.
@@ -155,6 +157,8 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
         // Inside OpenSSL (a record just queued), the check waits for the call to return.
         if !inEngine { updateWritability() }
     }
+
+    public func transportDidDrain(_ connection: any Transport) { checkDrained() }
 
     // MARK: Engine
 

@@ -12,11 +12,17 @@ public protocol WebSocketDelegate: AnyObject {
     /// message to send first and the close reason. Nil (the default) closes with a bare 1009,
     /// as the relay's clients expect; the signaling server says `too_large` (signaling.md §4).
     func webSocketOversizeNotice(_ socket: WebSocketConnection) -> (text: [UInt8], reason: String)?
+    /// The socket's output has stayed above its transport's high-water mark (reading paused all
+    /// that while) for `Options.stallTimeout`: the peer is not reading. The default closes it
+    /// 1008 `write stalled` (relay.md's words); a service closes it in its own. A close from here
+    /// drops the frames the peer has not begun to receive, so its close frame is next in line.
+    func webSocketDidStall(_ socket: WebSocketConnection)
 }
 
 public extension WebSocketDelegate {
     func webSocketWritabilityChanged(_ socket: WebSocketConnection) {}
     func webSocketOversizeNotice(_ socket: WebSocketConnection) -> (text: [UInt8], reason: String)? { nil }
+    func webSocketDidStall(_ socket: WebSocketConnection) { socket.close(code: WebSocketCloseCode.policyViolation, reason: "write stalled") }
 }
 
 /// A WebSocket over a TCP connection (RFC 6455), server or client side.
@@ -24,6 +30,12 @@ public extension WebSocketDelegate {
 /// Pings are answered automatically; optional keepalive pings detect a dead peer. The close
 /// handshake is complete: a received close is echoed; a protocol violation sends the specified
 /// close code and ends the connection.
+///
+/// Output is bounded whatever fills it (frames the owner sends, pongs, close frames): once the
+/// transport's queue passes its high-water mark, no further frame is read — not even the rest of
+/// the read in hand — until it drains below the low-water mark, and one that stays above it for
+/// `Options.stallTimeout` is reported stalled. A flood of pings costs at most one queued pong
+/// (RFC 6455 §5.5.3: only the most recent ping need be answered).
 public final class WebSocketConnection: TransportDelegate {
     public struct Options: Sendable {
         /// Largest frame payload accepted (→ 1009).
@@ -34,6 +46,9 @@ public final class WebSocketConnection: TransportDelegate {
         public var keepaliveInterval: UInt64?
         /// How long to wait for the peer's close frame after sending ours.
         public var closeTimeout: UInt64 = .seconds(5)
+        /// How long output may stay above the high-water mark before `webSocketDidStall` (nil:
+        /// never; reading stays paused meanwhile either way, so memory is bounded regardless).
+        public var stallTimeout: UInt64?
         public init() {}
     }
 
@@ -61,9 +76,21 @@ public final class WebSocketConnection: TransportDelegate {
         get { closeTimerStorage.value }
         set { closeTimerStorage.value = newValue }
     }
+    /// Out of line: only a socket whose output is backed up has one.
+    private var stallTimerStorage = OutOfLine<EventLoop.TimerID>()
+    /// The most recent ping's payload while a pong cannot be queued yet (the output is backed up).
+    private var pendingPongStorage = OutOfLine<[UInt8]>()
+    private let stallTimeout: UInt64
     /// Strong self-reference while open, so a socket lives as long as its TCP connection.
     private var retainSelf: WebSocketConnection?
     public let role: WebSocketFrameParser.Role
+    /// Why reading is paused: the owner (`pauseReading`), the output bound, a close that dropped
+    /// unsent output; each lifts only its own.
+    private var pausedBy: UInt8 = 0
+    /// Frames are being handed out of a read; a resume meanwhile leaves the rest to that loop.
+    private var processing = false
+    /// The stall timeout passed: a close from now on drops what the peer has not begun to take.
+    private var stalled = false
     private var sentClose = false
     /// True once the connection ended because the peer broke the protocol (1002/1007/1009 from
     /// this side), so an application can tell a transport error from a close the peer chose.
@@ -78,6 +105,7 @@ public final class WebSocketConnection: TransportDelegate {
         options.maxMessageSize = assembler.maxMessageSize
         options.keepaliveInterval = sweep?.interval
         options.closeTimeout = closeTimeout
+        options.stallTimeout = stallTimeout > 0 ? stallTimeout : nil
         return options
     }
 
@@ -92,6 +120,7 @@ public final class WebSocketConnection: TransportDelegate {
         self.connection = connection
         self.role = role
         closeTimeout = options.closeTimeout
+        stallTimeout = options.stallTimeout ?? 0
         self.delegate = delegate
         parser = WebSocketFrameParser(role: role, maxFramePayload: options.maxFramePayload)
         assembler = WebSocketMessageAssembler(maxMessageSize: options.maxMessageSize)
@@ -102,6 +131,7 @@ public final class WebSocketConnection: TransportDelegate {
             sweep.add(self)
             self.sweep = sweep
         }
+        if !connection.isWritable { outputBackedUp() }
         if !leftover.isEmpty { leftover.withUnsafeBytes { process($0) } }
     }
 
@@ -144,10 +174,20 @@ public final class WebSocketConnection: TransportDelegate {
     public static let keepaliveTimeoutReason = "keepalive timeout"
 
     /// Starts the close handshake; the connection ends when the peer answers (or after the timeout).
-    public func close(code: UInt16 = WebSocketCloseCode.normal, reason: String = "") {
+    /// `discardingUnsentOutput` (and any close of a stalled socket) first drops the frames the
+    /// peer has not begun to receive: one that is not reading gets its close frame as soon as it
+    /// reads again, after whole frames only, instead of a frame cut off by the close timeout.
+    public func close(code: UInt16 = WebSocketCloseCode.normal, reason: String = "", discardingUnsentOutput: Bool = false) {
         connection.loop.assertInEventLoop()
         guard !finished, !sentClose else { return }
         sentClose = true
+        if discardingUnsentOutput || stalled {
+            // A peer that is not reading is not read either while its close frame waits: what it
+            // sends now is dropped unread, and its close answer matters little (the close timeout
+            // ends the connection all the same).
+            pause(Self.pausedByClose)
+            connection.discardUnsentOutput()
+        }
         send(.close, WebSocketFrameEncoder.closePayload(code: code, reason: reason))
         if receivedClose != nil {
             finishAfterFlush(code: receivedClose!.0, reason: receivedClose!.1)
@@ -170,12 +210,69 @@ public final class WebSocketConnection: TransportDelegate {
 
     public func pauseReading() {
         connection.loop.assertInEventLoop()
-        connection.pauseReading()
+        pause(Self.pausedByOwner)
     }
 
     public func resumeReading() {
         connection.loop.assertInEventLoop()
+        resume(Self.pausedByOwner)
+    }
+
+    private static let pausedByOwner: UInt8 = 1
+    private static let pausedByOutput: UInt8 = 2
+    private static let pausedByClose: UInt8 = 4
+
+    private func pause(_ reason: UInt8) {
+        if pausedBy == 0 { connection.pauseReading() }
+        pausedBy |= reason
+    }
+
+    /// Lifts `reason`; with nothing else holding the socket it is read again, and the frames the
+    /// output bound left in the parser go out first (a new read is parsed after them). They go
+    /// from a task of their own: a resume may come from inside the transport's flush, which the
+    /// delegate must not be entered from.
+    private func resume(_ reason: UInt8) {
+        guard pausedBy & reason != 0 else { return }
+        pausedBy &= ~reason
+        guard pausedBy == 0, !finished else { return }
         connection.resumeReading()
+        guard parser.bufferedByteCount > 0 else { return }
+        let this = UncheckedTransfer(self)
+        connection.loop.execute {
+            let socket = this.value
+            if socket.pausedBy == 0, !socket.processing, socket.parser.bufferedByteCount > 0 { socket.process(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        }
+    }
+
+    // MARK: The output bound
+
+    private func outputBackedUp() {
+        guard !finished else { return }
+        pause(Self.pausedByOutput)
+        guard stallTimeout > 0, stallTimerStorage.isEmpty else { return }
+        // unowned(unsafe): finish() cancels the timer before the socket can go.
+        stallTimerStorage.value = connection.loop.schedule(after: stallTimeout) { [unowned(unsafe) self] in
+            self.stallTimerStorage.value = nil
+            guard !self.finished, !self.connection.isWritable else { return }
+            self.stalled = true
+            self.delegate?.webSocketDidStall(self)
+        }
+    }
+
+    private func outputDrained() {
+        if let timer = stallTimerStorage.value {
+            connection.loop.cancel(timer)
+            stallTimerStorage.value = nil
+        }
+        resume(Self.pausedByOutput)
+    }
+
+    /// A pong for `payload` now, or — while earlier output is still queued — once it has left,
+    /// replaced meanwhile by any later ping's: a flood of pings queues one pong.
+    private func answerPing(_ payload: [UInt8]) {
+        if connection.queuedBytes == 0 { return send(.pong, payload) }
+        if pendingPongStorage.isEmpty { connection.notifyWhenDrained() }
+        pendingPongStorage.value = payload
     }
 
     // MARK: TransportDelegate
@@ -188,16 +285,26 @@ public final class WebSocketConnection: TransportDelegate {
     }
 
     public func transportWritabilityChanged(_ connection: any Transport) {
+        if connection.isWritable { outputDrained() } else { outputBackedUp() }
         delegate?.webSocketWritabilityChanged(self)
+    }
+
+    public func transportDidDrain(_ connection: any Transport) {
+        guard let payload = pendingPongStorage.value else { return }
+        pendingPongStorage.value = nil
+        send(.pong, payload)
     }
 
     // MARK: Receiving
 
     private func process(_ bytes: UnsafeRawBufferPointer) {
         guard !finished else { return }
+        processing = true
+        defer { processing = false }
         var failure: WebSocketProtocolError?
         do throws(WebSocketProtocolError) {
-            // Complete frames are parsed straight out of the loop's read buffer.
+            // Complete frames are parsed straight out of the loop's read buffer. Once the output
+            // is backed up the rest stays in the parser (one read at most) until it drains.
             try parser.consume(bytes) { frame in
                 guard !finished, receivedCloseStorage.isEmpty else { return false }
                 do throws(WebSocketProtocolError) {
@@ -206,7 +313,7 @@ public final class WebSocketConnection: TransportDelegate {
                     failure = error
                     return false
                 }
-                return !finished && receivedCloseStorage.isEmpty
+                return !finished && receivedCloseStorage.isEmpty && pausedBy & Self.pausedByOutput == 0
             }
         } catch {
             failure = error
@@ -218,7 +325,7 @@ public final class WebSocketConnection: TransportDelegate {
         switch event {
         case let .text(text): delegate?.webSocket(self, didReceiveText: text)
         case let .binary(data): delegate?.webSocket(self, didReceiveBinary: data)
-        case let .ping(payload): send(.pong, payload)
+        case let .ping(payload): answerPing(payload)
         case .pong: awaitingPong = false
         case let .close(code, reason):
             receivedClose = (code ?? WebSocketCloseCode.noStatus, reason)
@@ -262,6 +369,9 @@ public final class WebSocketConnection: TransportDelegate {
         sweep?.remove(self)
         sweep = nil
         if let closeTimer { connection.loop.cancel(closeTimer) }
+        if let timer = stallTimerStorage.value { connection.loop.cancel(timer) }
+        stallTimerStorage.value = nil
+        pendingPongStorage.value = nil
         let delegate = self.delegate
         self.delegate = nil
         delegate?.webSocketDidClose(self, code: code, reason: reason)
@@ -272,7 +382,8 @@ public final class WebSocketConnection: TransportDelegate {
 
     /// One sweep: a socket that has not answered the previous ping is dropped; others are pinged.
     func keepaliveTick() {
-        guard !finished else { return }
+        // A socket whose close is under way is not pinged: it has said its last frame.
+        guard !finished, !sentClose else { return }
         if awaitingPong {
             terminate(code: WebSocketCloseCode.abnormal, reason: Self.keepaliveTimeoutReason)
             return

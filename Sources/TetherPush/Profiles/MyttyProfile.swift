@@ -20,6 +20,10 @@ public enum MyttyProfile {
     public static let invalidEnvironment = PushAnswer.error(400, "invalid environment")
     public static let invalidPayload = PushAnswer.error(400, "invalid payload")
     public static let delivered = PushAnswer(200, #"{"ok":true}"#)
+    /// Tether's per-IP `/v1/register` limit (`PUSH_REGISTER_RATE_LIMIT`; the Worker keeps none),
+    /// answered as Profile I answers its own.
+    public static let rateLimited = PushAnswer.error(429, "rate limited")
+    public static let registerWindowMs: UInt64 = 60_000
 
     // MARK: /v1/register (§2.2)
 

@@ -2,14 +2,19 @@ import TetherNet
 import TetherStore
 
 extension PushServer {
-    /// `POST /v1/register` (push.md §2.2): size, then the fields, then a new registration
-    /// written on a store lane before the answer (a registration that was not stored is never
-    /// handed out).
+    /// `POST /v1/register` (push.md §2.2): size, Tether's per-IP limit (`PUSH_REGISTER_RATE_LIMIT`,
+    /// every request counts), then the fields, then a new registration written on a store lane
+    /// before the answer (a registration that was not stored is never handed out).
     func myttyRegister(_ request: HTTPServerRequest, reply: @escaping @Sendable (PushAnswer) -> Void) {
         metrics.registers.increment()
         guard !BodySize.isTooLarge(request.body) else {
             metrics.registersRejected.increment()
             return reply(MyttyProfile.payloadTooLarge)
+        }
+        if gate.admitRequest(Self.myttyRegisterLimiter, ip: gate.clientIP(request.head, peer: request.peer)) != nil {
+            metrics.registersRejected.increment()
+            metrics.rateLimited.increment()
+            return reply(MyttyProfile.rateLimited)
         }
         let fields: (deviceToken: String, environment: PushEnvironment)
         switch MyttyProfile.registration(from: request.body) {

@@ -44,6 +44,7 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
     /// Expired registrations are pruned (and the device gauge refreshed) this often.
     static let housekeepingIntervalMs: UInt64 = 60_000
     static let registerLimiter = "register"
+    static let myttyRegisterLimiter = "mytty_register"
 
     /// - Parameters:
     ///   - transport: the HTTP/2 client to APNs (libcurl's in the service, a double in tests).
@@ -69,6 +70,8 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
         var limits = ConnectionGate.Limits()
         limits.requestLimits[Self.registerLimiter] = .init(.init(limit: configuration.registerLimit, windowMs: ITermProfile.windowMs),
                                                            refusal: ITermProfile.rateLimited.response)
+        limits.requestLimits[Self.myttyRegisterLimiter] = .init(.init(limit: configuration.registerRateLimit, windowMs: MyttyProfile.registerWindowMs),
+                                                                refusal: MyttyProfile.rateLimited.response)
         limits.maxSocketsPerIP = configuration.maxConnectionsPerIP > 0 ? configuration.maxConnectionsPerIP : .max
         limits.perIPRefusal = Self.tooManyConnections.response
         gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)

@@ -15,6 +15,11 @@ final class SignalSocket: WebSocketDelegate {
     static let presencePerWindow = 10
     /// §4: the server pings every 30 s and drops a socket that did not answer the previous one.
     static let keepaliveInterval: UInt64 = .seconds(30)
+    /// A socket whose output stays above the chassis' high-water mark this long (its own
+    /// replies or forwarded signals, unread; reading it is paused meanwhile) is closed as §6.4
+    /// closes one over its pending-output limit. One keepalive interval: a client that has read
+    /// nothing for that long has not seen a ping either.
+    static let stallTimeout: UInt64 = .seconds(30)
 
     enum Stage {
         case challenged(challenge: String, sentAtMs: UInt64)
@@ -50,6 +55,7 @@ final class SignalSocket: WebSocketDelegate {
         options.maxFramePayload = Self.maxMessageBytes
         options.maxMessageSize = Self.maxMessageBytes
         options.keepaliveInterval = Self.keepaliveInterval
+        options.stallTimeout = Self.stallTimeout
         socket = WebSocketConnection(connection: transport, role: .server, options: options, delegate: self)
         server.opened(self)
         let challenge = Base64.encode(server.random(32))
@@ -191,11 +197,19 @@ final class SignalSocket: WebSocketDelegate {
     func deliver(_ text: [UInt8]) {
         guard case .registered = stage else { return }
         socket.send(text: text)
-        if socket.connection.queuedBytes > Self.maxPendingOutbound {
-            leave()
-            socket.close(code: WebSocketCloseCode.policyViolation, reason: SignalingErrorCode.rateLimited.rawValue)
-        }
+        if socket.connection.queuedBytes > Self.maxPendingOutbound { overflowed() }
     }
+
+    /// §6.4's close for a socket over its pending-output limit: the signals it has not begun to
+    /// receive are dropped, so its close frame follows whole frames when it reads again.
+    private func overflowed() {
+        leave()
+        socket.close(code: WebSocketCloseCode.policyViolation, reason: SignalingErrorCode.rateLimited.rawValue, discardingUnsentOutput: true)
+    }
+
+    /// Output above the high-water mark for `stallTimeout`, whatever filled it (its own errors
+    /// and pongs, unread): closed as an overflowing socket is.
+    func webSocketDidStall(_ socket: WebSocketConnection) { overflowed() }
 
     private func presence(_ fields: [String: JSONValue], from id: SignalingID) {
         guard let query = PresenceQuery.parse(fields) else { return answer(.badMessage) }
