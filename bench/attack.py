@@ -859,7 +859,9 @@ def unread_attack(args, port, server):
 
     # Figures.
     measured = kind.name
-    baseline_figures, during_figures = figures(baseline_latencies), figures(during_latencies)
+    # An abort in the first probe leaves no latency at all.
+    baseline_figures, during_figures = [figures(m) if m[0] else {"n": 0, "p99_ms": 0.0, **({"failures": m[1]} if m[1] else {})}
+                                        for m in (baseline_latencies, during_latencies)]
     rss_values = [rss for _, rss in samples if rss is not None]
     rss_max = max(rss_values + [rss_start or 0])
     growth = (rss_max - rss_start) / max(1, len(live)) if rss_start is not None else None

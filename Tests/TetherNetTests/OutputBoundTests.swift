@@ -47,29 +47,6 @@ final class OutputBoundTests: XCTestCase {
         return client
     }
 
-    /// Sends `unit` again and again (resuming a partial one where it stopped) until the kernel
-    /// has taken nothing for `quiet` seconds or `limit` bytes went; returns the bytes sent.
-    /// `watch` runs every few milliseconds meanwhile.
-    private func flood(_ client: RawClient, _ unit: [UInt8], limit: Int, quiet: TimeInterval = 1, until deadline: Date,
-                       watch: () throws -> Void = {}) rethrows -> Int {
-        var sent = 0, lastProgress = Date(), lastWatch = Date.distantPast
-        while sent < limit, Date() < deadline, Date().timeIntervalSince(lastProgress) < quiet {
-            let offset = sent % unit.count
-            let n = unit.withUnsafeBytes { Glibc.send(client.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n > 0 {
-                sent += n
-                lastProgress = Date()
-            } else {
-                usleep(500)
-            }
-            if Date().timeIntervalSince(lastWatch) > 0.005 {
-                try watch()
-                lastWatch = Date()
-            }
-        }
-        return sent
-    }
-
     /// Frames as the server sent them (unmasked), and whether the stream ended on a frame boundary.
     private func frames(_ bytes: [UInt8]) -> (frames: [WebSocketFrame], whole: Bool) {
         var parser = WebSocketFrameParser(role: .client, maxFramePayload: 1 << 24)
@@ -96,7 +73,7 @@ final class OutputBoundTests: XCTestCase {
             pings += masked(.ping, payload)
         }
         var largest = 0
-        let sent = try flood(client, pings, limit: pings.count, until: Date().addingTimeInterval(30)) {
+        let sent = try client.flood(pings, limit: pings.count, until: Date().addingTimeInterval(30)) {
             largest = max(largest, try serverQueuedBytes() ?? 0)
         }
         XCTAssertEqual(sent, pings.count, "the server kept reading: its output never passed the mark")
@@ -128,7 +105,7 @@ final class OutputBoundTests: XCTestCase {
         let client = try nonReadingClient()
         let message = masked(.binary, [UInt8](repeating: 0x33, count: 1000))
         var largest = 0
-        let sent = try flood(client, message, limit: 256 << 20, quiet: 0.5, until: Date().addingTimeInterval(30)) {
+        let sent = try client.flood(message, limit: 256 << 20, quiet: 0.5, until: Date().addingTimeInterval(30)) {
             largest = max(largest, try serverQueuedBytes() ?? 0)
         }
         XCTAssertLessThan(sent, 64 << 20, "the server stopped reading")
@@ -157,7 +134,7 @@ final class OutputBoundTests: XCTestCase {
         let client = try nonReadingClient(upgrade: false)
         let body = [UInt8](repeating: 0x41, count: 8192)
         let request = Array("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
-        let sent = try flood(client, request, limit: 256 << 20, quiet: 0.5, until: Date().addingTimeInterval(30))
+        let sent = try client.flood(request, limit: 256 << 20, quiet: 0.5, until: Date().addingTimeInterval(30))
         XCTAssertLessThan(sent, 64 << 20, "the server stopped reading requests")
         Thread.sleep(forTimeInterval: 1.5)
         _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) & ~O_NONBLOCK)

@@ -98,6 +98,29 @@ final class RawClient {
 
     func readText() -> String { String(decoding: readAll(), as: UTF8.self) }
 
+    /// On a non-blocking socket: sends `unit` again and again (resuming a partial one where it
+    /// stopped, so the stream stays well-formed) until the kernel has taken nothing for `quiet`
+    /// seconds — every buffer on the way is then full — or `limit` bytes went, or `deadline`.
+    /// `watch` runs every few milliseconds meanwhile. Returns the bytes sent.
+    func flood(_ unit: [UInt8], limit: Int, quiet: TimeInterval = 1, until deadline: Date, watch: () throws -> Void = {}) rethrows -> Int {
+        var sent = 0, lastProgress = Date(), lastWatch = Date.distantPast
+        while sent < limit, Date() < deadline, Date().timeIntervalSince(lastProgress) < quiet {
+            let offset = sent % unit.count
+            let n = unit.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n > 0 {
+                sent += n
+                lastProgress = Date()
+            } else {
+                usleep(500)
+            }
+            if Date().timeIntervalSince(lastWatch) > 0.005 {
+                try watch()
+                lastWatch = Date()
+            }
+        }
+        return sent
+    }
+
     /// Upgrades to WebSocket and returns the bytes after the 101 head.
     func upgrade(extraHeaders: String = "") -> (status: String, rest: [UInt8]) {
         send("GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\(extraHeaders)\r\n")

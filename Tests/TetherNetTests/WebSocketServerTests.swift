@@ -170,26 +170,14 @@ final class BackPressureTests: XCTestCase {
         _ = fcntl(client.fd, F_SETFL, flags)
         let frame = WebSocketFrameEncoder.encode(WebSocketFrame(opcode: .binary, payload: [UInt8](repeating: 1, count: 64 * 1024)),
                                                  maskingKey: (1, 2, 3, 4))
-        var sent = 0
-        var lastProgress = Date()
-        let deadline = Date().addingTimeInterval(20)
         // Send until the sender has made no progress for a full second: every buffer on the way
         // (both kernels and the server's queue) is then full.
-        while sent < 64 << 20, Date() < deadline, Date().timeIntervalSince(lastProgress) < 1 {
-            // Resume a partly sent frame where it stopped, so the stream stays well-formed.
-            let offset = sent % frame.count
-            let n = frame.withUnsafeBytes { Glibc.send(client.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n > 0 {
-                sent += n
-                lastProgress = Date()
-            } else {
-                usleep(1000)
-            }
-        }
+        let deadline = Date().addingTimeInterval(20)
+        let sent = try client.flood(frame, limit: 64 << 20, quiet: 1, until: deadline)
         // The server paused reading once its queue passed the high-water mark: the sender stalls
         // long before 64 MiB, and the server's queue stays near the mark (one frame over, at most).
         XCTAssertLessThan(sent, 64 << 20, "the sender was stopped by back-pressure")
-        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(lastProgress), 1, "stalled, not timed out")
+        XCTAssertLessThan(Date(), deadline, "stalled, not timed out")
         // A slow (debug, loaded) server may still be catching up on what the kernels hold; give it
         // time to fill its own queue and pause.
         let settle = Date().addingTimeInterval(10)
