@@ -71,9 +71,10 @@ without a ticket, so a parked mac timing ping to pong every 50 ms); signal, six 
 taking turns at a `presence` query every 200 ms (each under §6.4's 10 queries per 10 s); push, a
 `POST /v1/register` on a fresh connection every 500 ms. The server's VmRSS is read every 0.5 s
 (`--rss-abort-mib`, 3072: past it the attackers stop and the run is marked aborted); each
-attacker's close by the server (reset or pipe on a send, or a FIN) is timed from its connect;
-after the flood what is left is read for `--drain-seconds` (5; 32 MiB a socket at most) to find
-the server's close frame; the RSS is read again 3 s after the attackers close.
+attacker's close by the server (a FIN, after which it is written to no more, or a reset or
+broken pipe on a send) is timed from its connect; after the flood what is left is read for
+`--drain-seconds` (5; 32 MiB a socket at most) to find the server's close frame; the RSS is read
+again 3 s after the attackers close.
 
   bench/attack.py --attack unread --service relay|push|signal [--variant V] [--sockets 1]
                   [--seconds 60] [--register] [--per-address 16] [--tether PATH]
@@ -728,11 +729,14 @@ def flood(attackers, unit, server, seconds, abort_mib, samples):
             for fd, events in epoll.poll(0.05):
                 attacker = by_fd[fd]
                 now = time.monotonic()
-                if events & select.EPOLLRDHUP and attacker.fin_at is None:
+                if events & select.EPOLLRDHUP and not events & select.EPOLLERR:
+                    # The server closed: written to no more (that would only earn a reset and lose
+                    # what it sent before its FIN, its close frame included, to the end read).
                     attacker.fin_at = now - attacker.connected_at
                     attacker.seen_closed("fin", now)
-                    # Still written to: the server's kernel answers a closed socket with a reset.
-                    epoll.modify(fd, select.EPOLLOUT)
+                    epoll.unregister(fd)
+                    del by_fd[fd]
+                    continue
                 if events & select.EPOLLOUT and not events & select.EPOLLERR:
                     try:
                         n = attacker.sock.send(view[attacker.offset:])
@@ -764,9 +768,10 @@ def drain(attackers, websocket, seconds, cap=32 * MIB):
     frames = {}
     names = {0x1: "text", 0x2: "binary", 0x8: "close", 0x9: "ping", 0xA: "pong"}
     for attacker in attackers:
-        if attacker.refused or attacker.dead:
+        if attacker.refused:
             continue
         try:
+            # A reset socket too: Linux still gives what was queued before the reset.
             epoll.register(attacker.sock.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
         except OSError:
             continue
@@ -985,10 +990,10 @@ def start(name, port, work, unread=False, variant=None):
         # APNs is never reached (/v1/register does not call it): its URLs point at a closed port.
         env = dict(os.environ, PUSH_PORT=str(port), PUSH_DB=os.path.join(work, "push.db"), PUSH_PROFILES="mytty",
                    APNS_TEAM_ID="ABCDE12345", APNS_KEY_ID="FGHIJ67890", APNS_PRIVATE_KEY_FILE=os.path.join(work, "AuthKey.p8"),
-                   APNS_PRODUCTION_URL="https://127.0.0.1:9", APNS_SANDBOX_URL="https://127.0.0.1:9")
-        if unread:
-            # Every pipelined register is to do its work (the old binary ignores the variable).
-            env["PUSH_REGISTER_RATE_LIMIT"] = "0"
+                   APNS_PRODUCTION_URL="https://127.0.0.1:9", APNS_SANDBOX_URL="https://127.0.0.1:9",
+                   # Every register is to do its work: the legitimate client alone registers twice a
+                   # second from one address (an older binary ignores the variable).
+                   PUSH_REGISTER_RATE_LIMIT="0")
         command = [TETHER, "push"]
     else:
         env = dict(os.environ)

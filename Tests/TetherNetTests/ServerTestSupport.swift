@@ -24,6 +24,13 @@ final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
         }
     }
 
+    /// `/later` is answered 50 ms later from another thread (work done elsewhere, as the
+    /// services' storage lanes do); everything else at once.
+    func respond(to request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
+        guard request.head.path == "/later" else { return reply(respond(to: request)) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { reply(.text(200, "later")) }
+    }
+
     func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
         if request.head.headers.contains("Origin") { return .refuse(.text(403, "forbidden")) }
         return .accept { [self] connection, leftover in

@@ -192,10 +192,11 @@ final class ConnectionSet: @unchecked Sendable {
 
 /// One HTTP connection's state: parser, timers, and the in-order response path.
 ///
-/// Its output is bounded like a WebSocket's: once the responses queued pass the transport's
-/// high-water mark no further request is read or handled (pipelined ones wait in the parser,
-/// one read at most) until they drain, and a connection that stays above the mark for
-/// `Configuration.stallTimeout` is closed.
+/// Its memory is bounded whatever the client sends: while a request awaits its reply nothing
+/// more is read (pipelined requests already read wait in the parser: one read at most); once the
+/// responses queued pass the transport's high-water mark no further request is read or handled
+/// until they drain; a connection that stays above the mark for `Configuration.stallTimeout` is
+/// closed.
 final class HTTPServerConnection: TransportDelegate {
     private let connection: any Transport
     private let server: HTTPServer
@@ -209,9 +210,16 @@ final class HTTPServerConnection: TransportDelegate {
     private var counted = false
     /// Refused at accept: whatever the client sends is not read.
     private var refused = false
-    /// Reading paused because the responses are backed up, and the timer that closes it.
-    private var outputPaused = false
+    /// Why reading is paused (`Pause` bits): a reply awaited, responses backed up, or both.
+    private var pausedBy: UInt8 = 0
+    /// The timer that closes a connection whose responses stay backed up.
     private var stallTimer: EventLoop.TimerID?
+    private var outputPaused: Bool { pausedBy & Pause.output != 0 }
+
+    private enum Pause {
+        static let reply: UInt8 = 1
+        static let output: UInt8 = 2
+    }
     private let connections: ConnectionSet
 
     init(connection: any Transport, server: HTTPServer, connections: ConnectionSet) {
@@ -288,6 +296,8 @@ final class HTTPServerConnection: TransportDelegate {
                     pendingHead = nil
                     let request = HTTPServerRequest(head: head, body: body, peer: connection.peer, loopIndex: connection.loop.index)
                     awaitingReply = true
+                    // Pipelined requests behind it stay in the kernel until it is answered.
+                    pause(Pause.reply)
                     let this = UncheckedTransfer(self)
                     let loop = connection.loop
                     server.delegate.respond(to: request) { response in
@@ -309,6 +319,7 @@ final class HTTPServerConnection: TransportDelegate {
         guard awaitingReply else { return }
         awaitingReply = false
         guard !connection.isClosed else { return }
+        resume(Pause.reply)
         reply(response, closing: !head.keepAlive || connections.draining, includeBody: head.method != "HEAD")
         if parser.isIdle { armTimer(server.configuration.idleTimeout, idle: true) }
         drain()
@@ -337,7 +348,7 @@ final class HTTPServerConnection: TransportDelegate {
             if let timer { connection.loop.cancel(timer) }
             if let stallTimer { connection.loop.cancel(stallTimer) }
             // The socket's owner bounds its output from here (`WebSocketConnection` does).
-            if outputPaused { connection.resumeReading() }
+            if pausedBy != 0 { connection.resumeReading() }
             connection.write(switching.serialized())
             let leftover = parser.takeUnparsed()
             connection.delegate = nil
@@ -360,19 +371,28 @@ final class HTTPServerConnection: TransportDelegate {
             if let stallTimer { connection.loop.cancel(stallTimer) }
             stallTimer = nil
             guard outputPaused else { return }
-            outputPaused = false
-            connection.resumeReading()
+            resume(Pause.output)
             // The requests waiting in the parser are handled from a task: this may run inside the
             // transport's flush, which the delegate must not be entered from.
             let this = UncheckedTransfer(self)
             connection.loop.execute { if !this.value.outputPaused { this.value.drain() } }
         } else if !outputPaused {
-            outputPaused = true
-            connection.pauseReading()
+            pause(Pause.output)
             stallTimer = connection.loop.schedule(after: server.configuration.stallTimeout) { [weak self] in
                 guard let self, !self.upgraded, !self.connection.isWritable else { return }
                 self.connection.close()
             }
         }
+    }
+
+    private func pause(_ reason: UInt8) {
+        if pausedBy == 0 { connection.pauseReading() }
+        pausedBy |= reason
+    }
+
+    private func resume(_ reason: UInt8) {
+        guard pausedBy & reason != 0 else { return }
+        pausedBy &= ~reason
+        if pausedBy == 0 { connection.resumeReading() }
     }
 }
