@@ -12,6 +12,11 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
     public var maxSockets = 100_000
     /// Signals per connection per 10 s (§6.4); 0 lifts the limit (load tests).
     public var signalRateLimit = 50
+    /// The kernel's send buffer per socket. Messages are at most 64 KiB and most are a few
+    /// hundred bytes, so 64 KiB (the kernel doubles it) carries any burst; a socket that never
+    /// reads backs up after about that much of its own `error` replies, instead of the few MiB
+    /// autotuning allows (1,000 such sockets kept the loop busy for a minute, and starved everyone).
+    public var sendBufferBytes: Int? = 64 * 1024
     public var clientIP = ClientIPResolver()
     public var turnMode = TURNMode.none
     /// coturn's `static-auth-secret` (never logged).

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A request as the server hands it to its delegate: head, complete body, and where it came from.
 public struct HTTPServerRequest: Sendable {
     public let head: HTTPRequestHead
@@ -77,6 +79,12 @@ public final class HTTPServer: @unchecked Sendable {
         public var stallTimeout: UInt64 = .seconds(30)
         /// Serve HTTPS (and WSS) with this context; nil serves plain HTTP.
         public var tls: TLSServerContext?
+        /// The kernel's send buffer for each accepted connection (`SO_SNDBUF`); nil leaves the
+        /// kernel's autotuning, up to a few MiB a connection. A service whose replies are small
+        /// sets it, so a client that never reads has the kernel absorb little before the
+        /// connection's own queue backs up and it is no longer read: what it can make the service
+        /// produce (and spend CPU on) is bounded too, not only what is held.
+        public var sendBufferBytes: Int?
         public init() {}
     }
 
@@ -154,6 +162,9 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     private func accept(fd: Int32, peer: SocketAddress?, on loop: EventLoop) {
+        if var size = configuration.sendBufferBytes.map(Int32.init(clamping:)) {
+            _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         guard let tcp = try? TCPConnection(fd: fd, loop: loop, peer: peer) else { return }
         let transport: any Transport
         if let tls = configuration.tls {

@@ -22,6 +22,7 @@ public struct ServiceListeners: Sendable {
         var settings = HTTPServer.Configuration()
         settings.host = configuration.host
         settings.port = configuration.port
+        settings.sendBufferBytes = configuration.sendBufferBytes
         var tls: TLSServerContext?
         var acme: ACMECertificates?
         if let acmeSettings = configuration.acme {
@@ -102,8 +103,11 @@ public protocol ServiceListenerSettings {
     var adminPort: UInt16? { get }
     /// A certificate kept by ACME, in place of the two files.
     var acme: ACMECertificates.Configuration? { get }
+    /// The kernel's send buffer per accepted connection (`HTTPServer.Configuration.sendBufferBytes`).
+    var sendBufferBytes: Int? { get }
 }
 
 extension ServiceListenerSettings {
     public var acme: ACMECertificates.Configuration? { nil }
+    public var sendBufferBytes: Int? { nil }
 }
