@@ -5,6 +5,8 @@ import TetherNet
 /// An HTTP + WebSocket echo application for server tests.
 final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
     var wsOptions = WebSocketConnection.Options()
+    /// `EchoSocket.leavingTheBoundToTheChassis` tests the chassis' own output bound.
+    var socketDelegate = EchoSocket.shared
     let opened = NSLock()
     private var sockets: [WebSocketConnection] = []
 
@@ -34,7 +36,7 @@ final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
     func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
         if request.head.headers.contains("Origin") { return .refuse(.text(403, "forbidden")) }
         return .accept { [self] connection, leftover in
-            let socket = WebSocketConnection(connection: connection, role: .server, options: wsOptions, delegate: EchoSocket.shared, leftover: leftover)
+            let socket = WebSocketConnection(connection: connection, role: .server, options: wsOptions, delegate: socketDelegate, leftover: leftover)
             opened.withLock { sockets.append(socket) }
         }
     }
@@ -43,8 +45,13 @@ final class EchoApplication: HTTPServerDelegate, @unchecked Sendable {
 /// Echoes every message back in kind, and stops reading a peer that does not read its echoes
 /// (the back-pressure a splice applies to its other leg).
 final class EchoSocket: WebSocketDelegate, @unchecked Sendable {
-    static let shared = EchoSocket()
+    static let shared = EchoSocket(pausesItself: true)
+    /// Echoes without pausing itself: only `WebSocketConnection`'s bound holds it back.
+    static let leavingTheBoundToTheChassis = EchoSocket(pausesItself: false)
+    private let pausesItself: Bool
     private let lock = NSLock()
+
+    init(pausesItself: Bool) { self.pausesItself = pausesItself }
     private var largestQueue = 0
 
     /// The most bytes any echo socket ever had queued for sending.
@@ -57,11 +64,11 @@ final class EchoSocket: WebSocketDelegate, @unchecked Sendable {
         send()
         let queued = socket.connection.queuedBytes
         lock.withLock { largestQueue = max(largestQueue, queued) }
-        if !socket.isWritable { socket.pauseReading() }
+        if pausesItself, !socket.isWritable { socket.pauseReading() }
     }
 
     func webSocketWritabilityChanged(_ socket: WebSocketConnection) {
-        if socket.isWritable { socket.resumeReading() }
+        if pausesItself, socket.isWritable { socket.resumeReading() }
     }
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {}

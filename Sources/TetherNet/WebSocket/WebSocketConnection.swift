@@ -32,10 +32,11 @@ public extension WebSocketDelegate {
 /// close code and ends the connection.
 ///
 /// Output is bounded whatever fills it (frames the owner sends, pongs, close frames): once the
-/// transport's queue passes its high-water mark, no further frame is read — not even the rest of
-/// the read in hand — until it drains below the low-water mark, and one that stays above it for
-/// `Options.stallTimeout` is reported stalled. A flood of pings costs at most one queued pong
-/// (RFC 6455 §5.5.3: only the most recent ping need be answered).
+/// transport's queue passes `Options.outputReadLimit`, no further frame is read — not even the
+/// rest of the read in hand — until it drains below the transport's low-water mark, and one that
+/// stays above the transport's high-water mark for `Options.stallTimeout` is reported stalled. A
+/// flood of pings costs at most one queued pong (RFC 6455 §5.5.3: only the most recent ping need
+/// be answered).
 public final class WebSocketConnection: TransportDelegate {
     public struct Options: Sendable {
         /// Largest frame payload accepted (→ 1009).
@@ -47,8 +48,14 @@ public final class WebSocketConnection: TransportDelegate {
         /// How long to wait for the peer's close frame after sending ours.
         public var closeTimeout: UInt64 = .seconds(5)
         /// How long output may stay above the high-water mark before `webSocketDidStall` (nil:
-        /// never; reading stays paused meanwhile either way, so memory is bounded regardless).
+        /// never; memory is bounded by `outputReadLimit` either way).
         public var stallTimeout: UInt64?
+        /// Past this many bytes queued for sending the socket is not read until its queue drains
+        /// below the transport's low-water mark. 1 MiB, four times the transport's high-water
+        /// mark, by default: a splice holds the sender back at the high-water mark already, and
+        /// bulk frames in flight both ways (eight 64 KiB frames a direction) must not stop the
+        /// echo too; a service with nothing to splice may stop at the mark itself.
+        public var outputReadLimit = 1 << 20
         public init() {}
     }
 
@@ -81,6 +88,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// The most recent ping's payload while a pong cannot be queued yet (the output is backed up).
     private var pendingPongStorage = OutOfLine<[UInt8]>()
     private let stallTimeout: UInt64
+    private let outputReadLimit: Int
     /// Strong self-reference while open, so a socket lives as long as its TCP connection.
     private var retainSelf: WebSocketConnection?
     public let role: WebSocketFrameParser.Role
@@ -106,6 +114,7 @@ public final class WebSocketConnection: TransportDelegate {
         options.keepaliveInterval = sweep?.interval
         options.closeTimeout = closeTimeout
         options.stallTimeout = stallTimeout > 0 ? stallTimeout : nil
+        options.outputReadLimit = outputReadLimit
         return options
     }
 
@@ -121,6 +130,7 @@ public final class WebSocketConnection: TransportDelegate {
         self.role = role
         closeTimeout = options.closeTimeout
         stallTimeout = options.stallTimeout ?? 0
+        outputReadLimit = options.outputReadLimit
         self.delegate = delegate
         parser = WebSocketFrameParser(role: role, maxFramePayload: options.maxFramePayload)
         assembler = WebSocketMessageAssembler(maxMessageSize: options.maxMessageSize)
@@ -132,6 +142,7 @@ public final class WebSocketConnection: TransportDelegate {
             self.sweep = sweep
         }
         if !connection.isWritable { outputBackedUp() }
+        checkOutputReadLimit()
         if !leftover.isEmpty { leftover.withUnsafeBytes { process($0) } }
     }
 
@@ -167,6 +178,13 @@ public final class WebSocketConnection: TransportDelegate {
             connection.write(WebSocketFrameEncoder.encode(WebSocketFrame(fin: fin, opcode: opcode, payload: payload),
                                                           maskingKey: (key[0], key[1], key[2], key[3])))
         }
+        checkOutputReadLimit()
+    }
+
+    /// The output bound's one check per write.
+    @inline(__always)
+    private func checkOutputReadLimit() {
+        if connection.queuedBytes > outputReadLimit, pausedBy & Self.pausedByOutput == 0 { pause(Self.pausedByOutput) }
     }
 
     /// The local reason given to the delegate when a keepalive ping went unanswered (the peer
@@ -246,10 +264,9 @@ public final class WebSocketConnection: TransportDelegate {
 
     // MARK: The output bound
 
+    /// Above the high-water mark: the stall clock runs (reading stops at `outputReadLimit`).
     private func outputBackedUp() {
-        guard !finished else { return }
-        pause(Self.pausedByOutput)
-        guard stallTimeout > 0, stallTimerStorage.isEmpty else { return }
+        guard !finished, stallTimeout > 0, stallTimerStorage.isEmpty else { return }
         // unowned(unsafe): finish() cancels the timer before the socket can go.
         stallTimerStorage.value = connection.loop.schedule(after: stallTimeout) { [unowned(unsafe) self] in
             self.stallTimerStorage.value = nil

@@ -56,6 +56,8 @@ final class SignalSocket: WebSocketDelegate {
         options.maxMessageSize = Self.maxMessageBytes
         options.keepaliveInterval = Self.keepaliveInterval
         options.stallTimeout = Self.stallTimeout
+        // Nothing is spliced here: a socket is not read once its replies pass the mark itself.
+        options.outputReadLimit = 256 * 1024
         socket = WebSocketConnection(connection: transport, role: .server, options: options, delegate: self)
         server.opened(self)
         let challenge = Base64.encode(server.random(32))
