@@ -97,6 +97,8 @@ public final class WebSocketConnection: TransportDelegate {
     private var pausedBy: UInt8 = 0
     /// Frames are being handed out of a read; a resume meanwhile leaves the rest to that loop.
     private var processing = false
+    /// The output bound stopped a read with frames left in the parser.
+    private var framesLeftUnread = false
     /// The stall timeout passed: a close from now on drops what the peer has not begun to take.
     private var stalled = false
     private var sentClose = false
@@ -254,7 +256,10 @@ public final class WebSocketConnection: TransportDelegate {
         pausedBy &= ~reason
         guard pausedBy == 0, !finished else { return }
         connection.resumeReading()
-        guard parser.bufferedByteCount > 0 else { return }
+        // Only after a read the bound cut short: a splice resumes its sockets all the time, with
+        // part of a large frame in the parser, and must not pay for a task each time.
+        guard framesLeftUnread else { return }
+        framesLeftUnread = false
         let this = UncheckedTransfer(self)
         connection.loop.execute {
             let socket = this.value
@@ -330,7 +335,12 @@ public final class WebSocketConnection: TransportDelegate {
                     failure = error
                     return false
                 }
-                return !finished && receivedCloseStorage.isEmpty && pausedBy & Self.pausedByOutput == 0
+                guard !finished, receivedCloseStorage.isEmpty else { return false }
+                guard pausedBy & Self.pausedByOutput == 0 else {
+                    framesLeftUnread = true
+                    return false
+                }
+                return true
             }
         } catch {
             failure = error
