@@ -112,7 +112,8 @@ soak: deps
 # pair's admission latency before and during the attack, and how and when each attacker was closed.
 # ATTACK_ARGS="--service push" attacks tether push (slow heads and slow bodies beside a
 # /v1/register every half second), "--service signal" tether signal (slow /signal heads and
-# upgrades that never register beside a registration every 0.5 s); "--attack unread": issue 29; attack.py.
+# upgrades that never register beside a registration every 0.5 s). ATTACK_ARGS="--attack unread
+# --service S [--variant V] [--sockets N]": clients that never read their replies (issue 29).
 bench-attack: deps
 	$(SWIFT) build -c release --product tether
 	.venv/bin/python bench/attack.py $(ATTACK_ARGS)

@@ -222,10 +222,10 @@ final class HTTPServerConnection: TransportDelegate {
     /// Refused at accept: whatever the client sends is not read.
     private var refused = false
     /// Why reading is paused (`Pause` bits): a reply awaited, responses backed up, or both.
-    private var pausedBy: UInt8 = 0
+    private var pauses = ReadingPauses()
     /// The timer that closes a connection whose responses stay backed up.
     private var stallTimer: EventLoop.TimerID?
-    private var outputPaused: Bool { pausedBy & Pause.output != 0 }
+    private var outputPaused: Bool { pauses.contains(Pause.output) }
 
     private enum Pause {
         static let reply: UInt8 = 1
@@ -359,7 +359,7 @@ final class HTTPServerConnection: TransportDelegate {
             if let timer { connection.loop.cancel(timer) }
             if let stallTimer { connection.loop.cancel(stallTimer) }
             // The socket's owner bounds its output from here (`WebSocketConnection` does).
-            if pausedBy != 0 { connection.resumeReading() }
+            if !pauses.isEmpty { connection.resumeReading() }
             connection.write(switching.serialized())
             let leftover = parser.takeUnparsed()
             connection.delegate = nil
@@ -397,13 +397,10 @@ final class HTTPServerConnection: TransportDelegate {
     }
 
     private func pause(_ reason: UInt8) {
-        if pausedBy == 0 { connection.pauseReading() }
-        pausedBy |= reason
+        if pauses.add(reason) { connection.pauseReading() }
     }
 
     private func resume(_ reason: UInt8) {
-        guard pausedBy & reason != 0 else { return }
-        pausedBy &= ~reason
-        if pausedBy == 0 { connection.resumeReading() }
+        if pauses.lift(reason) { connection.resumeReading() }
     }
 }

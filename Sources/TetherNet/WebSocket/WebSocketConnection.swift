@@ -94,7 +94,7 @@ public final class WebSocketConnection: TransportDelegate {
     public let role: WebSocketFrameParser.Role
     /// Why reading is paused: the owner (`pauseReading`), the output bound, a close that dropped
     /// unsent output; each lifts only its own.
-    private var pausedBy: UInt8 = 0
+    private var pauses = ReadingPauses()
     /// Frames are being handed out of a read; a resume meanwhile leaves the rest to that loop.
     private var processing = false
     /// The output bound stopped a read with frames left in the parser.
@@ -186,7 +186,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// The output bound's one check per write.
     @inline(__always)
     private func checkOutputReadLimit() {
-        if connection.queuedBytes > outputReadLimit, pausedBy & Self.pausedByOutput == 0 { pause(Self.pausedByOutput) }
+        if connection.queuedBytes > outputReadLimit, !pauses.contains(Self.pausedByOutput) { pause(Self.pausedByOutput) }
     }
 
     /// The local reason given to the delegate when a keepalive ping went unanswered (the peer
@@ -243,8 +243,7 @@ public final class WebSocketConnection: TransportDelegate {
     private static let pausedByClose: UInt8 = 4
 
     private func pause(_ reason: UInt8) {
-        if pausedBy == 0 { connection.pauseReading() }
-        pausedBy |= reason
+        if pauses.add(reason) { connection.pauseReading() }
     }
 
     /// Lifts `reason`; with nothing else holding the socket it is read again, and the frames the
@@ -252,9 +251,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// from a task of their own: a resume may come from inside the transport's flush, which the
     /// delegate must not be entered from.
     private func resume(_ reason: UInt8) {
-        guard pausedBy & reason != 0 else { return }
-        pausedBy &= ~reason
-        guard pausedBy == 0, !finished else { return }
+        guard pauses.lift(reason), !finished else { return }
         connection.resumeReading()
         // Only after a read the bound cut short: a splice resumes its sockets all the time, with
         // part of a large frame in the parser, and must not pay for a task each time.
@@ -263,7 +260,7 @@ public final class WebSocketConnection: TransportDelegate {
         let this = UncheckedTransfer(self)
         connection.loop.execute {
             let socket = this.value
-            if socket.pausedBy == 0, !socket.processing, socket.parser.bufferedByteCount > 0 { socket.process(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            if socket.pauses.isEmpty, !socket.processing, socket.parser.bufferedByteCount > 0 { socket.process(UnsafeRawBufferPointer(start: nil, count: 0)) }
         }
     }
 
@@ -336,7 +333,7 @@ public final class WebSocketConnection: TransportDelegate {
                     return false
                 }
                 guard !finished, receivedCloseStorage.isEmpty else { return false }
-                guard pausedBy & Self.pausedByOutput == 0 else {
+                guard !pauses.contains(Self.pausedByOutput) else {
                     framesLeftUnread = true
                     return false
                 }
