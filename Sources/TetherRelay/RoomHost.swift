@@ -86,9 +86,9 @@ final class RoomHost: WebSocketDelegate {
     }
 
     /// Back-pressure (relay.md §3.11, Tether): a socket whose queue passed the high-water mark
-    /// is not read itself (the chassis bounds every socket's output) and holds back its peer,
-    /// which the splice stops reading as it forwards; once it drains below the low-water mark its
-    /// peer is read again.
+    /// holds back its peer, which the splice stops reading as it forwards (the socket itself is not
+    /// read past the chassis' 1 MiB read limit); once it drains below the low-water mark its peer
+    /// is read again.
     func webSocketWritabilityChanged(_ socket: WebSocketConnection) {
         table.assertOnLoop()
         guard socket.isWritable, let id = id(of: socket) else { return }

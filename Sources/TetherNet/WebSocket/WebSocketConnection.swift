@@ -12,8 +12,8 @@ public protocol WebSocketDelegate: AnyObject {
     /// message to send first and the close reason. Nil (the default) closes with a bare 1009,
     /// as the relay's clients expect; the signaling server says `too_large` (signaling.md §4).
     func webSocketOversizeNotice(_ socket: WebSocketConnection) -> (text: [UInt8], reason: String)?
-    /// The socket's output has stayed above its transport's high-water mark (reading paused all
-    /// that while) for `Options.stallTimeout`: the peer is not reading. The default closes it
+    /// The socket's output has stayed above its transport's high-water mark for
+    /// `Options.stallTimeout`: the peer is not reading. The default closes it
     /// 1008 `write stalled` (relay.md's words); a service closes it in its own. A close from here
     /// drops the frames the peer has not begun to receive, so its close frame is next in line.
     func webSocketDidStall(_ socket: WebSocketConnection)
@@ -95,8 +95,6 @@ public final class WebSocketConnection: TransportDelegate {
     /// Why reading is paused: the owner (`pauseReading`), the output bound, a close that dropped
     /// unsent output; each lifts only its own.
     private var pauses = ReadingPauses()
-    /// Frames are being handed out of a read; a resume meanwhile leaves the rest to that loop.
-    private var processing = false
     /// The output bound stopped a read with frames left in the parser.
     private var framesLeftUnread = false
     /// The stall timeout passed: a close from now on drops what the peer has not begun to take.
@@ -186,7 +184,7 @@ public final class WebSocketConnection: TransportDelegate {
     /// The output bound's one check per write.
     @inline(__always)
     private func checkOutputReadLimit() {
-        if connection.queuedBytes > outputReadLimit, !pauses.contains(Self.pausedByOutput) { pause(Self.pausedByOutput) }
+        if connection.queuedBytes > outputReadLimit { pause(Self.pausedByOutput) }
     }
 
     /// The local reason given to the delegate when a keepalive ping went unanswered (the peer
@@ -260,7 +258,7 @@ public final class WebSocketConnection: TransportDelegate {
         let this = UncheckedTransfer(self)
         connection.loop.execute {
             let socket = this.value
-            if socket.pauses.isEmpty, !socket.processing, socket.parser.bufferedByteCount > 0 { socket.process(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            if socket.pauses.isEmpty, socket.parser.bufferedByteCount > 0 { socket.process(UnsafeRawBufferPointer(start: nil, count: 0)) }
         }
     }
 
@@ -318,8 +316,6 @@ public final class WebSocketConnection: TransportDelegate {
 
     private func process(_ bytes: UnsafeRawBufferPointer) {
         guard !finished else { return }
-        processing = true
-        defer { processing = false }
         var failure: WebSocketProtocolError?
         do throws(WebSocketProtocolError) {
             // Complete frames are parsed straight out of the loop's read buffer. Once the output
