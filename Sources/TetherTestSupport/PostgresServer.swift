@@ -63,6 +63,33 @@ public final class PostgresServer: @unchecked Sendable {   // set up in init; `s
         try run(bin.appendingPathComponent("pg_ctl").path, ["-D", dataDirectory, "-m", immediate ? "immediate" : "fast", "-w", "stop"])
     }
 
+    /// Freezes the server — the postmaster and every process it started — as a hung host, a
+    /// stuck disk or a paused VM would: connections stay open, the kernel still accepts and
+    /// acknowledges, and nothing answers. `resume()` lets it go on where it stopped.
+    public func pause() throws { try signalEveryProcess(SIGSTOP) }
+
+    public func resume() throws { try signalEveryProcess(SIGCONT) }
+
+    /// The postmaster (first line of `postmaster.pid`) and its children, by `/proc/<pid>/stat`'s
+    /// parent field; the postmaster first on a stop, last on a continue, so none of them acts on
+    /// a half-frozen server.
+    private func signalEveryProcess(_ signal: Int32) throws {
+        let pidFile = directory.appendingPathComponent("data/postmaster.pid").path
+        guard let text = FileManager.default.contents(atPath: pidFile).flatMap({ String(decoding: $0, as: UTF8.self) }),
+              let postmaster = text.split(separator: "\n").first.flatMap({ pid_t($0) }) else {
+            throw Failure.missing("postmaster.pid (the server is not running)")
+        }
+        let children = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> pid_t? in
+            guard let pid = pid_t(entry), let stat = FileManager.default.contents(atPath: "/proc/\(entry)/stat"),
+                  let close = String(decoding: stat, as: UTF8.self).lastIndex(of: ")") else { return nil }
+            // After "pid (comm) state ": the parent's pid.
+            let fields = String(decoding: stat, as: UTF8.self)[close...].split(separator: " ")
+            return fields.count > 2 && pid_t(fields[2]) == postmaster ? pid : nil
+        }
+        let order = signal == SIGSTOP ? [postmaster] + children : children + [postmaster]
+        for pid in order { kill(pid, signal) }
+    }
+
     /// A new empty database; returns its URL.
     public func createDatabase() throws -> String {
         databases += 1
@@ -78,6 +105,7 @@ public final class PostgresServer: @unchecked Sendable {   // set up in init; `s
 
     /// Stops the server and removes its directory.
     public func shutdown() {
+        _ = try? resume()
         _ = try? stop(immediate: true)
         try? FileManager.default.removeItem(at: directory)
     }

@@ -27,8 +27,8 @@ final class PostgresStoreTests: XCTestCase {
         return (server, try server.createDatabase())
     }
 
-    private static func pool(_ url: String, size: Int = 3) throws -> PostgresPool {
-        try PostgresPool(PostgresPool.Settings(url: url, size: size, connectTimeoutSeconds: 2))
+    private static func pool(_ url: String, size: Int = 3, callTimeoutMs: Int = 2_000) throws -> PostgresPool {
+        try PostgresPool(PostgresPool.Settings(url: url, size: size, callTimeoutMs: callTimeoutMs))
     }
 
     func testTheRoomStoreContract() throws {
@@ -121,6 +121,57 @@ final class PostgresStoreTests: XCTestCase {
             }
         }
         XCTAssertEqual(answer, "V", "back without a restart, and nothing lost")
+        XCTAssertFalse(store.pool.isBackingOff)
+    }
+
+    /// The server hangs (stopped, not down: the kernel still accepts and acknowledges): a call
+    /// fails within the node's own deadline, never as long as the hang; the calls after it fail
+    /// at once; a call that must connect anew is bounded too; and the store answers again by
+    /// itself once the server resumes, with nothing lost.
+    func testAHungServerFailsCallsWithinTheNodesDeadlineAndTheStoreRecoversWhenItResumes() throws {
+        let (server, url) = try database()
+        let store = try PostgresRoomStore(pool: Self.pool(url, size: 2, callTimeoutMs: 500))
+        let room = RoomKey(RoomName(header: String(repeating: "d", count: 64))!)
+        try store.setVerifier("V", of: room, now: 1)
+
+        try server.pause()
+        defer { try? server.resume() }
+        var started = Date()
+        XCTAssertThrowsError(try store.verifier(of: room)) {
+            XCTAssertTrue(($0 as? StoreError)?.message.contains("no answer") == true, "\($0)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5, "bounded by the 500 ms deadline, not by the hang")
+        XCTAssertTrue(store.pool.isBackingOff)
+        started = Date()
+        for _ in 0..<50 { XCTAssertThrowsError(try store.verifier(of: room)) }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "calls in the stall back-off fail at once")
+        // Past the back-off, every call that tries again is bounded by its deadline.
+        usleep(300_000)
+        started = Date()
+        for _ in 0..<3 { XCTAssertThrowsError(try store.touch(room, at: 2)) }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.5)
+
+        try server.resume()
+        var answer: String?
+        let resumed = Date()
+        while answer == nil, Date().timeIntervalSince(resumed) < 15 {
+            answer = try? store.verifier(of: room)
+            if answer == nil { usleep(50_000) }
+        }
+        XCTAssertEqual(answer, "V", "back without a restart, and nothing lost")
+        XCTAssertLessThan(Date().timeIntervalSince(resumed), 6, "within the longest back-off of the resume")
+        XCTAssertFalse(store.pool.isBackingOff)
+    }
+
+    /// A server restart closes every idle connection; the pool notices when it hands one out, so
+    /// the first call afterwards is answered instead of failing on a dead connection.
+    func testTheFirstCallAfterAServerRestartIsAnswered() throws {
+        let (server, url) = try database()
+        let store = try PostgresPushStore(pool: Self.pool(url, size: 2))
+        XCTAssertEqual(try store.deviceCount(now: 1), 0)
+        try server.stop()
+        try server.start()
+        XCTAssertEqual(try store.deviceCount(now: 1), 0, "the first call after the restart")
         XCTAssertFalse(store.pool.isBackingOff)
     }
 

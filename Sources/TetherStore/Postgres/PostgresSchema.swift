@@ -86,11 +86,14 @@ public enum PostgresSchema {
     }
 
     /// Applies what is missing, in one transaction under an advisory lock (nodes starting
-    /// together migrate once); returns the steps applied.
+    /// together migrate once); returns the steps applied. A migration may wait for another node's
+    /// and may rewrite a table, so it runs under the pool's migration deadline with no statement
+    /// timeout rather than a store call's 2 s.
     @discardableResult
     public static func migrate(_ component: Component, pool: PostgresPool) throws(StoreError) -> [PostgresMigration] {
-        try pool.withConnection { (connection) throws(StoreError) in
+        try pool.withConnection(timeoutMs: PostgresPool.migrationTimeoutMs) { (connection) throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
+                try connection.run("SET LOCAL statement_timeout = 0")
                 try connection.execute("tether_schema_lock", "SELECT pg_advisory_xact_lock($1)", [String(migrationLock)])
                 let applied = try appliedVersion(component, connection, creating: true)
                 let steps = migrations(of: component).filter { $0.version > applied }
