@@ -1,44 +1,34 @@
-import Synchronization
 import TetherStore
 
 extension RelayServer {
-    /// How often a node renews its lease (and, when elected, runs a failover round): a tenth or
-    /// less of any sensible lease, so a few lost renewals never cost a live node its buckets.
-    static let leaseRenewMs: UInt64 = 1_000
-
-    /// After a database outage a live node may reconnect as late as the pool's longest back-off
-    /// after another: a node that waited only one lease before failing others over took the
-    /// buckets of a node that was alive and still backing off (seen under load with a 3 s lease).
-    /// So a node takes part in failover once it has renewed for a lease and this much more.
-    static let reconnectGraceMs = PostgresPool.maxBackoffNanos / 1_000_000
-
     /// Starts renewing this node's lease, if its store is one several nodes share.
     func startLeases() {
         guard let leases = store as? any NodeLeases else { return }
-        start(.lease, every: Self.leaseRenewMs, runNow: true) { server in
+        start(.lease, every: UInt64(LeaseRules.renewMs), runNow: true) { server in
             server.storage.submit(lane: 0) { _ in server.renewLease(leases) }
         }
     }
 
-    /// One renewal, on lane 0. A node takes part in failover only once it has renewed without a
-    /// failure for a whole lease (and `reconnectGraceMs`): after a database outage every node's lease has lapsed by the
-    /// database's clock, and the first node back must not take the buckets of nodes that are
-    /// alive but have not renewed yet.
+    /// One renewal and, when this node is elected, one lease round (on lane 0). Whether this node
+    /// may act on others' leases is decided by the database's clock inside the round
+    /// (`LeaseRules`): a renewal that hung or failed breaks this node's continuity there, so a
+    /// database that stalled and resumed never lets its first answered node take live nodes'
+    /// buckets.
     func renewLease(_ leases: any NodeLeases) {
-        let ttl = configuration.leaseTTLms
-        let now = clock.monotonicMs()
+        let rules = LeaseRules(ttlMs: configuration.leaseTTLms)
         do throws(StoreError) {
-            try leases.renewLease(host: sharding.host, ttlMs: ttl)
+            try leases.renewLease(host: sharding.host, rules: rules)
             storageAnswered()
-            let since = leaseHealthySince.withLock { since in
-                if since == nil { since = now }
-                return since!
+            guard let round = try leases.leaseRound(host: sharding.host, rules: rules) else { return }
+            let others = { (moved: [String]) in Set(round.map.hosts).subtracting(moved).sorted().joined(separator: ", ") }
+            switch round.change {
+            case let .failover(lapsed):
+                write("relay: lease lapsed for \(lapsed.joined(separator: ", ")); shard map version \(round.map.version) moves their buckets to \(others(lapsed))")
+            case let .restored(hosts):
+                write("relay: \(hosts.joined(separator: ", ")) renewed for \(rules.restoreAfterMs / 1000) s after losing \(hosts.count == 1 ? "its" : "their") buckets; shard map version \(round.map.version) gives \(hosts.count == 1 ? "it" : "them") an even share back from \(others(hosts))")
             }
-            guard now &- since >= UInt64(ttl) + Self.reconnectGraceMs, let (map, lapsed) = try leases.failOver() else { return }
-            write("relay: lease lapsed for \(lapsed.joined(separator: ", ")); shard map version \(map.version) moves their buckets to \(Set(map.hosts).subtracting(lapsed).sorted().joined(separator: ", "))")
             adoptStoredMap(from: store)
         } catch {
-            leaseHealthySince.withLock { $0 = nil }
             storageFailed(error)
         }
     }

@@ -50,7 +50,6 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     /// Whether the store answers (a networked database can be down while the relay splices on).
     public let storageHealth = StoreHealth()
     /// When this node's unbroken run of lease renewals began (monotonic ms); nil after a failure.
-    let leaseHealthySince = Locked<UInt64?>(nil)
     private let faults = Locked<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
     private let faultBudgetHandler = Locked<@Sendable () -> Void>({})
 

@@ -1,6 +1,7 @@
 import Foundation
 import TetherCrypto
 public import TetherService
+import TetherStore
 
 /// The relay's settings table (relay.md §7.1): the reference relay's environment names, so its
 /// `/etc/iterm2-companion-relay.env` works unchanged, each also a flag (`--relay-max-rooms`) and a
@@ -39,7 +40,8 @@ public enum RelaySetting {
                                                    parser: pemCertificate, help: "App Attest root CA, PEM text")
     static let dailyByteQuota = Setting<Int64>("RELAY_DAILY_BYTE_QUOTA", default: 536_870_912, parser: .positiveInteger,
                                                help: "bytes a room may relay per 24 h")
-    static let leaseTTL = Setting<Int64>("RELAY_LEASE_TTL_MS", default: 10_000, parser: .positiveInteger,
+    static let leaseTTL = Setting<Int64>("RELAY_LEASE_TTL_MS", default: 10_000,
+                                         parser: .atLeast(LeaseRules.minimumTTLms, why: "three renewals, so one late renewal never costs a live node its buckets"),
                                          help: "with a postgres:// RELAY_DB: a node whose lease is not renewed for this long loses its buckets to the others (renewed every second)")
     static let establishedIdleTTL = Setting<Int64>("RELAY_ESTABLISHED_IDLE_TTL_MS", default: 2_592_000_000, parser: .positiveInteger,
                                                    help: "an established room unused this long is reaped")

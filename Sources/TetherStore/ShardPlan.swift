@@ -34,6 +34,39 @@ public enum ShardPlan {
         return try? ShardMap(version: map.version + 1, ranges: merged(ranges))
     }
 
+    /// The map with each `returning` host given an even share (the bucket count over every host
+    /// of the new map) taken from the hosts holding more than theirs — cut from the top of their
+    /// ranges, so only those buckets move and every other room stays where it is — adjacent ranges
+    /// merged, and the version one higher. How a node that lost its buckets to a failover gets
+    /// them back without an operator. Nil when no returning host is short of its share.
+    public static func restore(_ map: ShardMap, returning: Set<String>) -> ShardMap? {
+        let hosts = Set(map.hosts).union(returning).sorted()
+        let count = RoomName.bucketCount
+        var owned: [String: Int] = [:]
+        for range in map.ranges { owned[range.host, default: 0] += range.high - range.low + 1 }
+        var target: [String: Int] = [:]
+        for (index, host) in hosts.enumerated() { target[host] = count / hosts.count + (index < count % hosts.count ? 1 : 0) }
+        var short = returning.sorted().compactMap { host -> (host: String, need: Int)? in
+            let need = target[host]! - owned[host, default: 0]
+            return need > 0 ? (host, need) : nil
+        }
+        guard !short.isEmpty else { return nil }
+        var excess = Dictionary(uniqueKeysWithValues: hosts.map { ($0, max(0, owned[$0, default: 0] - target[$0]!)) })
+        var ranges: [ShardMap.Range] = []
+        for range in map.ranges.sorted(by: { $0.low < $1.low }) {
+            var high = range.high
+            while high >= range.low, excess[range.host]! > 0, let heir = short.first {
+                let size = min(heir.need, excess[range.host]!, high - range.low + 1)
+                ranges.append(ShardMap.Range(low: high - size + 1, high: high, host: heir.host))
+                high -= size
+                excess[range.host]! -= size
+                if size == heir.need { short.removeFirst() } else { short[0].need -= size }
+            }
+            if high >= range.low { ranges.append(ShardMap.Range(low: range.low, high: high, host: range.host)) }
+        }
+        return try? ShardMap(version: map.version + 1, ranges: merged(ranges))
+    }
+
     /// Every bucket dealt evenly over `hosts` (sorted, one contiguous range each), at
     /// `version`: what an operator publishes to give a returned node its share
     /// (`tether shardmap rebalance`).

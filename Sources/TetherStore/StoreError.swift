@@ -6,6 +6,15 @@
 /// id or secret), so it can be logged.
 public struct StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// The store could not be reached (refused, starting up or shutting down, not answering),
+    /// as opposed to refusing us (a wrong password or database name, a malformed URL): waiting
+    /// may cure it, so a service starting while its database is down waits instead of exiting.
+    public let unreachable: Bool
+
+    public init(_ message: String, unreachable: Bool = false) {
+        self.message = message
+        self.unreachable = unreachable
+    }
+
     public var description: String { message }
 }

@@ -14,12 +14,7 @@ func runPushCommand(_ arguments: [String]) {
                     markdown: PushConfiguration.markdownReference)
     let environment = serviceEnvironment(&arguments, command: "push")
     let configuration = loadSettings("push") { () throws(SettingError) in try PushConfiguration.load(environment: environment, arguments: arguments) }
-    let store: any PushStore
-    do {
-        store = try StoreLocation(configuration.databasePath).openPushStore()
-    } catch {
-        fail("push: PUSH_DB: \(error)", code: 1)
-    }
+    let store: any PushStore = openWaitingForDatabase("push", setting: "PUSH_DB") { try StoreLocation(configuration.databasePath).openPushStore() }
     SignalWatcher.blockHandledSignals()
     let group: EventLoopGroup
     let push: PushServer

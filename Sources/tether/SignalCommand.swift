@@ -2,6 +2,7 @@ import Foundation
 import TetherNet
 import TetherService
 import TetherSignal
+import TetherStore
 
 /// `tether signal`: runs the signaling server (signaling.md). State lives in memory only.
 /// Synchronous, on the main thread: signals are blocked here before any other thread exists,
@@ -12,13 +13,17 @@ func runSignalCommand(_ arguments: [String]) {
     answerHelpFlags(arguments, help: SignalConfiguration.helpText, markdown: SignalConfiguration.markdownReference)
     let environment = serviceEnvironment(&arguments, command: "signal")
     let configuration = loadSettings("signal") { () throws(SettingError) in try SignalConfiguration.load(environment: environment, arguments: arguments) }
+    // Before the signals are blocked: a stop while it waits for the database ends it at once.
+    let registry = configuration.database.map { url in
+        openWaitingForDatabase("signal", setting: "SIGNAL_DB") { try PostgresSignalRegistry(pool: PostgresPool(PostgresPool.Settings(url: url))) }
+    }
     SignalWatcher.blockHandledSignals()
     let group: EventLoopGroup
     let server: SignalServer
     let port: UInt16
     do {
         group = try EventLoopGroup()
-        server = try SignalServer(configuration: configuration, group: group)
+        server = try SignalServer(configuration: configuration, group: group, registry: registry)
         port = try server.start()
     } catch {
         fail("signal: cannot start: \(error)", code: 1)

@@ -180,12 +180,7 @@ case "relay":
         configuration = configuration.bound(to: chosen)
         FileHandle.standardError.write(Data("relay: local mode: listening on \(configuration.host):\(chosen) only, open admission (no App Attest), origin \(configuration.origin), database \(configuration.databasePath) in the working directory\n".utf8))
     }
-    let store: any RoomStore
-    do {
-        store = try StoreLocation(configuration.databasePath).openRoomStore()
-    } catch {
-        fail("relay: RELAY_DB: \(error)", code: 1)
-    }
+    let store: any RoomStore = openWaitingForDatabase("relay", setting: "RELAY_DB") { try StoreLocation(configuration.databasePath).openRoomStore() }
     // Before any thread exists, so every loop, lane and writer inherits the blocked signals and
     // only the watcher thread takes them.
     SignalWatcher.blockHandledSignals()

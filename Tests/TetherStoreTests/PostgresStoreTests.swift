@@ -178,7 +178,7 @@ final class PostgresStoreTests: XCTestCase {
     func testMigrationsAreListedAppliedOnceAndLeftAloneByConcurrentNodes() throws {
         let url = try database().url
         let tool = try Self.pool(url, size: 1)
-        XCTAssertEqual(try PostgresSchema.pending(.relay, pool: tool).map(\.version), [1, 2])
+        XCTAssertEqual(try PostgresSchema.pending(.relay, pool: tool).map(\.version), [1, 2, 3])
         XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).map(\.version), [1])
         let applied = Tally()
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
@@ -187,42 +187,110 @@ final class PostgresStoreTests: XCTestCase {
             }
             applied.add("\(steps.count) steps")
         }
-        XCTAssertEqual(applied.counts, ["2 steps": 1, "0 steps": 3], "one node migrates; the others find nothing to do")
+        XCTAssertEqual(applied.counts, ["3 steps": 1, "0 steps": 3], "one node migrates; the others find nothing to do")
         XCTAssertEqual(try PostgresSchema.pending(.relay, pool: tool), [])
         XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).count, 1, "components migrate separately")
     }
 
-    /// Leases on the database's clock: a node that stops renewing loses its buckets to the live
-    /// ones in one round, published once; a node that never held a lease is left alone.
+    /// Leases on the database's clock: a node that stops renewing while the others renew loses
+    /// its buckets to the live ones as soon as its lease lapses, in one round published once; a
+    /// node that never held a lease is left alone.
     func testALapsedLeaseMovesItsBucketsToTheLiveNodesExactlyOnce() throws {
         let url = try database().url
         let nodes = try (0..<3).map { _ in try PostgresRoomStore(pool: Self.pool(url)) }
         let map = try XCTUnwrap(ShardPlan.even(hosts: ["a.test", "b.test", "c.test", "never.test"], version: 1))
         XCTAssertTrue(try nodes[0].publishShardMap(map))
-        try nodes[0].renewLease(host: "a.test", ttlMs: 60_000)
-        try nodes[1].renewLease(host: "b.test", ttlMs: 60_000)
-        try nodes[2].renewLease(host: "c.test", ttlMs: 300)
-        XCTAssertNil(try nodes[0].failOver(), "every lease is live: nothing to do")
-        usleep(500_000)
+        let rules = LeaseRules(ttlMs: 1_000, reconnectGraceMs: 0)
+        try renew(nodes, ["a.test", "b.test", "c.test"], rules)
+        XCTAssertNil(try nodes[0].leaseRound(host: "a.test", rules: rules), "every lease is live: nothing to do")
+        // a and b keep renewing; c stops.
+        for _ in 0..<6 {
+            usleep(200_000)
+            try renew(nodes, ["a.test", "b.test"], rules)
+        }
         XCTAssertEqual(try nodes[1].liveHosts(), ["a.test", "b.test"])
 
         let rounds = Tally()
         DispatchQueue.concurrentPerform(iterations: 2) { index in
-            if let (next, lapsed) = try? nodes[index].failOver() {
-                rounds.add("v\(next.version) \(lapsed.joined())")
+            if let round = try? nodes[index].leaseRound(host: ["a.test", "b.test"][index], rules: rules) {
+                rounds.add("v\(round.map.version) \(round.change)")
             }
         }
-        XCTAssertEqual(rounds.counts, ["v2 c.test": 1], "one node is elected and publishes")
+        XCTAssertEqual(rounds.counts, ["v2 failover(lapsed: [\"c.test\"])": 1], "one node is elected and publishes")
         let next = try XCTUnwrap(try nodes[0].shardMap())
         XCTAssertEqual(next.version, 2)
         XCTAssertFalse(next.hosts.contains("c.test"))
         XCTAssertTrue(next.hosts.contains("never.test"), "a node that never held a lease is the operator's to place")
-        XCTAssertNil(try nodes[1].failOver(), "the dead node owns nothing now")
+        XCTAssertNil(try nodes[1].leaseRound(host: "b.test", rules: rules), "the dead node owns nothing now")
+    }
 
-        // c comes back: it renews, and owns nothing until a rebalance.
-        try nodes[2].renewLease(host: "c.test", ttlMs: 60_000)
-        XCTAssertNil(try nodes[2].failOver())
-        XCTAssertEqual(try nodes[2].shardMap()?.hosts.contains("c.test"), false)
+    /// A database that hangs for longer than the lease lapses every lease by its own clock. When it
+    /// answers again — its connections resuming a few milliseconds apart — the first node answered
+    /// must not take the buckets of nodes that are alive and merely not answered yet: its own
+    /// continuity broke with the hang, so it may not act until every live node has renewed.
+    func testAHangThatLapsesEveryLeaseMovesNoBucketWhenTheDatabaseResumes() throws {
+        let url = try database().url
+        let nodes = try (0..<3).map { _ in try PostgresRoomStore(pool: Self.pool(url)) }
+        let hosts = ["a.test", "b.test", "c.test"]
+        let map = try XCTUnwrap(ShardPlan.even(hosts: hosts, version: 1))
+        XCTAssertTrue(try nodes[0].publishShardMap(map))
+        let rules = LeaseRules(ttlMs: 1_000, reconnectGraceMs: 500)
+        for _ in 0..<4 {
+            try renew(nodes, hosts, rules)
+            usleep(200_000)
+        }
+        usleep(1_300_000)   // the hang: nobody renews for longer than the lease
+        for (index, host) in hosts.enumerated() {
+            try nodes[index].renewLease(host: host, rules: rules)
+            for (other, otherHost) in hosts.enumerated() {
+                XCTAssertNil(try nodes[other].leaseRound(host: otherHost, rules: rules), "\(otherHost) acts after \(host) resumed")
+            }
+            usleep(20_000)
+        }
+        XCTAssertEqual(try nodes[0].shardMap()?.version, 1, "no bucket moved")
+    }
+
+    /// A node that lost its buckets (a stall longer than the lease) gets an even share back once
+    /// it has renewed continuously for `restoreAfterMs` — not never, and not at its first renewal.
+    func testANodeThatLostItsBucketsGetsAnEvenShareBackAfterRenewingLongEnough() throws {
+        let url = try database().url
+        let nodes = try (0..<3).map { _ in try PostgresRoomStore(pool: Self.pool(url)) }
+        let hosts = ["a.test", "b.test", "c.test"]
+        XCTAssertTrue(try nodes[0].publishShardMap(XCTUnwrap(ShardPlan.even(hosts: hosts, version: 1))))
+        let rules = LeaseRules(ttlMs: 1_000, reconnectGraceMs: 0)
+        try renew(nodes, hosts, rules)
+        for _ in 0..<6 {
+            usleep(200_000)
+            try renew(nodes, ["a.test", "b.test"], rules)
+        }
+        XCTAssertEqual(try nodes[0].leaseRound(host: "a.test", rules: rules)?.change, .failover(lapsed: ["c.test"]))
+
+        // c comes back: it owns nothing at first, and gets its share after 2 s of renewals.
+        let back = Date()
+        var restored: LeaseRound?
+        while restored == nil, Date().timeIntervalSince(back) < 5 {
+            try renew(nodes, hosts, rules)
+            restored = try nodes[0].leaseRound(host: "a.test", rules: rules)
+            if restored == nil { usleep(200_000) }
+        }
+        let waited = Date().timeIntervalSince(back)
+        let round = try XCTUnwrap(restored)
+        XCTAssertEqual(round.change, .restored(["c.test"]))
+        XCTAssertGreaterThanOrEqual(waited, Double(rules.restoreAfterMs) / 1000 - 0.3, "not at its first renewal")
+        XCTAssertEqual(round.map.ranges.filter { $0.host == "c.test" }.reduce(0) { $0 + $1.high - $1.low + 1 }, 21845)
+        XCTAssertEqual(try nodes[2].shardMap(), round.map)
+        for _ in 0..<3 {
+            try renew(nodes, hosts, rules)
+            XCTAssertNil(try nodes[1].leaseRound(host: "b.test", rules: rules), "a share is given back once")
+            usleep(200_000)
+        }
+    }
+
+    private func renew(_ nodes: [PostgresRoomStore], _ hosts: [String], _ rules: LeaseRules) throws {
+        for host in hosts {
+            let index = ["a.test", "b.test", "c.test"].firstIndex(of: host)!
+            try nodes[index].renewLease(host: host, rules: rules)
+        }
     }
 
     func testAWrongURLIsReportedAtStartWithoutTheSecret() throws {

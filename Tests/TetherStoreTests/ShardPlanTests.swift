@@ -40,4 +40,33 @@ final class ShardPlanTests: XCTestCase {
         XCTAssertEqual(map.ranges, [ShardMap.Range(low: 0, high: 32767, host: "a"), ShardMap.Range(low: 32768, high: 65535, host: "b")])
         XCTAssertNil(ShardPlan.even(hosts: [], version: 1))
     }
+
+    /// A node that lost its buckets to a failover gets an even share back from those holding more;
+    /// only those buckets move, so every other room stays where it is.
+    func testAReturningNodeGetsAnEvenShareTakenOnlyFromTheNodesHoldingMore() throws {
+        let even = try XCTUnwrap(ShardPlan.even(hosts: ["a", "b", "c"], version: 1))
+        let failedOver = try XCTUnwrap(ShardPlan.failover(even, dead: ["c"], survivors: ["a", "b"]))
+        let restored = try XCTUnwrap(ShardPlan.restore(failedOver, returning: ["c"]))
+        XCTAssertEqual(restored.version, 3)
+        XCTAssertEqual(buckets(restored), ["a": 21846, "b": 21845, "c": 21845])
+        var moved = 0
+        for bucket in stride(from: 0, to: RoomName.bucketCount, by: 7) {
+            let before = failedOver.ranges.first { $0.low <= bucket && bucket <= $0.high }!.host
+            let after = restored.ranges.first { $0.low <= bucket && bucket <= $0.high }!.host
+            if before != after {
+                XCTAssertEqual(after, "c", "a bucket moves only to the returning node")
+                moved += 1
+            }
+        }
+        XCTAssertLessThanOrEqual(moved, 21845 / 7 + 1, "no more than its share moves")
+        XCTAssertEqual(try ShardMap(json: Array(restored.json.utf8)), restored, "a map clients accept")
+        XCTAssertNil(ShardPlan.restore(restored, returning: ["c"]), "a node holding its share is owed nothing")
+    }
+
+    func testTwoReturningNodesShareWhatTheSurvivorHeld() throws {
+        let lone = try XCTUnwrap(ShardPlan.even(hosts: ["a"], version: 7))
+        let restored = try XCTUnwrap(ShardPlan.restore(lone, returning: ["b", "c"]))
+        XCTAssertEqual(buckets(restored), ["a": 21846, "b": 21845, "c": 21845])
+        XCTAssertEqual(restored.version, 8)
+    }
 }

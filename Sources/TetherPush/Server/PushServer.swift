@@ -109,19 +109,26 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
         runtime.flushLog()
     }
 
-    /// While the store is failing, how often one write that leaves nothing behind asks whether it
-    /// is back (a read is no proof: a full disk answers reads): `/readyz` turns ready again within
-    /// this of the database's return, whatever the traffic.
+    /// How often the store is asked whether it answers: while it is failing, one write that
+    /// leaves nothing behind (a read is no proof: a full disk answers reads), so `/readyz` turns
+    /// ready again within this of the database's return; while it answers, the cheapest call, so
+    /// a database that hangs turns `/readyz` not-ready within this plus a call's deadline even
+    /// when no request comes in.
     static let storageProbeMs: UInt64 = 1_000
 
     func probeStorage() {
-        guard !storageHealth.isAvailable else { return }
+        let failing = !storageHealth.isAvailable
         storage.submit(lane: 0) { [self] store in
             do {
-                try store.probeWrite()
-                storageAnswered()
+                if failing {
+                    try store.probeWrite()
+                    storageAnswered()
+                } else {
+                    try store.probeAnswer()
+                }
             } catch {
-                // Still down: the outage was logged once, when it began.
+                // Logged once per outage, when it began.
+                if !failing { storageFailed(error) }
             }
         }
     }

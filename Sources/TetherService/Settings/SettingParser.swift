@@ -105,6 +105,15 @@ extension SettingParser where Value == Int64 {
         }
     }
 
+    /// An integer of at least `minimum`; `why` says what a smaller one would break.
+    public static func atLeast(_ minimum: Int64, why: String) -> SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            let value = try integer.parse(text)
+            guard value >= minimum else { throw InvalidSettingValue("must be at least \(minimum), not \(value): \(why)") }
+            return value
+        }
+    }
+
     /// The reference's caps: a positive integer, with 0 meaning `fallback`; negative is refused.
     public static func countOrDefault(_ fallback: Int64) -> SettingParser {
         SettingParser { text throws(InvalidSettingValue) in

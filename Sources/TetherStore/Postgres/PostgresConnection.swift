@@ -32,6 +32,15 @@ final class PostgresConnection {
     /// (a dead server behind a silent network is noticed), and an application name for
     /// `pg_stat_activity`. The connection handshake is bounded by `deadline` like any call.
     init(url: String, statementTimeoutMs: Int, deadline: UInt64) throws(StoreError) {
+        // A URL libpq cannot parse is a refusal no wait will cure; checked apart so that every
+        // other failure to connect can be read as the server's absence or its answer.
+        var parseError: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(url, &parseError) else {
+            let message = parseError.map { Self.firstLine($0) } ?? "out of memory"
+            PQfreemem(parseError)
+            throw StoreError("database: cannot connect: invalid URL: \(message)")
+        }
+        PQconninfoFree(options)
         let keys = ["dbname", "application_name", "options", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout"]
         let values = [url, "tether", "-c statement_timeout=\(statementTimeoutMs)", "1", "10", "5", "3", String(Self.tcpUserTimeoutMs)]
         let handle = withCStrings(keys) { keyPointers in
@@ -114,15 +123,16 @@ final class PostgresConnection {
 
     /// Drives the connection handshake (`PQconnectPoll`) until it is made or the deadline passes.
     private func handshake() throws(StoreError) {
-        guard PQstatus(connection) != CONNECTION_BAD else { throw connectFailure() }
+        // Bad at once: a loopback connect refused inside `PQconnectStartParams`, or out of memory.
+        guard PQstatus(connection) != CONNECTION_BAD else { throw connectFailure(unreachable: nil) }
         // The first poll acts as if the socket were writable (libpq's documented start).
         var state = PGRES_POLLING_WRITING
         while true {
             switch state {
             case PGRES_POLLING_OK: return
-            case PGRES_POLLING_FAILED: throw connectFailure()
-            case PGRES_POLLING_READING: try wait(for: POLLIN, doing: "connect")
-            default: try wait(for: POLLOUT, doing: "connect")
+            case PGRES_POLLING_FAILED: throw connectFailure(unreachable: nil)
+            case PGRES_POLLING_READING: try wait(for: POLLIN, doing: "connect", unreachable: true)
+            default: try wait(for: POLLOUT, doing: "connect", unreachable: true)
             }
             state = PQconnectPoll(connection)
         }
@@ -164,13 +174,13 @@ final class PostgresConnection {
 
     /// Waits until the socket is ready for `events`, or fails when the deadline passes: the
     /// connection is then abandoned and the server asked to cancel what it runs.
-    private func wait(for events: Int32, doing what: String) throws(StoreError) {
+    private func wait(for events: Int32, doing what: String, unreachable: Bool = false) throws(StoreError) {
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < deadline else {
                 timedOut = true
                 PostgresCanceller.shared.cancel(connection)
-                throw StoreError("database: no answer to a \(what) in time (the node's deadline passed; the database may be hung)")
+                throw StoreError("database: no answer to a \(what) in time (the node's deadline passed; the database may be hung)", unreachable: unreachable)
             }
             var descriptor = pollfd(fd: PQsocket(connection), events: Int16(events), revents: 0)
             let remainingMs = Int32(clamping: (deadline - now + 999_999) / 1_000_000)
@@ -204,8 +214,15 @@ final class PostgresConnection {
         return StoreError("database: \(Self.firstLine(PQerrorMessage(connection)))")
     }
 
-    private func connectFailure() -> StoreError {
-        StoreError("database: cannot connect: \(Self.firstLine(PQerrorMessage(connection)))")
+    /// A failed connect. `unreachable` nil: decided by the server's answer — a refusal of *us*
+    /// comes as a FATAL error (authentication, no such database, no pg_hba entry) and waiting
+    /// will not cure it, unless the server says it is starting up, shutting down or full; any
+    /// other failure (refused, reset, no route, a name that does not resolve now) is the network's
+    /// or the server's absence.
+    private func connectFailure(unreachable: Bool?) -> StoreError {
+        let message = Self.firstLine(PQerrorMessage(connection))
+        let transient = unreachable ?? (!message.contains("FATAL") || ["the database system is", "too many clients", "remaining connection slots"].contains { message.contains($0) })
+        return StoreError("database: cannot connect: \(message)", unreachable: transient)
     }
 
     private static func firstLine(_ message: UnsafePointer<CChar>?) -> String {

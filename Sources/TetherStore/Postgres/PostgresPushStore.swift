@@ -17,6 +17,10 @@ public final class PostgresPushStore: PushStore {
 
     /// Assigning a transaction id makes the commit write a WAL record: it fails when the server
     /// cannot write, where a read would still answer.
+    public func probeAnswer() throws(StoreError) {
+        _ = try pool.execute("probe_answer", "SELECT 1", [])
+    }
+
     public func probeWrite() throws(StoreError) {
         _ = try pool.execute("probe_write", "SELECT txid_current()", [])
     }

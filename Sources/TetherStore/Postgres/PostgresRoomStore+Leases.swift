@@ -1,45 +1,78 @@
 public import TetherWire
 
 extension PostgresRoomStore: NodeLeases {
-    /// One failover round at a time across the cluster (an arbitrary constant: "TRLY").
+    /// One lease round at a time across the cluster (an arbitrary constant: "TRLY").
     static let failoverLock = 0x5452_4C59
 
-    public func renewLease(host: String, ttlMs: Int64) throws(StoreError) {
+    public func renewLease(host: String, rules: LeaseRules) throws(StoreError) {
+        // `renewed_since` starts a new continuous run when the previous renewal is older than the
+        // continuity gap (or the row predates the column); a lease that lapsed always has.
         try pool.execute("lease_renew", """
-            INSERT INTO relay_nodes (host, lease_expires_at, started_at) VALUES ($1, now() + $2 * interval '1 millisecond', now())
-            ON CONFLICT (host) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at
-            """, [host, String(ttlMs)])
+            INSERT INTO relay_nodes (host, lease_expires_at, started_at, renewed_at, renewed_since)
+            VALUES ($1, now() + $2 * interval '1 millisecond', now(), now(), now())
+            ON CONFLICT (host) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at, renewed_at = now(),
+                renewed_since = CASE WHEN relay_nodes.renewed_at > now() - $3 * interval '1 millisecond'
+                                     THEN coalesce(relay_nodes.renewed_since, now()) ELSE now() END
+            """, [host, String(rules.ttlMs), String(rules.continuityMs)])
     }
 
     public func liveHosts() throws(StoreError) -> [String] {
         try pool.execute("lease_live", "SELECT host FROM relay_nodes WHERE lease_expires_at > now() ORDER BY host", []).rows.compactMap { $0[0] }
     }
 
-    public func failOver() throws(StoreError) -> (map: ShardMap, lapsed: [String])? {
-        try pool.withConnection { (connection) throws(StoreError) -> (map: ShardMap, lapsed: [String])? in
-            try connection.transaction { () throws(StoreError) -> (map: ShardMap, lapsed: [String])? in
+    public func leaseRound(host: String, rules: LeaseRules) throws(StoreError) -> LeaseRound? {
+        try pool.withConnection { (connection) throws(StoreError) -> LeaseRound? in
+            try connection.transaction { () throws(StoreError) -> LeaseRound? in
                 // Elected for this round only while the transaction lasts; a node that loses the
                 // race simply tries again at its next renewal.
                 guard try connection.execute("failover_lock", "SELECT pg_try_advisory_xact_lock($1)", [String(Self.failoverLock)]).first?[0] == "t",
                       let json = try connection.execute("failover_map", "SELECT json FROM relay_shard_map WHERE id = 1 FOR UPDATE").first?[0] ?? nil,
                       let map = try? ShardMap(json: Array(json.utf8)) else { return nil }
-                var live: [String] = [], lapsed: Set<String> = []
-                for row in try connection.execute("failover_nodes", "SELECT host, lease_expires_at > now() FROM relay_nodes").rows {
-                    guard let host = row[0] else { continue }
-                    if row[1] == "t" { live.append(host) } else { lapsed.insert(host) }
+                // Per node: live now; dead by `LeaseRules` as this node sees it; owed a share
+                // back. No row for this node with a live, continuous lease: no round at all.
+                let rows = try connection.execute("failover_nodes", """
+                    WITH me AS (SELECT renewed_since FROM relay_nodes
+                                WHERE host = $1 AND lease_expires_at > now() AND renewed_at > now() - $2 * interval '1 millisecond')
+                    SELECT n.host, n.lease_expires_at > now(),
+                           n.lease_expires_at <= now() AND (me.renewed_since <= n.renewed_at OR me.renewed_since <= now() - $3 * interval '1 millisecond'),
+                           n.failed_over_at IS NOT NULL AND n.lease_expires_at > now() AND n.renewed_since <= now() - $4 * interval '1 millisecond'
+                    FROM relay_nodes n, me
+                    """, [host, String(rules.continuityMs), String(rules.settledMs), String(rules.restoreAfterMs)]).rows
+                var live: [String] = [], dead: Set<String> = [], owed: Set<String> = []
+                for row in rows {
+                    guard let node = row[0] else { continue }
+                    if row[1] == "t" { live.append(node) }
+                    if row[2] == "t" { dead.insert(node) }
+                    if row[3] == "t" { owed.insert(node) }
                 }
                 // Only a host that held a lease and let it lapse is dead: one that never started
                 // is the operator's to place. Heirs are the live nodes that serve buckets now (a
                 // node that came back joins with none), or every live node if none does.
                 let mapped = Set(map.hosts)
-                let dead = lapsed.intersection(mapped)
                 let serving = live.filter { mapped.contains($0) }
-                guard !dead.isEmpty, let next = ShardPlan.failover(map, dead: dead, survivors: serving.isEmpty ? live : serving) else { return nil }
+                let round: LeaseRound
+                let lapsed = dead.intersection(mapped)
+                if !lapsed.isEmpty, let next = ShardPlan.failover(map, dead: lapsed, survivors: serving.isEmpty ? live : serving) {
+                    round = LeaseRound(map: next, change: .failover(lapsed: lapsed.sorted()))
+                    try connection.execute("failover_mark", "UPDATE relay_nodes SET failed_over_at = now() WHERE host = ANY($1::text[])",
+                                           [Self.textArray(lapsed)])
+                } else if lapsed.isEmpty, !owed.isEmpty, let next = ShardPlan.restore(map, returning: owed) {
+                    round = LeaseRound(map: next, change: .restored(owed.sorted()))
+                    try connection.execute("restore_mark", "UPDATE relay_nodes SET failed_over_at = NULL WHERE host = ANY($1::text[])",
+                                           [Self.textArray(owed)])
+                } else {
+                    return nil
+                }
                 try connection.execute("failover_publish", """
                     UPDATE relay_shard_map SET version = $1, json = $2 WHERE id = 1 AND version < $1
-                    """, [String(next.version), next.json])
-                return (next, dead.sorted())
+                    """, [String(round.map.version), round.map.json])
+                return round
             }
         }
+    }
+
+    /// A PostgreSQL array literal of hosts (map hosts: letters, digits, dots, hyphens, a port).
+    private static func textArray(_ hosts: Set<String>) -> String {
+        "{" + hosts.sorted().map { "\"\($0)\"" }.joined(separator: ",") + "}"
     }
 }

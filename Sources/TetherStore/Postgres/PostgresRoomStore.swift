@@ -228,11 +228,15 @@ public final class PostgresRoomStore: RoomStore {
 
     public func publishShardMap(_ map: ShardMap) throws(StoreError) -> Bool {
         // The version test is inside the statement, so two nodes publishing at once cannot lower it.
-        try !pool.execute("shardmap_publish", """
+        let published = try !pool.execute("shardmap_publish", """
             INSERT INTO relay_shard_map (id, version, json) VALUES (1, $1, $2)
             ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, json = EXCLUDED.json WHERE relay_shard_map.version < EXCLUDED.version
             RETURNING version
             """, [String(map.version), map.json]).rows.isEmpty
+        // A map the operator publishes places every node: none is owed a share back any more. Best
+        // effort, after the publication: a schema of an older build has no such column.
+        if published { _ = try? pool.execute("shardmap_publish_settles", "UPDATE relay_nodes SET failed_over_at = NULL WHERE failed_over_at IS NOT NULL") }
+        return published
     }
 
     /// A room row with nothing worth keeping but, perhaps, a pairing-cycle count (§6.10).

@@ -50,6 +50,13 @@ public enum PostgresSchema {
             -- nodes' clocks need not agree).
             CREATE TABLE relay_nodes (host text PRIMARY KEY, lease_expires_at timestamptz NOT NULL, started_at timestamptz NOT NULL);
             """),
+        PostgresMigration(component: .relay, version: 3, summary: "lease continuity and failover records (fencing by the database clock)", sql: """
+            -- When a node last renewed and since when without a gap (LeaseRules): a node may act on
+            -- others' leases only after a continuous run, so a database that hung never moves a live
+            -- node's buckets. failed_over_at: this node's buckets went to others; it gets a share back.
+            ALTER TABLE relay_nodes ADD COLUMN renewed_at timestamptz, ADD COLUMN renewed_since timestamptz,
+                ADD COLUMN failed_over_at timestamptz;
+            """),
     ]
 
     static let push: [PostgresMigration] = [

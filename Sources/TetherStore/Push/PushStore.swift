@@ -47,6 +47,10 @@ public protocol PushStore: AnyObject, Sendable {
     /// A write that leaves nothing behind: whether the store can write at all. A full disk still
     /// answers reads, so an outage is over only when this succeeds (the services' 1 s probe).
     func probeWrite() throws(StoreError)
+    /// The cheapest call that reaches the store: whether it answers at all, within a call's
+    /// deadline. A networked store that hangs is noticed by it while no request comes in (the
+    /// services' 1 s probe while available); a local one always answers.
+    func probeAnswer() throws(StoreError)
 
     // MARK: Profile M (`push:<pushID>`)
 
@@ -76,4 +80,8 @@ public protocol PushStore: AnyObject, Sendable {
     func pruneExpired(now: UInt64) throws(StoreError) -> Int
     /// Live registrations of both profiles at `now` (the `pushrelay_devices` gauge).
     func deviceCount(now: UInt64) throws(StoreError) -> Int
+}
+
+extension PushStore {
+    public func probeAnswer() throws(StoreError) {}
 }
