@@ -206,8 +206,8 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     static func machineContext(_ configuration: RelayConfiguration) -> RoomMachine.Context {
         var machine = RoomMachine.Configuration(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         machine.dailyByteQuota = configuration.dailyByteQuota
-        // A short idle TTL (tests, a cautious operator) keeps the refresh well inside it.
-        machine.activityGranularityMs = min(machine.activityGranularityMs, UInt64(max(0, configuration.establishedIdleTTLms)) / 100)
+        // 1% of the idle TTL, however long or short (`activityGranularityMs`).
+        machine.activityGranularityMs = UInt64(max(0, configuration.establishedIdleTTLms)) / 100
         machine.maxFramesPerSecond = configuration.maxFramesPerSecond
         return RoomMachine.Context(configuration: machine)
     }

@@ -77,8 +77,10 @@ public struct RoomMachine {
         /// The quota record is persisted after this many more bytes (and on roll-over and trips).
         public var quotaFlushStep: Int64 = 4_194_304
         /// A signed join refreshes the stored activity (§6.2 `lastActivity`) only when the stored
-        /// one is at least this old: the idle TTL is 30 days, and a write per join would double
-        /// a networked store's round trips in a reconnect storm.
+        /// one is at least this old. The relay sets it to 1% of the idle TTL (7.2 h of 30 days):
+        /// reaping is that much less precise, and a reconnect storm (a failover, a deploy: every
+        /// parked Mac rejoins at once) writes nothing for rooms joined in the last hours — a
+        /// write per join would double the primary's load exactly when it is busiest.
         public var activityGranularityMs: UInt64 = 60_000
 
         public init(origin: String, attestationRequired: Bool) {

@@ -18,6 +18,23 @@ final class RelayConfigurationTests: XCTestCase {
         }
     }
 
+    /// A reconnect storm writes nothing for rooms joined in the last hours: the stored activity is
+    /// refreshed at 1% of the idle TTL (7.2 h of the default 30 days), however the TTL is set.
+    func testTheStoredActivityIsRefreshedAtOnePercentOfTheIdleTTL() throws {
+        XCTAssertEqual(RelayServer.machineContext(try load(production).0).configuration.activityGranularityMs, 25_920_000)
+        let short = try load(production.merging(["RELAY_ESTABLISHED_IDLE_TTL_MS": "60000"]) { $1 }).0
+        XCTAssertEqual(RelayServer.machineContext(short).configuration.activityGranularityMs, 600)
+    }
+
+    /// A lease shorter than three renewals lapses on one late renewal: refused at start.
+    func testALeaseShorterThanThreeRenewalsIsRefused() throws {
+        assertRefused(production.merging(["RELAY_LEASE_TTL_MS": "2999"]) { $1 }, naming: "RELAY_LEASE_TTL_MS")
+        XCTAssertThrowsError(try load(production.merging(["RELAY_LEASE_TTL_MS": "2999"]) { $1 })) { error in
+            XCTAssertTrue("\(error)".contains("must be at least 3000, not 2999"), "\(error)")
+        }
+        XCTAssertEqual(try load(production.merging(["RELAY_LEASE_TTL_MS": "3000"]) { $1 }).0.leaseTTLms, 3_000)
+    }
+
     func testReferenceDefaultsUnderTheReferenceNames() throws {
         let (c, _) = try load(production)
         XCTAssertEqual(c.host, "127.0.0.1")
