@@ -118,6 +118,39 @@ extension EndpointContext {
         try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
     }
 
+    /// How often a waiting v2 client refetches the map during the first `mapWatchFastSeconds` of
+    /// a wait, and how far apart later fetches may grow: a node that died sends no 4421, and its
+    /// rooms move to a survivor when its lease lapses (relay.md §8, 10 s by default). Watching the
+    /// map each second puts the client back within about a second of that, where a back-off alone
+    /// retried after 16 s or more; the interval grows after the first half-minute, so a relay that
+    /// is down altogether is not polled every second by every client for as long as it is down.
+    static let mapWatchSeconds = 1.0
+    static let mapWatchFastSeconds = 30.0
+    static let mapWatchLongestSeconds = 15.0
+
+    /// Sleeps `seconds`, but on a v2 link (a shard map) refetches the map meanwhile and returns as
+    /// soon as it names another owner for the room than when the wait began: the client then
+    /// reconnects to the new owner at once instead of at the end of its back-off.
+    func pause(_ seconds: Double, watching resolver: RelayResolver, _ name: RoomName) async {
+        guard case .resolved = resolver.transport, seconds > Self.mapWatchSeconds,
+              let before = try? await resolver.origin(for: name) else { return await pause(seconds) }
+        let clock = ContinuousClock()
+        let start = clock.now
+        var interval = Self.mapWatchSeconds
+        while !Task.isCancelled {
+            let elapsed = Self.seconds(clock.now - start)
+            guard elapsed < seconds else { return }
+            // Jitter spreads the fetches of every client that lost the same node at once.
+            await pause(min(seconds - elapsed, interval * Double.random(in: 1...1.5)))
+            if let owner = try? await resolver.origin(for: name, forceFresh: true), owner != before { return }
+            if Self.seconds(clock.now - start) >= Self.mapWatchFastSeconds { interval = min(Self.mapWatchLongestSeconds, interval * 1.5) }
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     /// The delay before the next attempt after `error`, or nil if retrying cannot help.
     static func retryDelay(after signal: RelaySignal, backoff: inout ReconnectBackoff) -> Double? {
         switch signal {

@@ -89,7 +89,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 let delay = min(Self.reparkDelay(failures: failures), max(0, remaining))
                 failures += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
-                await context.pause(delay)
+                await context.pause(delay, watching: resolver, link.roomName)
                 continue
             }
             everParked = true
@@ -220,7 +220,8 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 room = RelayRoom(origin: try await context.resolve(resolver, name, force: forceResolve || failures > 0), name: name)
                 socket = try await context.join(room, role: .mac, proof: .signed(secret))
             } catch {
-                try await wait(after: error, failures: &failures, forceResolve: &forceResolve, reshardBackoff: &reshardBackoff)
+                try await wait(after: error, failures: &failures, forceResolve: &forceResolve, reshardBackoff: &reshardBackoff,
+                               watching: resolver, name)
                 continue
             }
             failures = 0
@@ -252,7 +253,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                     ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : lostParks == 0 ? 0 : Self.reparkDelay(failures: lostParks - 1))
                 lostParks += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
-                await context.pause(delay)
+                await context.pause(delay, watching: resolver, name)
                 continue
             }
             lostParks = 0
@@ -269,7 +270,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     }
 
     private func wait(after error: CompanionError, failures: inout Int, forceResolve: inout Bool,
-                      reshardBackoff: inout ReconnectBackoff) async throws(CompanionError) {
+                      reshardBackoff: inout ReconnectBackoff, watching resolver: RelayResolver, _ name: RoomName) async throws(CompanionError) {
         let signal = error.signal
         if signal == .fatal { throw error }
         // After a reshard the Mac re-parks with the reconnect backoff (client.md §14).
@@ -277,7 +278,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
         let delay = signal.fixedDelaySeconds ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : Self.reparkDelay(failures: failures))
         failures += 1
         events(.disconnected(reason: error.description, retryIn: delay))
-        await context.pause(delay)
+        await context.pause(delay, watching: resolver, name)
     }
 
     // MARK: Plumbing

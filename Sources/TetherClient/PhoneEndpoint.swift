@@ -68,7 +68,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
                 backoff.reset()
                 try await session(connection, backoff: &backoff)
             } catch {
-                try await wait(after: error, backoff: &backoff)
+                try await wait(after: error, backoff: &backoff, watching: resolver, link.roomName)
             }
         }
     }
@@ -227,7 +227,8 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         backoff = local
     }
 
-    private func wait(after error: CompanionError, backoff: inout ReconnectBackoff) async throws(CompanionError) {
+    private func wait(after error: CompanionError, backoff: inout ReconnectBackoff, watching resolver: RelayResolver,
+                      _ name: RoomName) async throws(CompanionError) {
         if case let .relay(.refused(reason)) = error, reason == "ticket required" {
             // Attestation mode asks a signed phone for a ticket only when the room is no longer
             // established: it was deleted or reaped.
@@ -236,7 +237,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         if case let .relay(.closed(_, reason)) = error { try checkRoomExists(closeReason: reason) }
         guard let delay = EndpointContext.retryDelay(after: error.signal, backoff: &backoff) else { throw error }
         events(.disconnected(reason: error.description, retryIn: delay))
-        await context.pause(delay)
+        await context.pause(delay, watching: resolver, name)
     }
 
     // MARK: Plumbing

@@ -10,6 +10,7 @@ HOLD_FROM, map requests from the HOLD_FROM-th on (1-based) are held from the sta
   GET /gone...                        404
   GET /silent...                      never answered (the connection stays open)
   POST /_hold, POST /_release         make map requests wait / answer the held ones
+  POST /_map (body: MAP_JSON)         serve this map from now on (a failover published)
   GET /_log                           the requests so far (not counting /_*): a JSON array of
                                       {"method", "target", "headers": [[name, value], ...]}
 """
@@ -18,7 +19,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MAP = sys.argv[1].encode()
+current = {"map": sys.argv[1].encode()}
 HOLD_FROM = int(sys.argv[2]) if len(sys.argv) > 2 else None
 log = []
 lock = threading.Lock()
@@ -42,7 +43,12 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self):
-        if self.path == "/_hold":
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if self.path == "/_map":
+            with lock:
+                current["map"] = body
+        elif self.path == "/_hold":
             released.clear()
         elif self.path == "/_release":
             released.set()
@@ -65,7 +71,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(404, b"not found")
         if HOLD_FROM is None or number >= HOLD_FROM:
             released.wait(60)
-        self.answer(200, MAP, [("Content-Type", "application/json")])
+        with lock:
+            body = current["map"]
+        self.answer(200, body, [("Content-Type", "application/json")])
 
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -1,5 +1,5 @@
 import Foundation
-import TetherClient
+@testable import TetherClient
 import TetherNet
 import TetherTestSupport
 import TetherWire
@@ -89,9 +89,9 @@ final class RelayResolverTests: XCTestCase {
 
         func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
-        private func call(_ method: String, _ path: String) async throws -> [UInt8] {
+        private func call(_ method: String, _ path: String, body: [UInt8] = []) async throws -> [UInt8] {
             let result: Result<HTTPClient.Response, NetError> = await withCheckedContinuation { continuation in
-                HTTPClient.request(method, url(path), body: method == "POST" ? [] : nil, on: group.loops[0]) { continuation.resume(returning: $0) }
+                HTTPClient.request(method, url(path), body: method == "POST" ? body : nil, on: group.loops[0]) { continuation.resume(returning: $0) }
             }
             return try result.get().body
         }
@@ -113,6 +113,7 @@ final class RelayResolverTests: XCTestCase {
         }
 
         func hold() async throws { _ = try await call("POST", "/_hold") }
+        func serve(map: String) async throws { _ = try await call("POST", "/_map", body: Array(map.utf8)) }
         func release() async throws { _ = try await call("POST", "/_release") }
     }
 
@@ -195,6 +196,37 @@ final class RelayResolverTests: XCTestCase {
         XCTAssertEqual(forced, "https://relay-a.example")
         let targets = try await standIn.requests().map(\.target)
         XCTAssertEqual(targets, ["/map.json", "/map.json", "/map.json"], "forceFresh fetched")
+    }
+
+    /// A client waiting out its back-off on a v2 link watches the map: when a failover publishes
+    /// a new owner for its room, it returns within about a second to reconnect there, instead of
+    /// at the end of a back-off of 16 s or more; a map that does not change lets the wait run out.
+    func testAWaitingClientReturnsAsSoonAsTheMapNamesANewOwner() async throws {
+        let standIn = try StandIn(map: Self.map)
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-map-watch-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let context = EndpointContext(loop: group.loops[0], state: try StateDirectory(directory)) { _ in }
+        let resolver = RelayResolver(transport: .resolved(resolverURL: standIn.url("/map.json")), loop: group.loops[0])
+        _ = try await resolver.origin(for: Self.room)
+
+        var started = Date()
+        await context.pause(2.5, watching: resolver, Self.room)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 2.4, "the same owner: the whole wait")
+
+        let failover = Task {
+            try await Task.sleep(nanoseconds: 2_000_000_000)
+            try await standIn.serve(map: #"{"version":4,"ranges":[{"low":0,"high":65535,"host":"relay-b.example"}]}"#)
+        }
+        started = Date()
+        await context.pause(60, watching: resolver, Self.room)
+        let waited = Date().timeIntervalSince(started)
+        try await failover.value
+        XCTAssertGreaterThanOrEqual(waited, 2)
+        XCTAssertLessThan(waited, 4, "back within about a second of the new map")
+        let owner = try await resolver.origin(for: Self.room)
+        XCTAssertEqual(owner, "https://relay-b.example")
     }
 
     private final class Events: @unchecked Sendable {
