@@ -17,7 +17,7 @@ extension RelayServer {
     func renewLease(_ leases: any NodeLeases) {
         let rules = LeaseRules(ttlMs: configuration.leaseTTLms)
         do throws(StoreError) {
-            try leases.renewLease(host: sharding.host, rules: rules)
+            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: rules)))
             storageAnswered()
             guard let round = try leases.leaseRound(host: sharding.host, rules: rules) else { return }
             let others = { (moved: [String]) in Set(round.map.hosts).subtracting(moved).sorted().joined(separator: ", ") }

@@ -9,12 +9,22 @@ extension RelayServer {
     static let shardMapPollMs: UInt64 = 1_000
 
     /// §8.4: the 421 for a room whose bucket another node owns, or nil when this node serves it.
+    /// While that owner's lease has lapsed (it died; the failover round is at most a second away)
+    /// the answer is 503 `owner unavailable` with `Retry-After: 1` instead (Tether definition): a
+    /// 421 would name the dead node, and clients would re-resolve to it and back off.
     func misdirected(_ room: RoomName) -> HTTPResponse? {
         guard let owner = sharding.foreignOwner(of: room) else { return nil }
+        guard !sharding.hasLapsed(owner) else {
+            var response = HTTPResponse.text(503, Self.ownerUnavailable)
+            response.headers.add("Retry-After", "1")
+            return response
+        }
         var response = HTTPResponse.text(421, "misdirected")
         response.headers.add("x-relay-owner", owner)
         return response
     }
+
+    static let ownerUnavailable = "owner unavailable"
 
     /// §8.3: `GET`/`HEAD /shardmap.json`, before the gate; the map is public.
     func serveShardMap(reply: @escaping @Sendable (HTTPResponse) -> Void) {

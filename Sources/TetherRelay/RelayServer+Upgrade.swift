@@ -23,7 +23,8 @@ extension RelayServer {
         let room: RoomName
         switch admitRoom(request.head) {
         case let .failure(refusal):
-            metrics.upgradeRejected(refusal.response.status == 421 ? .misdirected : .gate)
+            let misdirected = refusal.response.status == 421 || refusal.response.body == Array(Self.ownerUnavailable.utf8)
+            metrics.upgradeRejected(misdirected ? .misdirected : .gate)
             return .refuse(refusal.response)
         case let .success(admitted): room = admitted
         }

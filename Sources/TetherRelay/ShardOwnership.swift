@@ -9,6 +9,9 @@ public final class ShardOwnership: @unchecked Sendable {
     public let host: String
     private let lock = NetLock()
     private var held: ShardMap?
+    /// Hosts with a live lease as of this node's last renewal; nil without leases (one node, a
+    /// SQLite store), when every owner counts as reachable.
+    private var live: Set<String>?
 
     public init(host: String, map: ShardMap? = nil) {
         self.host = host
@@ -34,6 +37,15 @@ public final class ShardOwnership: @unchecked Sendable {
             let owner = held.owner(of: room)
             return owner == host ? nil : owner
         }
+    }
+
+    /// Records who holds a live lease (each renewal).
+    public func setLiveHosts(_ hosts: Set<String>) { lock.withLock { live = hosts } }
+
+    /// Whether `owner` let its lease lapse (dead, or cut off from the database): its rooms are
+    /// about to move, and naming it would send clients to a node that cannot serve them.
+    public func hasLapsed(_ owner: String) -> Bool {
+        lock.withLock { live.map { !$0.contains(owner) } ?? false }
     }
 
     /// Takes `map` if its version is above the held one; true if it did.

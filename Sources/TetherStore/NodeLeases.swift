@@ -7,8 +7,10 @@ public import TetherWire
 /// Times are the database's own clock, so nodes' clocks need not agree.
 public protocol NodeLeases: AnyObject, Sendable {
     /// Renews `host`'s lease for `rules.ttlMs` from now, and records whether its renewals have
-    /// been continuous (`LeaseRules.continuityMs`).
-    func renewLease(host: String, rules: LeaseRules) throws(StoreError)
+    /// been continuous (`LeaseRules.continuityMs`). Returns the hosts whose lease is live now,
+    /// `host` included, sorted: who may be named as a room's owner.
+    @discardableResult
+    func renewLease(host: String, rules: LeaseRules) throws(StoreError) -> [String]
     /// Runs one round for `host` if no other node is running one and `host` may (`LeaseRules`):
     /// returns the map published and why, or nil when nothing changed.
     func leaseRound(host: String, rules: LeaseRules) throws(StoreError) -> LeaseRound?

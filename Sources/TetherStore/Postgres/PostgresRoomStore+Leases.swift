@@ -4,16 +4,23 @@ extension PostgresRoomStore: NodeLeases {
     /// One lease round at a time across the cluster (an arbitrary constant: "TRLY").
     static let failoverLock = 0x5452_4C59
 
-    public func renewLease(host: String, rules: LeaseRules) throws(StoreError) {
+    @discardableResult
+    public func renewLease(host: String, rules: LeaseRules) throws(StoreError) -> [String] {
         // `renewed_since` starts a new continuous run when the previous renewal is older than the
-        // continuity gap (or the row predates the column); a lease that lapsed always has.
-        try pool.execute("lease_renew", """
-            INSERT INTO relay_nodes (host, lease_expires_at, started_at, renewed_at, renewed_since)
-            VALUES ($1, now() + $2 * interval '1 millisecond', now(), now(), now())
-            ON CONFLICT (host) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at, renewed_at = now(),
-                renewed_since = CASE WHEN relay_nodes.renewed_at > now() - $3 * interval '1 millisecond'
-                                     THEN coalesce(relay_nodes.renewed_since, now()) ELSE now() END
-            """, [host, String(rules.ttlMs), String(rules.continuityMs)])
+        // continuity gap (or the row predates the column); a lease that lapsed always has. The
+        // live hosts come in the same round trip (the outer query's snapshot predates the upsert,
+        // so this host is added from its RETURNING).
+        let rows = try pool.execute("lease_renew", """
+            WITH r AS (
+                INSERT INTO relay_nodes (host, lease_expires_at, started_at, renewed_at, renewed_since)
+                VALUES ($1, now() + $2 * interval '1 millisecond', now(), now(), now())
+                ON CONFLICT (host) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at, renewed_at = now(),
+                    renewed_since = CASE WHEN relay_nodes.renewed_at > now() - $3 * interval '1 millisecond'
+                                         THEN coalesce(relay_nodes.renewed_since, now()) ELSE now() END
+                RETURNING host)
+            SELECT host FROM relay_nodes WHERE lease_expires_at > now() UNION SELECT host FROM r
+            """, [host, String(rules.ttlMs), String(rules.continuityMs)]).rows
+        return rows.compactMap { $0[0] }.sorted()
     }
 
     public func liveHosts() throws(StoreError) -> [String] {

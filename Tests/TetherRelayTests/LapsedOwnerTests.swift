@@ -1,0 +1,34 @@
+@testable import TetherRelay
+import TetherNet
+import TetherStore
+import TetherWire
+import XCTest
+
+/// relay.md §8.4 with leases (Tether definition): a survivor never answers 421 naming a node whose
+/// lease lapsed — clients would re-resolve to the dead node and back off — but 503 `owner
+/// unavailable` with `Retry-After: 1`, until the failover round moves the room.
+final class LapsedOwnerTests: XCTestCase {
+    private let high = RoomName(header: String(repeating: "0", count: 60) + "ff00")!    // bucket 65280
+
+    func testARoomOfALapsedOwnerIsAnswered503NotA421NamingTheDeadNode() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        var configuration = RelayConfiguration()
+        configuration.origin = "https://a.example"
+        let server = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore()) { _ in }
+        XCTAssertTrue(server.sharding.adopt(try ShardMap(version: 2, ranges: [.init(low: 0, high: 32767, host: "a.example"),
+                                                                           .init(low: 32768, high: 65535, host: "b.example")])))
+        XCTAssertEqual(server.misdirected(high)?.status, 421, "no leases: every owner counts as reachable")
+        XCTAssertEqual(server.misdirected(high)?.headers["x-relay-owner"], "b.example")
+
+        server.sharding.setLiveHosts(["a.example", "b.example"])
+        XCTAssertEqual(server.misdirected(high)?.status, 421)
+
+        server.sharding.setLiveHosts(["a.example"])
+        let refused = try XCTUnwrap(server.misdirected(high))
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.body, Array("owner unavailable".utf8))
+        XCTAssertEqual(refused.headers["Retry-After"], "1")
+        XCTAssertNil(refused.headers["x-relay-owner"], "the dead node is never named")
+    }
+}
