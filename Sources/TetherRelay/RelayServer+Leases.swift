@@ -1,12 +1,19 @@
 import TetherStore
 
 extension RelayServer {
-    /// Starts renewing this node's lease, if its store is one several nodes share.
+    /// Starts renewing this node's lease, if its store is one several nodes share, and listening
+    /// for maps other nodes publish: a failover's map is adopted within milliseconds of its commit
+    /// (the 1 s poll stays as the fallback), so survivors stop pointing at the dead node at once.
     func startLeases() {
         guard let leases = store as? any NodeLeases else { return }
         start(.lease, every: UInt64(LeaseRules.renewMs), runNow: true) { server in
             server.storage.submit(lane: 0) { _ in server.renewLease(leases) }
         }
+        let watch = leases.watchShardMap { [weak self] in
+            guard let self else { return }
+            storage.submit(lane: 0) { [weak self] store in self?.adoptStoredMap(from: store) }
+        }
+        mapWatch.withLock { $0 = watch }
     }
 
     /// One renewal and, when this node is elected, one lease round (on lane 0). Whether this node
@@ -17,7 +24,7 @@ extension RelayServer {
     func renewLease(_ leases: any NodeLeases) {
         let rules = LeaseRules(ttlMs: configuration.leaseTTLms)
         do throws(StoreError) {
-            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: rules)))
+            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: rules)), at: clock.monotonicMs())
             storageAnswered()
             guard let round = try leases.leaseRound(host: sharding.host, rules: rules) else { return }
             let others = { (moved: [String]) in Set(round.map.hosts).subtracting(moved).sorted().joined(separator: ", ") }

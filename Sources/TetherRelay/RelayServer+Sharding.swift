@@ -14,7 +14,7 @@ extension RelayServer {
     /// 421 would name the dead node, and clients would re-resolve to it and back off.
     func misdirected(_ room: RoomName) -> HTTPResponse? {
         guard let owner = sharding.foreignOwner(of: room) else { return nil }
-        guard !sharding.hasLapsed(owner) else {
+        guard !sharding.hasLapsed(owner, now: clock.monotonicMs()) else {
             var response = HTTPResponse.text(503, Self.ownerUnavailable)
             response.headers.add("Retry-After", "1")
             return response

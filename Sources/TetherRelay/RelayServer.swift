@@ -49,7 +49,8 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     public var readiness: ReadinessChecks { runtime.readiness }
     /// Whether the store answers (a networked database can be down while the relay splices on).
     public let storageHealth = StoreHealth()
-    /// When this node's unbroken run of lease renewals began (monotonic ms); nil after a failure.
+    /// The shared store's map announcements (a postgres:// store), stopped at shutdown.
+    let mapWatch = Locked<ShardMapWatch?>(nil)
     private let faults = Locked<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
     private let faultBudgetHandler = Locked<@Sendable () -> Void>({})
 
@@ -146,6 +147,12 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         if let map = configuration.shardMap, try !store.publishShardMap(map) {
             write("relay: RELAY_SHARD_MAP version \(map.version) not published: the database already holds version \(try store.shardMap()?.version ?? 0), and versions only grow")
         }
+        // A node holds a live lease before it accepts a socket, so no survivor has to count an
+        // owner it was told about as lapsed.
+        if let leases = store as? any NodeLeases {
+            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: LeaseRules(ttlMs: configuration.leaseTTLms))),
+                                  at: clock.monotonicMs())
+        }
         if let map = try store.shardMap(), sharding.adopt(map) {
             // Printed at start too: a node that came back after a failover says it owns nothing.
             metrics.shardMapAdopted(version: map.version)
@@ -166,6 +173,7 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         runtime.beginDraining()
         runtime.listeners?.http.stopAccepting()
         chores.stopAll()
+        mapWatch.withLock { $0?.stop() }
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }

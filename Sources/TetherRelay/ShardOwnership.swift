@@ -1,4 +1,5 @@
 import TetherNet
+import TetherStore
 public import TetherWire
 
 /// Which buckets this node serves (relay.md §8.3): all of them until a shard map is published,
@@ -9,9 +10,14 @@ public final class ShardOwnership: @unchecked Sendable {
     public let host: String
     private let lock = NetLock()
     private var held: ShardMap?
-    /// Hosts with a live lease as of this node's last renewal; nil without leases (one node, a
-    /// SQLite store), when every owner counts as reachable.
-    private var live: Set<String>?
+    /// Hosts with a live lease as of this node's last renewal, and when that was (monotonic ms);
+    /// nil without leases (one node, a SQLite store), when every owner counts as reachable.
+    private var live: (hosts: Set<String>, at: UInt64)?
+
+    /// How old a renewal's list of live hosts may be and still show an owner lapsed: three
+    /// renewals. A node whose own renewals lag (a busy store lane, a database outage) knows
+    /// nothing fresh, and then names the owner as the map does.
+    static let liveHostsFreshMs: UInt64 = 3 * UInt64(LeaseRules.renewMs)
 
     public init(host: String, map: ShardMap? = nil) {
         self.host = host
@@ -39,13 +45,17 @@ public final class ShardOwnership: @unchecked Sendable {
         }
     }
 
-    /// Records who holds a live lease (each renewal).
-    public func setLiveHosts(_ hosts: Set<String>) { lock.withLock { live = hosts } }
+    /// Records who holds a live lease (each renewal, at monotonic `now`).
+    public func setLiveHosts(_ hosts: Set<String>, at now: UInt64) { lock.withLock { live = (hosts, now) } }
 
-    /// Whether `owner` let its lease lapse (dead, or cut off from the database): its rooms are
-    /// about to move, and naming it would send clients to a node that cannot serve them.
-    public func hasLapsed(_ owner: String) -> Bool {
-        lock.withLock { live.map { !$0.contains(owner) } ?? false }
+    /// Whether `owner` let its lease lapse (dead, or cut off from the database), by a renewal at
+    /// most `liveHostsFreshMs` old: its rooms are about to move, and naming it would send
+    /// clients to a node that cannot serve them.
+    public func hasLapsed(_ owner: String, now: UInt64) -> Bool {
+        lock.withLock {
+            guard let live, now &- live.at <= Self.liveHostsFreshMs else { return false }
+            return !live.hosts.contains(owner)
+        }
     }
 
     /// Takes `map` if its version is above the held one; true if it did.

@@ -16,6 +16,18 @@ public protocol NodeLeases: AnyObject, Sendable {
     func leaseRound(host: String, rules: LeaseRules) throws(StoreError) -> LeaseRound?
     /// Hosts whose lease is live now, sorted.
     func liveHosts() throws(StoreError) -> [String]
+    /// Calls `changed` (on a thread of the store's) soon after any node publishes a map, and
+    /// once whenever the watch (re)connects; until `stop()`.
+    func watchShardMap(_ changed: @escaping @Sendable () -> Void) -> ShardMapWatch
+}
+
+/// A running `watchShardMap`.
+public final class ShardMapWatch: Sendable {
+    private let stopping: @Sendable () -> Void
+
+    public init(stop: @escaping @Sendable () -> Void) { stopping = stop }
+
+    public func stop() { stopping() }
 }
 
 /// What a lease round published.

@@ -21,10 +21,13 @@ final class LapsedOwnerTests: XCTestCase {
         XCTAssertEqual(server.misdirected(high)?.status, 421, "no leases: every owner counts as reachable")
         XCTAssertEqual(server.misdirected(high)?.headers["x-relay-owner"], "b.example")
 
-        server.sharding.setLiveHosts(["a.example", "b.example"])
+        server.sharding.setLiveHosts(["a.example", "b.example"], at: server.clock.monotonicMs())
         XCTAssertEqual(server.misdirected(high)?.status, 421)
 
-        server.sharding.setLiveHosts(["a.example"])
+        server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonicMs() - 4_000)
+        XCTAssertEqual(server.misdirected(high)?.status, 421, "a stale list of live hosts shows nobody lapsed")
+
+        server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonicMs())
         let refused = try XCTUnwrap(server.misdirected(high))
         XCTAssertEqual(refused.status, 503)
         XCTAssertEqual(refused.body, Array("owner unavailable".utf8))

@@ -286,6 +286,38 @@ final class PostgresStoreTests: XCTestCase {
         }
     }
 
+    /// Every node hears of a map another node published within milliseconds of its commit (not at
+    /// its next poll), once on connecting (to catch up), and again after the database restarts.
+    func testAPublishedMapIsAnnouncedToEveryWatchingNode() throws {
+        let (server, url) = try database()
+        let watcher = try PostgresRoomStore(pool: Self.pool(url))
+        let publisher = try PostgresRoomStore(pool: Self.pool(url))
+        let heard = Tally()
+        let watch = watcher.watchShardMap { heard.add("changed") }
+        defer { watch.stop() }
+        func waitFor(_ count: Int, within seconds: Double) -> TimeInterval? {
+            let started = Date()
+            while Date().timeIntervalSince(started) < seconds {
+                if heard.counts["changed", default: 0] >= count { return Date().timeIntervalSince(started) }
+                usleep(5_000)
+            }
+            return nil
+        }
+        XCTAssertNotNil(waitFor(1, within: 5), "the catch-up call on connecting")
+        XCTAssertTrue(try publisher.publishShardMap(XCTUnwrap(ShardPlan.even(hosts: ["a.test", "b.test"], version: 1))))
+        let latency = try XCTUnwrap(waitFor(2, within: 2), "announced")
+        XCTAssertLessThan(latency, 0.5, "at the commit, not at a poll")
+        XCTAssertFalse(try publisher.publishShardMap(XCTUnwrap(ShardPlan.even(hosts: ["a.test"], version: 1))))
+        usleep(300_000)
+        XCTAssertEqual(heard.counts["changed"], 2, "a refused publication announces nothing")
+
+        try server.stop()
+        try server.start()
+        XCTAssertNotNil(waitFor(3, within: 10), "reconnected, and caught up once")
+        XCTAssertTrue(try publisher.publishShardMap(XCTUnwrap(ShardPlan.even(hosts: ["a.test", "b.test"], version: 2))))
+        XCTAssertNotNil(waitFor(4, within: 2), "announced after the restart")
+    }
+
     private func renew(_ nodes: [PostgresRoomStore], _ hosts: [String], _ rules: LeaseRules) throws {
         for host in hosts {
             let index = ["a.test", "b.test", "c.test"].firstIndex(of: host)!

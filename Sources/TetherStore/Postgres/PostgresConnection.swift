@@ -119,6 +119,22 @@ final class PostgresConnection {
         }
     }
 
+    /// On a connection that LISTENs: waits up to `waitingMs` for notifications and returns their
+    /// payloads (none when the wait ran out). Throws once the connection broke.
+    func notifications(waitingMs: Int32) throws(StoreError) -> [String] {
+        var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, waitingMs)
+        if ready < 0, errno != EINTR { throw StoreError("database: cannot wait for the server: \(String(cString: strerror(errno)))") }
+        if ready > 0, PQconsumeInput(connection) != 1 { throw failure(nil) }
+        var payloads: [String] = []
+        while let notification = PQnotifies(connection) {
+            payloads.append(String(cString: notification.pointee.extra))
+            PQfreemem(notification)
+        }
+        guard PQstatus(connection) == CONNECTION_OK else { throw failure(nil) }
+        return payloads
+    }
+
     // MARK: Waiting under the deadline
 
     /// Drives the connection handshake (`PQconnectPoll`) until it is made or the deadline passes.

@@ -73,9 +73,18 @@ extension PostgresRoomStore: NodeLeases {
                 try connection.execute("failover_publish", """
                     UPDATE relay_shard_map SET version = $1, json = $2 WHERE id = 1 AND version < $1
                     """, [String(round.map.version), round.map.json])
+                try connection.execute("failover_notify", "SELECT pg_notify($1, $2)", [Self.mapChannel, String(round.map.version)])
                 return round
             }
         }
+    }
+
+    /// Where a published map is announced (`NOTIFY`, delivered at the commit).
+    static let mapChannel = "tether_shard_map"
+
+    public func watchShardMap(_ changed: @escaping @Sendable () -> Void) -> ShardMapWatch {
+        let listener = PostgresListener(url: pool.settings.url, channel: Self.mapChannel, changed: changed)
+        return ShardMapWatch { listener.stop() }
     }
 
     /// A PostgreSQL array literal of hosts (map hosts: letters, digits, dots, hyphens, a port).

@@ -228,10 +228,12 @@ public final class PostgresRoomStore: RoomStore {
 
     public func publishShardMap(_ map: ShardMap) throws(StoreError) -> Bool {
         // The version test is inside the statement, so two nodes publishing at once cannot lower it.
+        // Announced to every node's listener in the same statement (delivered at its commit).
         let published = try !pool.execute("shardmap_publish", """
-            INSERT INTO relay_shard_map (id, version, json) VALUES (1, $1, $2)
-            ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, json = EXCLUDED.json WHERE relay_shard_map.version < EXCLUDED.version
-            RETURNING version
+            WITH p AS (INSERT INTO relay_shard_map (id, version, json) VALUES (1, $1, $2)
+                ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, json = EXCLUDED.json WHERE relay_shard_map.version < EXCLUDED.version
+                RETURNING version)
+            SELECT version, pg_notify('\(Self.mapChannel)', version::text) FROM p
             """, [String(map.version), map.json]).rows.isEmpty
         // A map the operator publishes places every node: none is owed a share back any more. Best
         // effort, after the publication: a schema of an older build has no such column.
