@@ -23,8 +23,11 @@ extension RelayServer {
     /// buckets.
     func renewLease(_ leases: any NodeLeases) {
         let rules = LeaseRules(ttlMs: configuration.leaseTTLms)
+        let started = clock.monotonicMs()
         do throws(StoreError) {
             sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: rules)), at: clock.monotonicMs())
+            // Counted from before the call: the database may have applied it at any moment since.
+            leaseSurelyLiveUntil.store(started + UInt64(rules.ttlMs), ordering: .relaxed)
             storageAnswered()
             guard let round = try leases.leaseRound(host: sharding.host, rules: rules) else { return }
             let others = { (moved: [String]) in Set(round.map.hosts).subtracting(moved).sorted().joined(separator: ", ") }

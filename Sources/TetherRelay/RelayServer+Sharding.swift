@@ -12,19 +12,29 @@ extension RelayServer {
     /// While that owner's lease has lapsed (it died; the failover round is at most a second away)
     /// the answer is 503 `owner unavailable` with `Retry-After: 1` instead (Tether definition): a
     /// 421 would name the dead node, and clients would re-resolve to it and back off.
+    ///
+    /// A node whose own lease may have lapsed — no renewal has succeeded for a whole TTL: a paused
+    /// process, a VM that stood still, a database it cannot reach — answers the same 503 for every
+    /// room (self-fencing): its buckets may be another node's by now, and it must not admit a
+    /// socket into a room another node serves before its next renewal and map read say whose the
+    /// room is.
     func misdirected(_ room: RoomName) -> HTTPResponse? {
+        let now = clock.monotonicMs()
+        if now > leaseSurelyLiveUntil.load(ordering: .relaxed) { return Self.ownerUnavailableResponse }
         guard let owner = sharding.foreignOwner(of: room) else { return nil }
-        guard !sharding.hasLapsed(owner, now: clock.monotonicMs()) else {
-            var response = HTTPResponse.text(503, Self.ownerUnavailable)
-            response.headers.add("Retry-After", "1")
-            return response
-        }
+        guard !sharding.hasLapsed(owner, now: now) else { return Self.ownerUnavailableResponse }
         var response = HTTPResponse.text(421, "misdirected")
         response.headers.add("x-relay-owner", owner)
         return response
     }
 
     static let ownerUnavailable = "owner unavailable"
+
+    static var ownerUnavailableResponse: HTTPResponse {
+        var response = HTTPResponse.text(503, ownerUnavailable)
+        response.headers.add("Retry-After", "1")
+        return response
+    }
 
     /// §8.3: `GET`/`HEAD /shardmap.json`, before the gate; the map is public.
     func serveShardMap(reply: @escaping @Sendable (HTTPResponse) -> Void) {

@@ -51,6 +51,9 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     public let storageHealth = StoreHealth()
     /// The shared store's map announcements (a postgres:// store), stopped at shutdown.
     let mapWatch = Locked<ShardMapWatch?>(nil)
+    /// With leases: until when (monotonic ms) this node's own lease is surely live — the start of
+    /// its last successful renewal plus the TTL. Past it, others may hold its buckets already.
+    let leaseSurelyLiveUntil = Atomic<UInt64>(.max)
     private let faults = Locked<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
     private let faultBudgetHandler = Locked<@Sendable () -> Void>({})
 
@@ -150,8 +153,9 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         // A node holds a live lease before it accepts a socket, so no survivor has to count an
         // owner it was told about as lapsed.
         if let leases = store as? any NodeLeases {
-            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: LeaseRules(ttlMs: configuration.leaseTTLms))),
-                                  at: clock.monotonicMs())
+            let now = clock.monotonicMs()
+            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: LeaseRules(ttlMs: configuration.leaseTTLms))), at: now)
+            leaseSurelyLiveUntil.store(now + UInt64(configuration.leaseTTLms), ordering: .relaxed)
         }
         if let map = try store.shardMap(), sharding.adopt(map) {
             // Printed at start too: a node that came back after a failover says it owns nothing.

@@ -34,4 +34,22 @@ final class LapsedOwnerTests: XCTestCase {
         XCTAssertEqual(refused.headers["Retry-After"], "1")
         XCTAssertNil(refused.headers["x-relay-owner"], "the dead node is never named")
     }
+
+    /// Self-fencing: a node whose last successful renewal began a whole TTL ago (a paused process,
+    /// a VM that stood still) may have lost its buckets already; it admits nothing — not even a
+    /// room its old map gives it — until a renewal succeeds again.
+    func testANodeWhoseOwnLeaseMayHaveLapsedAdmitsNoRoomUntilItRenews() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        var configuration = RelayConfiguration()
+        configuration.origin = "https://a.example"
+        let server = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore()) { _ in }
+        let own = RoomName(header: String(repeating: "0", count: 64))!
+        XCTAssertNil(server.misdirected(own), "no leases: never fenced")
+        server.leaseSurelyLiveUntil.store(server.clock.monotonicMs() + 1_000, ordering: .relaxed)
+        XCTAssertNil(server.misdirected(own))
+        server.leaseSurelyLiveUntil.store(server.clock.monotonicMs() - 1, ordering: .relaxed)
+        XCTAssertEqual(server.misdirected(own)?.status, 503)
+        XCTAssertEqual(server.misdirected(high)?.status, 503)
+    }
 }
