@@ -2430,6 +2430,7 @@ async def sc_cluster_hold(ctx):
         await holder.ws.wait_closed()
     except Exception:
         pass
+    print("CLOSED %s %s" % (holder.ws.close_code, holder.ws.close_reason), flush=True)
 
 
 @scenario("cluster-reclaim", default=False, timeout=60)

@@ -62,4 +62,34 @@ final class SignalClusterEndToEndTests: XCTestCase {
         XCTAssertLessThanOrEqual(waited, Double(Self.leaseTTLms) / 1000 + 2, "freed within the lease and a renewal")
         XCTAssertTrue(reclaim.contains("PASS cluster-reclaim"), reclaim)
     }
+
+    /// A node that stood still past its lease (SIGSTOP: a paused VM, a long GC) comes back to find
+    /// its IDs freed and perhaps claimed on the other node: it ends every registration it held
+    /// `unavailable` (1013) at its first renewal, so an ID is never live on two nodes.
+    func testANodeThatStoodStillPastItsLeaseEndsItsRegistrationsWhenItResumes() throws {
+        guard PostgresServer.isInstalled else { throw XCTSkip("PostgreSQL is not installed (scripts/install-deps)") }
+        let server = try PostgresServer()
+        defer { server.shutdown() }
+        let database = try server.createDatabase()
+        let (first, firstURL, _) = try node(database)
+        defer { first.stop() }
+        let (second, secondURL, _) = try node(database)
+        defer { second.stop() }
+
+        let key = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let holder = try ServiceProcess(ServiceProcess.python, [ServiceProcess.peer("signal_client.py"), "--url", firstURL.absoluteString,
+                                                                "--scenario", "cluster-hold", "--key-hex", key], expecting: "HELD", capturing: true)
+        defer { holder.stop() }
+        kill(first.process.processIdentifier, SIGSTOP)
+        defer { kill(first.process.processIdentifier, SIGCONT) }
+        let (reclaimed, reclaim) = try ServiceProcess.runPeer("signal_client.py", ["--url", secondURL.absoluteString, "--scenario", "cluster-reclaim", "--key-hex", key])
+        XCTAssertEqual(reclaimed, 0, reclaim)
+        XCTAssertTrue(reclaim.contains("PASS cluster-reclaim"), reclaim)
+
+        kill(first.process.processIdentifier, SIGCONT)
+        let resumed = Date()
+        while !holder.capturedOutput.contains("CLOSED"), Date().timeIntervalSince(resumed) < 5 { usleep(50_000) }
+        XCTAssertTrue(holder.capturedOutput.contains("CLOSED 1013 unavailable"), "the stale registration ended: \(holder.capturedOutput)")
+        XCTAssertLessThan(Date().timeIntervalSince(resumed), 3, "at the first renewal after the resume")
+    }
 }

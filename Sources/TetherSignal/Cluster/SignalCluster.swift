@@ -1,3 +1,4 @@
+import Synchronization
 import TetherNet
 import TetherStore
 import TetherSync
@@ -31,6 +32,8 @@ final class SignalCluster: Sendable {
     private let locations = Locked<[SignalingID: (url: String, at: UInt64)]>([:])
     private let log: @Sendable (String) -> Void
     private let monotonicMs: @Sendable () -> UInt64
+    /// When the last successful renewal began (monotonic ms).
+    private let lastRenewal = Atomic<UInt64>(0)
 
     /// How long a looked-up location is trusted without asking again.
     static let locationTTLms: UInt64 = 2_000
@@ -58,14 +61,27 @@ final class SignalCluster: Sendable {
     /// A node starting again holds no ID: its rows from before go, then its lease begins.
     func start() throws(StoreError) {
         try registry.store.forget(node: node)
+        lastRenewal.store(monotonicMs(), ordering: .relaxed)
         try registry.store.renewLease(node: node, forwardURL: node, ttlMs: leaseTTLms)
     }
 
+    /// Renews the lease. When no renewal had succeeded for a whole lease before this one (a
+    /// paused process, a VM that stood still, a registry it could not reach), the other nodes may
+    /// have freed this node's IDs and let other sockets claim them: every registration here is
+    /// ended `unavailable` (close 1013, try again later), which releases its rows, so an ID is never
+    /// live on two nodes; the clients register again and the registry decides.
     func renewLease() {
+        let started = monotonicMs()
         registry.submit(lane: 0) { [self] registry in
             do throws(StoreError) {
                 try registry.renewLease(node: node, forwardURL: node, ttlMs: leaseTTLms)
                 answered()
+                let previous = lastRenewal.exchange(started, ordering: .relaxed)
+                guard started &- previous >= UInt64(leaseTTLms) else { return }
+                let ended = directory.everySocket
+                for socket in ended { socket.value.loop.execute { socket.value.end(with: .unavailable) } }
+                locations.withLock { $0.removeAll() }
+                log("signal: this node's lease lapsed (no renewal for \((started &- previous) / 1000) s); \(ended.count) registrations ended (1013) so their IDs are claimed anew")
             } catch {
                 failed(error)
             }

@@ -51,4 +51,7 @@ final class SignalDirectory: Sendable {
     }
 
     var routableCount: Int { entries.withLock { $0.values.count { $0.routable } } }
+
+    /// Every socket holding a reservation, each to be touched only on its own loop.
+    var everySocket: [UncheckedTransfer<SignalSocket>] { entries.withLock { $0.values.map(\.socket) } }
 }
