@@ -179,7 +179,7 @@ final class PostgresStoreTests: XCTestCase {
         let url = try database().url
         let tool = try Self.pool(url, size: 1)
         XCTAssertEqual(try PostgresSchema.pending(.relay, pool: tool).map(\.version), [1, 2, 3])
-        XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).map(\.version), [1])
+        XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).map(\.version), [1, 2])
         let applied = Tally()
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             guard let nodePool = try? Self.pool(url, size: 1), let steps = try? PostgresSchema.migrate(.relay, pool: nodePool) else {
@@ -189,7 +189,7 @@ final class PostgresStoreTests: XCTestCase {
         }
         XCTAssertEqual(applied.counts, ["3 steps": 1, "0 steps": 3], "one node migrates; the others find nothing to do")
         XCTAssertEqual(try PostgresSchema.pending(.relay, pool: tool), [])
-        XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).count, 1, "components migrate separately")
+        XCTAssertEqual(try PostgresSchema.pending(.push, pool: tool).count, 2, "components migrate separately")
     }
 
     /// Leases on the database's clock: a node that stops renewing while the others renew loses
@@ -316,6 +316,22 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertNotNil(waitFor(3, within: 10), "reconnected, and caught up once")
         XCTAssertTrue(try publisher.publishShardMap(XCTUnwrap(ShardPlan.even(hosts: ["a.test", "b.test"], version: 2))))
         XCTAssertNotNil(waitFor(4, within: 2), "announced after the restart")
+    }
+
+    /// Profile I's per-token limit is the cluster's, not each node's: pushes alternating between
+    /// two nodes share one window (14 of 14 went through when each node counted its own).
+    func testAPushWindowIsSharedByEveryNode() throws {
+        let url = try database().url
+        let nodes = try (0..<2).map { _ in try PostgresPushStore(pool: Self.pool(url)) }
+        let outcomes = try (0..<14).map { try nodes[$0 % 2].hitSharedPushWindow(token: "t1", limit: 10, windowMs: 60_000) }
+        XCTAssertEqual(outcomes.map { $0 == true }, Array(repeating: true, count: 10) + Array(repeating: false, count: 4))
+        XCTAssertEqual(try nodes[1].hitSharedPushWindow(token: "t2", limit: 10, windowMs: 60_000), true, "per token")
+        // A window that has run out starts again.
+        XCTAssertEqual(try nodes[0].hitSharedPushWindow(token: "t3", limit: 1, windowMs: 200), true)
+        XCTAssertEqual(try nodes[1].hitSharedPushWindow(token: "t3", limit: 1, windowMs: 200), false)
+        usleep(300_000)
+        XCTAssertEqual(try nodes[1].hitSharedPushWindow(token: "t3", limit: 1, windowMs: 200), true)
+        XCTAssertNil(try InMemoryPushStore().hitSharedPushWindow(token: "t1", limit: 10, windowMs: 60_000), "one node counts in memory")
     }
 
     private func renew(_ nodes: [PostgresRoomStore], _ hosts: [String], _ rules: LeaseRules) throws {

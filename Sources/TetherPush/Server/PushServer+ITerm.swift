@@ -73,7 +73,16 @@ extension PushServer {
                 metrics.badSecrets.increment()
                 return reply(ITermProfile.badSecret)
             }
-            guard pushWindows.withLock({ $0.hit(push.token, now: clock.monotonicMs()) }) else {
+            // Counted in the shared store when there is one, so N nodes do not allow N× the limit.
+            let allowed: Bool
+            do {
+                allowed = try store.hitSharedPushWindow(token: push.token, limit: ITermProfile.pushesPerWindow, windowMs: ITermProfile.windowMs)
+                    ?? pushWindows.withLock { $0.hit(push.token, now: clock.monotonicMs()) }
+            } catch {
+                storageFailed(error)
+                return reply(.storageUnavailable)
+            }
+            guard allowed else {
                 metrics.rateLimited.increment()
                 return reply(ITermProfile.rateLimited)
             }

@@ -80,12 +80,31 @@ public final class PostgresPushStore: PushStore {
         try pool.execute("iterm_delete", "DELETE FROM push_iterm_registrations WHERE token = $1", [token])
     }
 
+    // MARK: Limits every node shares
+
+    public func hitSharedPushWindow(token: String, limit: Int, windowMs: UInt64) throws(StoreError) -> Bool? {
+        // One statement on the database's clock: nodes' clocks need not agree, and two nodes
+        // counting the same token at once cannot both miss the other's hit.
+        let hits = try pool.execute("push_window_hit", """
+            INSERT INTO push_rates (token, window_start, hits) VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 1)
+            ON CONFLICT (token) DO UPDATE SET
+                window_start = CASE WHEN push_rates.window_start < EXCLUDED.window_start - $2 THEN EXCLUDED.window_start ELSE push_rates.window_start END,
+                hits = CASE WHEN push_rates.window_start < EXCLUDED.window_start - $2 THEN 1 ELSE push_rates.hits + 1 END
+            RETURNING hits
+            """, [token, String(windowMs)]).first?[0] ?? nil
+        return (hits.flatMap { Int($0) } ?? .max) <= limit
+    }
+
     // MARK: Housekeeping
 
     public func pruneExpired(now: UInt64) throws(StoreError) -> Int {
         try pool.withConnection { (connection) throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
-                try connection.execute("mytty_prune", "DELETE FROM push_mytty_registrations WHERE expires_at <= $1", [time(now)]).affected
+                // Windows long over count nothing; a day's margin keeps any window length safe.
+                try connection.execute("push_rates_prune", """
+                    DELETE FROM push_rates WHERE window_start < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 86400000
+                    """)
+                return try connection.execute("mytty_prune", "DELETE FROM push_mytty_registrations WHERE expires_at <= $1", [time(now)]).affected
                     + connection.execute("iterm_prune", "DELETE FROM push_iterm_registrations WHERE expires_at <= $1", [time(now)]).affected
             }
         }

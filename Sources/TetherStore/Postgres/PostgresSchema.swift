@@ -70,6 +70,10 @@ public enum PostgresSchema {
                 registered_at bigint NOT NULL, expires_at bigint NOT NULL);
             CREATE INDEX push_iterm_expiry ON push_iterm_registrations (expires_at);
             """),
+        PostgresMigration(component: .push, version: 2, summary: "per-token push windows every node shares", sql: """
+            -- Profile I's per-token limit counted once for the cluster, not once per node.
+            CREATE TABLE push_rates (token text PRIMARY KEY, window_start bigint NOT NULL, hits integer NOT NULL);
+            """),
     ]
 
     static let signal: [PostgresMigration] = [

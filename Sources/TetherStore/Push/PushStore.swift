@@ -51,6 +51,10 @@ public protocol PushStore: AnyObject, Sendable {
     /// deadline. A networked store that hangs is noticed by it while no request comes in (the
     /// services' 1 s probe while available); a local one always answers.
     func probeAnswer() throws(StoreError)
+    /// One hit on `token`'s push window (a fixed window of `windowMs` from its first hit, on
+    /// the store's clock), counted where every node sees it: true while the hits in the window
+    /// are at most `limit`. Nil from a store only one node uses, whose node counts in memory.
+    func hitSharedPushWindow(token: String, limit: Int, windowMs: UInt64) throws(StoreError) -> Bool?
 
     // MARK: Profile M (`push:<pushID>`)
 
@@ -84,4 +88,5 @@ public protocol PushStore: AnyObject, Sendable {
 
 extension PushStore {
     public func probeAnswer() throws(StoreError) {}
+    public func hitSharedPushWindow(token: String, limit: Int, windowMs: UInt64) throws(StoreError) -> Bool? { nil }
 }
