@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: deb deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: deb deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover chaos bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -123,6 +123,18 @@ bench-attack: deps
 bench-failover: deps
 	$(SWIFT) build -c release --product tether
 	.venv/bin/python bench/failover-bench.py $(FAILOVER_ARGS)
+
+# Chaos (relay.md §8, push.md, signaling.md): three relay nodes, two signal and two push nodes on a
+# PostgreSQL of the program's own, with live clients; in a loop, kill -9 of a node, SIGSTOP of a
+# node past its lease, SIGSTOP of PostgreSQL and a PostgreSQL restart, each followed by the checks:
+# no acknowledged registration lost, no room served by two nodes, no bucket moved off a live node,
+# every room served again within the bound, /readyz truthful, every request answered in time.
+# One JSON line per fault, a summary, exit 1 on any violation. CHAOS_ARGS adds options
+# (bench/chaos.py --help), e.g. CHAOS_ARGS='--fault pg-stall --trials 20 --stall-s 30'.
+CHAOS_ARGS ?=
+chaos: deps
+	$(SWIFT) build -c release --product tether
+	.venv/bin/python bench/chaos.py $(CHAOS_ARGS)
 
 # The signaling server's benchmark (tether-signalbench run): a fresh `tether signal` per scenario
 # on CPU 0, the clients on CPU 1; signals forwarded/s around 1,000 registered clients, p99
