@@ -43,6 +43,10 @@ and after each one checks the invariants the issue states:
                          POST /attest/challenge per relay node, registrations at each push and
                          signal node, each second) are answered, whatever the answer, within
                          --answer-bound-s
+  capacity_restored      a relay node that lost its buckets to a failover (killed, stopped past
+                         its lease) owns an even share again by itself within two leases plus the
+                         reconnect grace (and 5 s) of settling; the operator's `tether shardmap
+                         rebalance` is run only as the fallback, and needing it counts
 
 A node that exits without being killed is reported as a crash (and restarted). Prints one JSON
 line per fault (stdout; progress goes to stderr) and a summary line: faults of each kind,
@@ -77,7 +81,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "Tests", "Peers"))
 import chaos_clients as cc  # noqa: E402
 
 FAULTS = ("node-kill", "node-stop", "pg-stall", "pg-restart")
-INVARIANTS = ("registrations_kept", "single_owner", "buckets_kept", "served_within_bound", "readyz_truthful", "answered_within_bound")
+INVARIANTS = ("registrations_kept", "single_owner", "buckets_kept", "served_within_bound", "readyz_truthful", "answered_within_bound",
+              "capacity_restored")
 # relay.md §8 / RelayServer+Leases: a node fails others over only after renewing for a whole lease
 # plus the database pool's longest reconnect back-off (5 s); a spurious failover after a database
 # fault therefore shows up no sooner than that after the fault ends.
@@ -606,6 +611,12 @@ class Harness:
         deadline = mono() + timeout
         rebalanced = None
         why = None
+        # A node that lost its buckets to a failover gets an even share back by itself once it has
+        # renewed for two leases plus the reconnect grace (LeaseRules.restoreAfterMs); the
+        # operator's rebalance is only the fallback, and needing it is a violation.
+        restore_wait = 2 * self.lease_s + RECONNECT_GRACE_S + 5
+        empty_since = None
+        restored = {}
         while mono() < deadline:
             for node in self.nodes:
                 crash = node.crashed()
@@ -629,8 +640,18 @@ class Harness:
             shard = next(iter(maps.values()))
             owners = cc.buckets_of(shard)
             empty = [n.host for n in self.relays() if n.host not in owners]
+            if empty_since is not None and not empty and not restored.get("by_operator"):
+                restored = {"by_node_after_s": round(mono() - empty_since, 2)}
+                rebalanced = rebalanced or mono()
+                self.last_disruption = mono()
             if empty:
                 why = {"without_buckets": empty}
+                if empty_since is None:
+                    empty_since = mono()
+                if mono() - empty_since < restore_wait:
+                    await asyncio.sleep(0.5)
+                    continue
+                restored = {"by_operator": True, "missed_after_s": round(mono() - empty_since, 2), "hosts": empty}
                 if rebalanced is None or mono() - rebalanced > 3:
                     await asyncio.sleep(1.5)   # the node renews its lease at start; rebalance reads the leases
                     rebalanced = mono()
@@ -646,7 +667,7 @@ class Harness:
                 await asyncio.sleep(0.5)
                 continue
             self.map_cache = (mono(), shard)
-            return shard, {"rebalanced": rebalanced is not None, "version": shard["version"]}
+            return shard, {"rebalanced": rebalanced is not None, "version": shard["version"], **({"restored": restored} if restored else {})}
         return await self.latest_map(0), {"unsettled": why}
 
     # --- live clients ----------------------------------------------------------------------------
@@ -1060,6 +1081,10 @@ class Harness:
         if "unsettled" in settled:
             self.harness_errors.append(f"fault {number}: cluster unsettled before the fault: {settled['unsettled']}")
             record["diagnosis"] = self.diagnose()
+        if settled.get("restored", {}).get("by_operator"):
+            verdict("capacity_restored", 1, {"missed": settled["restored"]})
+        elif "restored" in settled:
+            verdict("capacity_restored", 0, settled["restored"])
         if self.last_map is not None and shard is not None and not settled.get("rebalanced"):
             # Nothing was injected since the last fault's checks: no node may have lost a bucket.
             detail, moved = self.check_buckets(self.last_map, shard, exempt=set())

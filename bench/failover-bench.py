@@ -3,13 +3,13 @@
 killed with -9 and the clock runs until every room it owned is admitted again (a signed join) on
 the survivor the new map names. Each run starts from nothing: a fresh database on a PostgreSQL
 server of this program's own (initdb, loopback, default settings), three `tether relay` nodes
-with a map dealt evenly over them, 30 registered rooms (10 per node); then the kill, measured by
+with a map dealt evenly over them, 30 registered rooms by default (10 per node, `--rooms-per-node`); then the kill, measured by
 Tests/Peers/relay_cluster.py's `recover` (the clients poll the survivors' maps every 0.1 s, as a
 re-resolving client would). Prints one JSON line per run and a summary with the median and max.
 The killed node last renewed its lease up to a second before the kill, so the lease lapses
 between TTL − 1 s and TTL after it; the survivors' rounds run each second after that.
 
-Usage: bench/failover-bench.py [--runs 10] [--lease-ms 10000] [--tether .build/release/tether]
+Usage: bench/failover-bench.py [--runs 10] [--lease-ms 10000] [--rooms-per-node 10] [--tether .build/release/tether]
 (`make bench-failover`)
 """
 import argparse
@@ -121,13 +121,14 @@ def main():
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--lease-ms", type=int, default=10_000)
     parser.add_argument("--tether", default=os.path.join(HERE, "..", ".build", "release", "tether"))
+    parser.add_argument("--rooms-per-node", type=int, default=10, help="registered rooms each node owns (the killed node's are measured)")
     opts = parser.parse_args()
     work = tempfile.mkdtemp(prefix="failover-bench-")
     pg = Postgres(work)
     try:
         results = []
         for run in range(opts.runs):
-            result = one_run(os.path.abspath(opts.tether), pg, opts.lease_ms, work)
+            result = one_run(os.path.abspath(opts.tether), pg, opts.lease_ms, work, rooms_per_node=opts.rooms_per_node)
             result["run"] = run + 1
             print(json.dumps(result), flush=True)
             results.append(result["all_back_s"])

@@ -162,6 +162,11 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
             metrics.shardMapAdopted(version: map.version)
             write(adoptedLine(map))
         }
+        // Not in local mode: a newcomer's loopback relay never holds 200,000 sockets.
+        if !configuration.local,
+           let warning = Self.descriptorWarning(maxTotalSockets: configuration.maxTotalSockets, descriptorLimit: ProcessFigures.descriptorLimit()) {
+            write(warning, level: .warning)
+        }
         let started = try runtime.startListeners(group: group, settings: configuration, delegate: self,
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, status: Self.statusPage)
         startHousekeeping()
@@ -169,6 +174,18 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         startShardMapWatch()
         startLeases()
         return started.http.port
+    }
+
+    /// Descriptors a relay needs beyond its sockets: listeners, the store, logs, the admin
+    /// listener and accepts in flight.
+    static let descriptorReserve: Int64 = 256
+
+    /// A cap the descriptor limit cannot honour is refused by the kernel at accept (`EMFILE`),
+    /// not answered 503 `capacity` — the operator hears of it at start, not under load.
+    static func descriptorWarning(maxTotalSockets: Int, descriptorLimit: Int64) -> String? {
+        guard descriptorLimit > 0, Int64(maxTotalSockets) + descriptorReserve > descriptorLimit else { return nil }
+        return "relay: RELAY_MAX_TOTAL_SOCKETS=\(maxTotalSockets) needs \(Int64(maxTotalSockets) + descriptorReserve) descriptors but the limit is \(descriptorLimit): "
+            + "sockets past it fail at accept instead of 503 capacity; raise LimitNOFILE (ulimit -n) or lower the cap"
     }
 
     /// Graceful stop: not ready, no new connections, every room's sockets closed 1001 `server

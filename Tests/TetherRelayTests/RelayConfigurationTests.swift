@@ -26,6 +26,15 @@ final class RelayConfigurationTests: XCTestCase {
         XCTAssertEqual(RelayServer.machineContext(short).configuration.activityGranularityMs, 600)
     }
 
+    /// A socket cap the descriptor limit cannot honour is named at start.
+    func testASocketCapAboveTheDescriptorLimitIsWarnedAboutAtStart() {
+        XCTAssertNil(RelayServer.descriptorWarning(maxTotalSockets: 200_000, descriptorLimit: 1_048_576))
+        XCTAssertNil(RelayServer.descriptorWarning(maxTotalSockets: 200_000, descriptorLimit: -1), "unlimited")
+        XCTAssertEqual(RelayServer.descriptorWarning(maxTotalSockets: 200_000, descriptorLimit: 65_536),
+                       "relay: RELAY_MAX_TOTAL_SOCKETS=200000 needs 200256 descriptors but the limit is 65536: "
+                       + "sockets past it fail at accept instead of 503 capacity; raise LimitNOFILE (ulimit -n) or lower the cap")
+    }
+
     /// A lease shorter than three renewals lapses on one late renewal: refused at start.
     func testALeaseShorterThanThreeRenewalsIsRefused() throws {
         assertRefused(production.merging(["RELAY_LEASE_TTL_MS": "2999"]) { $1 }, naming: "RELAY_LEASE_TTL_MS")

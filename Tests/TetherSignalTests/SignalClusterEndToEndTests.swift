@@ -20,15 +20,36 @@ final class SignalClusterEndToEndTests: XCTestCase {
         return (node, URL(string: "ws://127.0.0.1:\(node.port)/signal")!, clusterPort)
     }
 
-    func testTwoNodesForwardSignalsShareIDsAndFreeADeadNodesIDsWhenItsLeaseLapses() throws {
+    /// A PostgreSQL server of the test's own and two nodes sharing a database on it.
+    private struct Cluster {
+        let server: PostgresServer
+        let first: (process: ServiceProcess, url: URL, clusterPort: UInt16)
+        let second: (process: ServiceProcess, url: URL, clusterPort: UInt16)
+
+        func stop() {
+            first.process.stop()
+            second.process.stop()
+            server.shutdown()
+        }
+    }
+
+    private func twoNodes() throws -> Cluster {
         guard PostgresServer.isInstalled else { throw XCTSkip("PostgreSQL is not installed (scripts/install-deps)") }
         let server = try PostgresServer()
-        defer { server.shutdown() }
-        let database = try server.createDatabase()
-        let (first, firstURL, _) = try node(database)
-        defer { first.stop() }
-        let (second, secondURL, secondCluster) = try node(database)
-        defer { second.stop() }
+        do {
+            let database = try server.createDatabase()
+            return Cluster(server: server, first: try node(database), second: try node(database))
+        } catch {
+            server.shutdown()
+            throw error
+        }
+    }
+
+    func testTwoNodesForwardSignalsShareIDsAndFreeADeadNodesIDsWhenItsLeaseLapses() throws {
+        let cluster = try twoNodes()
+        defer { cluster.stop() }
+        let (server, first, firstURL) = (cluster.server, cluster.first.process, cluster.first.url)
+        let (secondURL, secondCluster) = (cluster.second.url, cluster.second.clusterPort)
 
         // The cluster listener takes only a node presenting the shared secret.
         for (header, status) in [("Bearer wrong-secret-wrong-secret-wrong-secret", "401"), ("", "401"), ("Bearer \(Self.secret)", "101")] {
@@ -67,14 +88,9 @@ final class SignalClusterEndToEndTests: XCTestCase {
     /// its IDs freed and perhaps claimed on the other node: it ends every registration it held
     /// `unavailable` (1013) at its first renewal, so an ID is never live on two nodes.
     func testANodeThatStoodStillPastItsLeaseEndsItsRegistrationsWhenItResumes() throws {
-        guard PostgresServer.isInstalled else { throw XCTSkip("PostgreSQL is not installed (scripts/install-deps)") }
-        let server = try PostgresServer()
-        defer { server.shutdown() }
-        let database = try server.createDatabase()
-        let (first, firstURL, _) = try node(database)
-        defer { first.stop() }
-        let (second, secondURL, _) = try node(database)
-        defer { second.stop() }
+        let cluster = try twoNodes()
+        defer { cluster.stop() }
+        let (first, firstURL, secondURL) = (cluster.first.process, cluster.first.url, cluster.second.url)
 
         let key = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let holder = try ServiceProcess(ServiceProcess.python, [ServiceProcess.peer("signal_client.py"), "--url", firstURL.absoluteString,

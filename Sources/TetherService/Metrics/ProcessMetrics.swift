@@ -18,7 +18,7 @@ extension MetricsRegistry {
 }
 
 /// Read from /proc at scrape time: nothing to keep in step.
-enum ProcessFigures {
+public enum ProcessFigures {
     /// The second field of /proc/self/statm (resident pages) times the page size.
     static func residentBytes() -> Int64 {
         guard let file = fopen("/proc/self/statm", "r") else { return 0 }
@@ -40,7 +40,8 @@ enum ProcessFigures {
         return count - 1   // the directory stream's own descriptor
     }
 
-    static func descriptorLimit() -> Int64 {
+    /// The soft RLIMIT_NOFILE; -1 when unlimited, 0 when it cannot be read.
+    public static func descriptorLimit() -> Int64 {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
         if limit.rlim_cur == rlim_t.max { return -1 }   // RLIM_INFINITY
