@@ -25,9 +25,7 @@ extension RelayServer {
         let rules = LeaseRules(ttlMs: configuration.leaseTTLms)
         let started = clock.monotonicMs()
         do throws(StoreError) {
-            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: rules)), at: clock.monotonicMs())
-            // Counted from before the call: the database may have applied it at any moment since.
-            leaseSurelyLiveUntil.store(started + UInt64(rules.ttlMs), ordering: .relaxed)
+            renewed(try leases.renewLease(host: sharding.host, rules: rules), startedAt: started)
             storageAnswered()
             guard let round = try leases.leaseRound(host: sharding.host, rules: rules) else { return }
             let others = { (moved: [String]) in Set(round.map.hosts).subtracting(moved).sorted().joined(separator: ", ") }
@@ -41,5 +39,13 @@ extension RelayServer {
         } catch {
             storageFailed(error)
         }
+    }
+
+    /// A renewal that began at `started` succeeded: who is live now, and until when this node's
+    /// own lease surely is — counted from before the call, since the database may have applied it
+    /// at any moment after.
+    func renewed(_ liveHosts: [String], startedAt started: UInt64) {
+        sharding.setLiveHosts(Set(liveHosts), at: clock.monotonicMs())
+        leaseSurelyLiveUntil.store(started + UInt64(configuration.leaseTTLms), ordering: .relaxed)
     }
 }

@@ -153,9 +153,8 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         // A node holds a live lease before it accepts a socket, so no survivor has to count an
         // owner it was told about as lapsed.
         if let leases = store as? any NodeLeases {
-            let now = clock.monotonicMs()
-            sharding.setLiveHosts(Set(try leases.renewLease(host: sharding.host, rules: LeaseRules(ttlMs: configuration.leaseTTLms))), at: now)
-            leaseSurelyLiveUntil.store(now + UInt64(configuration.leaseTTLms), ordering: .relaxed)
+            let started = clock.monotonicMs()
+            renewed(try leases.renewLease(host: sharding.host, rules: LeaseRules(ttlMs: configuration.leaseTTLms)), startedAt: started)
         }
         if let map = try store.shardMap(), sharding.adopt(map) {
             // Printed at start too: a node that came back after a failover says it owns nothing.
