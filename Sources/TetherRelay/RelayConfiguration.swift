@@ -62,8 +62,38 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
 
     /// `RELAY_SHARD_MAP`: a map to publish to the shared store at start-up (§8).
     public var shardMap: ShardMap?
+    /// `RELAY_NODE_URL` and its listener: any node serves any v1 room, passing it to its owner.
+    public var cluster: RelayClusterSettings?
 
     public init() {}
+}
+
+/// How the nodes of a v1 cluster reach each other (`RELAY_NODE_URL`, `RELAY_CLUSTER_*`).
+public struct RelayClusterSettings: Sendable, Equatable {
+    /// This node's name in the shard map and leases: the authority of `RELAY_NODE_URL`.
+    public var node: String
+    public var host = "127.0.0.1"
+    public var port: UInt16 = 0
+    /// Presented on every connection a node opens to another (`RELAY_CLUSTER_SECRET`).
+    public var secret: [UInt8]
+
+    public init(node: String, host: String = "127.0.0.1", port: UInt16 = 0, secret: [UInt8]) {
+        self.node = node
+        self.host = host
+        self.port = port
+        self.secret = secret
+    }
+
+    /// `http://10.0.0.11:8788` → `10.0.0.11:8788`; nil unless it is a plain http URL with an
+    /// explicit port and nothing after the authority, spelled as a map host must be.
+    static func node(fromURL url: String) -> String? {
+        guard url.hasPrefix("http://") else { return nil }
+        var authority = String(url.dropFirst("http://".count))
+        if authority.hasSuffix("/") { authority.removeLast() }
+        guard ShardMap.isBareAuthority(authority), let colon = authority.lastIndex(of: ":"),
+              UInt16(authority[authority.index(after: colon)...]).map({ $0 > 0 }) == true else { return nil }
+        return authority
+    }
 }
 
 /// A setting that stops start-up, named so the operator can fix it (the chassis's error: every
@@ -157,17 +187,37 @@ extension RelayConfiguration {
                 throw .init(variable: "APP_ID", message: "required in attestation mode (set ATTEST_REQUIRED=false for open mode)")
             }
         }
+        c.cluster = try clusterSettings(values, database: c.databasePath)
         if let path = try values.value(of: S.shardMap) {
             c.shardMap = try loadShardMap(path)
-            let host = ShardOwnershipHost.of(origin: c.origin)
+            let host = c.cluster?.node ?? ShardOwnershipHost.of(origin: c.origin)
             if let map = c.shardMap, !map.hosts.contains(host) {
-                notes.append("warning: RELAY_SHARD_MAP gives this node (\(host), from RELAY_ORIGIN) no bucket: it will answer 421 for every room")
+                notes.append(c.cluster == nil
+                    ? "warning: RELAY_SHARD_MAP gives this node (\(host), from RELAY_ORIGIN) no bucket: it will answer 421 for every room"
+                    : "warning: RELAY_SHARD_MAP gives this node (\(host), from RELAY_NODE_URL) no bucket: it will pass every room to its owner")
             }
         }
         if c.clientIP.shouldWarnBehindProxy(boundToLoopback: isLoopback(c.host)), !local {
             notes.append("warning: bound to loopback without RELAY_TRUST_PROXY or RELAY_TRUST_CLOUDFLARE: behind a proxy every client shares one rate-limit bucket")
         }
         return (c, notes)
+    }
+
+    /// `RELAY_NODE_URL` and the listener and secret it needs; nil when it is not set.
+    private static func clusterSettings(_ values: SettingValues, database: String) throws(RelayConfigurationError) -> RelayClusterSettings? {
+        typealias S = RelaySetting
+        guard let url = try values.value(of: S.nodeURL) else { return nil }
+        guard let node = RelayClusterSettings.node(fromURL: url) else {
+            throw .init(variable: "RELAY_NODE_URL", message: "expected http://host:port (lowercase, an explicit port, nothing after it) where the other nodes reach this node's cluster listener: \(url)")
+        }
+        guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+            throw .init(variable: "RELAY_DB", message: "RELAY_NODE_URL needs a postgres:// URL every node shares (the shard map and leases live there)")
+        }
+        guard let port = try values.value(of: S.clusterPort) else { throw .init(variable: "RELAY_CLUSTER_PORT", message: "required with RELAY_NODE_URL") }
+        guard let secret = try values.value(of: S.clusterSecret), secret.utf8.count >= 32 else {
+            throw .init(variable: "RELAY_CLUSTER_SECRET", message: "required with RELAY_NODE_URL: at least 32 characters, the same on every node")
+        }
+        return RelayClusterSettings(node: node, host: try values.value(of: S.clusterHost), port: port, secret: Array(secret.utf8))
     }
 
     /// Reads and validates a shard map file; any fault names `RELAY_SHARD_MAP`.

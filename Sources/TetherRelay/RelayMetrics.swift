@@ -35,6 +35,8 @@ public final class RelayMetrics: Sendable {
     private let shardMapVersion: Gauge
     /// One child per reason, made up front so counting a refusal takes no lock.
     private let rejected: [Rejection: Counter]
+    /// Sockets and requests passed to the node owning their room (a v1 cluster), by outcome.
+    private let forwarded: [Forward: Counter]
     private let roomsLive, socketsLive, roomsBoth, roomsMacOnly, roomsPhoneOnly, roomsNeither: Gauge
     private let lifetime: Histogram
     /// The occupancy gauges are set from a scrape's own figures and rendered with them; two
@@ -72,7 +74,19 @@ public final class RelayMetrics: Sendable {
         storageAvailable = gauge("storage_available", "1 while the store answers, 0 from a failed call until one succeeds.")
         storageAvailable.set(1)
         shardMapVersion = gauge("shard_map_version", "Version of the shard map this node serves (0: none published, it owns every bucket).")
+        let forwards = registry.counter("relay_forwarded_total", help: "Sockets and requests passed to the node owning their room (RELAY_NODE_URL), by outcome.",
+                                        labels: ["kind", "outcome"], hiddenAtZero: true)
+        forwarded = Dictionary(uniqueKeysWithValues: Forward.allCases.map { ($0, forwards.labels($0.kind, $0.outcome)) })
     }
+
+    /// A socket or request passed on, or not: the owner could not be reached in time.
+    public enum Forward: CaseIterable, Sendable {
+        case socket, request, socketUnreachable, requestUnreachable
+        var kind: String { self == .socket || self == .socketUnreachable ? "socket" : "request" }
+        var outcome: String { self == .socket || self == .request ? "passed" : "owner_unreachable" }
+    }
+
+    public func forward(_ outcome: Forward) { forwarded[outcome]!.increment() }
 
     public func httpRequest() { httpRequests.increment() }
     public func httpError() { httpErrors.increment() }

@@ -10,13 +10,20 @@ extension RelayServer {
     /// the gate (step 1) pass through to `respond`.
     public func screen(_ head: HTTPRequestHead, peer: SocketAddress?) -> HTTPResponse? {
         if isAnsweredBeforeTheGate(head) { return nil }
+        return screen(head, ingress: .client, ip: { gate.clientIP(head, peer: peer) })
+    }
+
+    /// The gate for a request from a client or passed on by another node. One to be passed on
+    /// again is let through to its body; the owner's gate decides.
+    func screen(_ head: HTTPRequestHead, ingress: Ingress, ip: () -> String) -> HTTPResponse? {
         let room: RoomName
-        switch admitRoom(head) {
+        switch admitRoom(head, ingress: ingress) {
         case let .failure(refusal): return refusal.response
-        case let .success(admitted): room = admitted
+        case .success(.forward): return nil
+        case let .success(.serve(admitted)): room = admitted
         }
         metrics.httpRequest()
-        if head.path.hasPrefix("/attest"), let refusal = gate.admitRequest(Self.attestLimiter, ip: gate.clientIP(head, peer: peer)) {
+        if head.path.hasPrefix("/attest"), let refusal = gate.admitRequest(Self.attestLimiter, ip: ip()) {
             return refusal.response
         }
         guard hasRoomFor(room) else { return .text(503, "capacity") }
@@ -49,16 +56,22 @@ extension RelayServer {
         router.add("GET", "/shardmap.json") { [unowned relay] _, reply in relay.serveShardMap(reply: reply) }
         router.add("GET", identityPath) { [unowned relay] _, reply in reply(relay.identity) }
         for path in RoomEndpoints.routes.sorted() {
-            router.add("POST", path) { [unowned relay] request, reply in relay.roomEndpoint(path, request, reply: reply) }
+            router.add("POST", path) { [unowned relay] request, reply in relay.roomEndpoint(path, request, ingress: .client, reply: reply) }
         }
         return router
     }
 
     /// §2.2 step 8: the room's endpoint, run on the room's store lane (after the room's earlier
     /// storage work, before its later), and any teardown on the room's loop.
-    func roomEndpoint(_ path: String, _ request: HTTPServerRequest, reply: @escaping @Sendable (HTTPResponse) -> Void) {
+    /// In a v1 cluster the room's owner is asked again here: the map may have moved since `screen`.
+    func roomEndpoint(_ path: String, _ request: HTTPServerRequest, ingress: Ingress, reply: @escaping @Sendable (HTTPResponse) -> Void) {
         // `screen` has passed the gate, so the room header is present and valid.
         guard let room = roomName(request.head) else { return reply(.text(400, "bad room")) }
+        switch route(room, ingress: ingress) {
+        case .serve: break
+        case let .refuse(response): return reply(response)
+        case let .forward(owner): return forwardRequest(request, clientIP: gate.clientIP(request.head, peer: request.peer), owner: owner, reply: reply)
+        }
         let index = room.bucket % group.loops.count
         let table = rooms[index]
         let body = request.body
@@ -92,12 +105,21 @@ extension RelayServer {
         let response: HTTPResponse
     }
 
+    /// A room the gate let through: served here, or passed to its owner.
+    enum AdmittedRoom {
+        case serve(RoomName)
+        case forward(RoomName, owner: String)
+    }
+
     /// §2.2 steps 2–3 and §2.3 step 1: Origin, then the room header, then (§8.4) the room's owner.
-    func admitRoom(_ head: HTTPRequestHead) -> Result<RoomName, Refusal> {
+    func admitRoom(_ head: HTTPRequestHead, ingress: Ingress) -> Result<AdmittedRoom, Refusal> {
         if head.headers.contains("Origin") { return .failure(Refusal(response: .text(403, "forbidden"))) }
         guard let room = roomName(head) else { return .failure(Refusal(response: .text(400, "bad room"))) }
-        if let misdirected = misdirected(room) { return .failure(Refusal(response: misdirected)) }
-        return .success(room)
+        switch route(room, ingress: ingress) {
+        case .serve: return .success(.serve(room))
+        case let .forward(owner): return .success(.forward(room, owner: owner))
+        case let .refuse(response): return .failure(Refusal(response: response))
+        }
     }
 
     /// The `x-relay-room` value with surrounding spaces and tabs trimmed (as Node does). Node joins

@@ -8,24 +8,30 @@ extension RelayServer {
     /// moved bucket is dropped within a second of the new map's commit.
     static let shardMapPollMs: UInt64 = 1_000
 
-    /// §8.4: the 421 for a room whose bucket another node owns, or nil when this node serves it.
-    /// While that owner's lease has lapsed (it died; the failover round is at most a second away)
-    /// the answer is 503 `owner unavailable` with `Retry-After: 1` instead (Tether definition): a
-    /// 421 would name the dead node, and clients would re-resolve to it and back off.
+    /// §8.4: where a room-scoped request or upgrade goes — served here; passed to the owner
+    /// (a v1 cluster, `RELAY_NODE_URL`); or refused: 421 naming the owner (resolver v2), or 503
+    /// `owner unavailable` with `Retry-After: 1` (Tether definition) while that owner's lease has
+    /// lapsed (it died; the failover round is at most a second away) — a 421 would name the dead
+    /// node, and clients would re-resolve to it and back off.
     ///
     /// A node whose own lease may have lapsed — no renewal has succeeded for a whole TTL: a paused
     /// process, a VM that stood still, a database it cannot reach — answers the same 503 for every
     /// room (self-fencing): its buckets may be another node's by now, and it must not admit a
     /// socket into a room another node serves before its next renewal and map read say whose the
-    /// room is.
-    func misdirected(_ room: RoomName) -> HTTPResponse? {
+    /// room is. A request another node passed here is never passed on again: while two nodes'
+    /// maps disagree (for the moment a new one takes to reach both), it is the same 503.
+    func route(_ room: RoomName, ingress: Ingress) -> RoomRoute {
         let now = clock.monotonicMs()
-        if now > leaseSurelyLiveUntil.load(ordering: .relaxed) { return Self.ownerUnavailableResponse }
-        guard let owner = sharding.foreignOwner(of: room) else { return nil }
-        guard !sharding.hasLapsed(owner, now: now) else { return Self.ownerUnavailableResponse }
+        if now > leaseSurelyLiveUntil.load(ordering: .relaxed) { return .refuse(Self.ownerUnavailableResponse) }
+        guard let owner = sharding.foreignOwner(of: room) else { return .serve }
+        guard !sharding.hasLapsed(owner, now: now) else { return .refuse(Self.ownerUnavailableResponse) }
+        if configuration.cluster != nil {
+            guard case .client = ingress else { return .refuse(Self.ownerUnavailableResponse) }
+            return .forward(owner: owner)
+        }
         var response = HTTPResponse.text(421, "misdirected")
         response.headers.add("x-relay-owner", owner)
-        return response
+        return .refuse(response)
     }
 
     static let ownerUnavailable = "owner unavailable"
@@ -37,8 +43,10 @@ extension RelayServer {
     }
 
     /// §8.3: `GET`/`HEAD /shardmap.json`, before the gate; the map is public.
+    /// A v1 cluster's map names internal node addresses, which are nobody's business outside it
+    /// (and no v1 client reads a map): it is not served.
     func serveShardMap(reply: @escaping @Sendable (HTTPResponse) -> Void) {
-        guard let map = sharding.document else { return reply(.text(404, "no shard map")) }
+        guard configuration.cluster == nil, let map = sharding.document else { return reply(.text(404, "no shard map")) }
         reply(HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json"), ("Cache-Control", "no-store")]),
                            body: Array(map.json.utf8)))
     }
@@ -81,10 +89,14 @@ extension RelayServer {
         guard let map = stored, sharding.adopt(map) else { return }
         metrics.shardMapAdopted(version: map.version)
         write(adoptedLine(map))
+        // A v1 cluster's owners are internal addresses: its clients get the bare `reshard`.
+        let namesOwner = configuration.cluster == nil
         for (index, loop) in group.loops.enumerated() {
             let table = rooms[index]
             loop.execute { [sharding] in
-                table.closeRooms { room in sharding.foreignOwner(of: room).map { (4421, ShardOwnership.reshardReason(owner: $0)) } }
+                table.closeRooms { room in
+                    sharding.foreignOwner(of: room).map { (4421, namesOwner ? ShardOwnership.reshardReason(owner: $0) : "reshard") }
+                }
             }
         }
     }

@@ -20,15 +20,35 @@ extension RelayServer {
     /// resident-room cap), then the handshake itself. An accepted socket moves to its room's loop,
     /// TLS included (the session travels with its connection).
     public func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
+        upgrade(request, handshake: handshake, ingress: .client)
+    }
+
+    /// The same for a client's upgrade or one another node passed on (whose client key it names).
+    /// A socket for a room another node owns takes its place under this node's caps too — it
+    /// holds two descriptors here while it lasts — and is passed on unanswered.
+    func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision, ingress: Ingress) -> WebSocketUpgradeDecision {
         let room: RoomName
-        switch admitRoom(request.head) {
+        let ip: String
+        switch ingress {
+        case .client: ip = gate.clientIP(request.head, peer: request.peer)
+        case let .node(clientIP): ip = clientIP
+        }
+        switch admitRoom(request.head, ingress: ingress) {
         case let .failure(refusal):
             let misdirected = refusal.response.status == 421 || refusal.response.body == Array(Self.ownerUnavailable.utf8)
             metrics.upgradeRejected(misdirected ? .misdirected : .gate)
             return .refuse(refusal.response)
-        case let .success(admitted): room = admitted
+        case let .success(.forward(_, owner)):
+            if case let .failure(refusal) = gate.admitSocketPlace(ip: ip) {
+                metrics.upgradeRejected(RelayMetrics.Rejection(rawValue: refusal.reason) ?? .gate)
+                return .refuse(refusal.response)
+            }
+            let head = request.head
+            return .handOver { [self] transport, leftover in
+                forwardSocket(transport, head: head, leftover: leftover, clientIP: ip, owner: owner)
+            }
+        case let .success(.serve(admitted)): room = admitted
         }
-        let ip = gate.clientIP(request.head, peer: request.peer)
         let arrival: UInt64
         switch gate.admitSocketPlace(ip: ip, check: { hasRoomFor(room) ? nil : Self.roomCapRefusal }) {
         case let .failure(refusal):

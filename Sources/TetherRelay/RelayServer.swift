@@ -54,6 +54,10 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     /// With leases: until when (monotonic ms) this node's own lease is surely live — the start of
     /// its last successful renewal plus the TTL. Past it, others may hold its buckets already.
     let leaseSurelyLiveUntil = Atomic<UInt64>(.max)
+    /// A v1 cluster's listener for what other nodes pass on (`RELAY_CLUSTER_PORT`), once started.
+    let clusterServer = Locked<HTTPServer?>(nil)
+    /// Sockets this node passes to their rooms' owners, per loop.
+    let forwardedPipes: [ForwardedPipes]
     private let faults = Locked<(budget: FaultBudget, exceeded: Bool)>((FaultBudget(), false))
     private let faultBudgetHandler = Locked<@Sendable () -> Void>({})
 
@@ -79,7 +83,8 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         rooms = group.loops.map { RoomTable(loop: $0, clock: clock) }
         chores = Chores(loop: group.loops[0])
         machineContext = Self.machineContext(configuration)
-        sharding = ShardOwnership(origin: configuration.origin)
+        sharding = configuration.cluster.map { ShardOwnership(host: $0.node) } ?? ShardOwnership(origin: configuration.origin)
+        forwardedPipes = group.loops.map { _ in ForwardedPipes() }
         for table in rooms { table.server = self }
         let router = Self.router(for: self)
         routes.withLock { $0 = router }
@@ -154,7 +159,12 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         // owner it was told about as lapsed.
         if let leases = store as? any NodeLeases {
             let started = clock.monotonicMs()
-            renewed(try leases.renewLease(host: sharding.host, rules: LeaseRules(ttlMs: configuration.leaseTTLms)), startedAt: started)
+            renewed(try leases.renewLease(host: sharding.host, rules: leaseRules), startedAt: started)
+            // A v1 cluster needs a map before any node can pass a room on: the first node to
+            // start takes every bucket, and the others their shares as they settle.
+            if configuration.cluster != nil, try store.shardMap() == nil, try store.publishShardMap(try ShardMap.single(host: sharding.host)) {
+                write("relay: no shard map yet; published version 1 with this node (\(sharding.host)) owning every bucket")
+            }
         }
         if let map = try store.shardMap(), sharding.adopt(map) {
             // Printed at start too: a node that came back after a failover says it owns nothing.
@@ -168,6 +178,7 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         }
         let started = try runtime.startListeners(group: group, settings: configuration, delegate: self,
                                                  metrics: MetricsSource { [weak self] done in self?.renderMetrics(done) }, status: Self.statusPage)
+        try startClusterListener()
         startHousekeeping()
         startMetricsPush()
         startShardMapWatch()
@@ -192,13 +203,20 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     public func shutdown() {
         runtime.beginDraining()
         runtime.listeners?.http.stopAccepting()
+        clusterServer.withLock { $0 }?.stopAccepting()
         chores.stopAll()
         mapWatch.withLock { $0?.stop() }
         for (index, loop) in group.loops.enumerated() {
-            let table = rooms[index]
-            _ = try? loop.submitAndWait { table.closeAll(code: 1001, reason: "server shutting down") }
+            let table = rooms[index], pipes = forwardedPipes[index]
+            _ = try? loop.submitAndWait {
+                table.closeAll(code: 1001, reason: "server shutting down")
+                // A passed socket has no frame boundary this node knows of: its client sees the
+                // connection end, and reconnects to whichever node the proxy picks.
+                pipes.closeAll()
+            }
         }
         runtime.stopListeners(grace: .seconds(5))
+        clusterServer.withLock { $0 }?.shutdown(grace: .seconds(5))
         // The rooms' last writes (quota counts, cycle resets) reach the store before exit.
         storage.drain()
         runtime.flushLog()

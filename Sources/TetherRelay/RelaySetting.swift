@@ -15,6 +15,7 @@ public enum RelaySetting {
                dailyByteQuota, establishedIdleTTL, log, logFormat, trustProxy, trustCloudflare, trustedHops, maxRooms,
                maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, wsRateWindow, attestRateLimit, attestRateWindow, maxFramesPerSecond,
                stallTimeout, publicMetrics, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap, leaseTTL,
+               nodeURL, clusterHost, clusterPort, clusterSecret,
                tlsCertificate, tlsKey] + acme.rows)
 
     /// Every setting's documented half (name, flag, default, help).
@@ -83,6 +84,14 @@ public enum RelaySetting {
     static let metricsPushInterval = Setting<Int64>("RELAY_METRICS_PUSH_MS", default: 60_000, parser: .positiveInteger, help: "metrics push interval")
     static let shardMap = Setting<String?>("RELAY_SHARD_MAP", parser: .readableFile,
                                            help: "shard map JSON file to publish at start (resolver v2; a newer one in the database wins; also `tether shardmap`)")
+    static let nodeURL = Setting<String?>("RELAY_NODE_URL", defaultText: "(off: v1 links need a room-hashing load balancer)",
+                                          help: "http://host:port where the other nodes reach this node's cluster listener: with a postgres:// RELAY_DB, any node serves any v1 room, passing its sockets and requests to the node that owns the room's bucket")
+    static let clusterHost = Setting<String>("RELAY_CLUSTER_HOST", default: "127.0.0.1", parser: .ipAddress,
+                                             help: "cluster listener address (node-to-node forwarding; keep it on the internal network)")
+    static let clusterPort = Setting<UInt16?>("RELAY_CLUSTER_PORT", default: nil, defaultText: "(with RELAY_NODE_URL: required)", parser: .optionalPort,
+                                              help: "cluster listener port")
+    static let clusterSecret = Setting<String?>("RELAY_CLUSTER_SECRET", defaultText: "(with RELAY_NODE_URL: required)",
+                                                help: "at least 32 characters every node shares; a node passing on a socket or request presents it (never logged)")
     static let tlsCertificate = Setting<String?>("RELAY_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")], parser: .readableFile,
                                                  help: "serve TLS with this PEM chain")
     static let tlsKey = Setting<String?>("RELAY_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")], parser: .readableFile,

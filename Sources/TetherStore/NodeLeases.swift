@@ -72,6 +72,12 @@ public struct LeaseRules: Sendable, Equatable {
     public static let minimumTTLms: Int64 = 3 * renewMs
 
     public let ttlMs: Int64
+    /// A live node that no range names gets an even share once it has renewed continuously for
+    /// `restoreAfterMs`, as a node that lost its buckets does. On for a v1 cluster, whose map
+    /// names nodes only the nodes themselves use (`RELAY_NODE_URL`): a node started there must
+    /// take its share by itself. Off for resolver v2, where adding a host to the public map is
+    /// the operator's decision.
+    public var placesNewNodes = false
     /// After an outage a live node may reconnect as late as the pool's longest back-off after
     /// another (seen under load: a node that waited only one lease took the buckets of a node
     /// alive and still backing off).

@@ -109,7 +109,7 @@ public struct ShardMap: Sendable, Equatable {
     /// The client's host rule (relay.md §8.2): non-empty; no `/`, `@`, `?`, `#`, whitespace,
     /// uppercase letter or trailing dot. Control characters, quotes and backslashes are refused
     /// too: no client could connect to such a host, and the JSON above is written unescaped.
-    static func isBareAuthority(_ host: String) -> Bool {
+    public static func isBareAuthority(_ host: String) -> Bool {
         guard !host.isEmpty, !host.hasSuffix(".") else { return false }
         for scalar in host.unicodeScalars {
             if "/@?#\"\\".unicodeScalars.contains(scalar) { return false }

@@ -26,6 +26,14 @@ Usage: relay_cluster.py SCENARIO ARGS...
          the nodes; one room paired, chatted, registered and reconnected 3 times, with each node's
          relay_ws_upgrades_total before and after (which node served it)
   v1_again URL ORIGIN ROOM SECRET NODE_URL...   the same room rejoined (signed, both roles) twice
+  v1_parked URL ORIGIN COUNT NODE_URL...   (a round-robin proxy in front of a v1 cluster) COUNT rooms
+         paired and registered; each room's Mac then stays parked as iTerm2's does, rejoining
+         with a signed join 0.5 s after its socket ends and echoing every frame. Prints
+         {"ready": ...} once all are parked, then reads commands on stdin:
+         `check SECONDS`: every room's phone joins (signed) and exchanges a frame with its Mac,
+         retrying until SECONDS pass; prints {"reached", "rooms", "seconds", "last_refusals",
+         "mac_rejoins"}. `quit` (or end of input) stops and reports each node's sockets passed on
+         (relay_forwarded_total, scraped directly).
 """
 import asyncio
 import base64
@@ -364,6 +372,112 @@ async def v1_again(url, origin, r, secret_hex, node_urls):
     return {"cycles": cycles, "upgrades": [None if a is None or b is None else b - a for a, b in zip(before, after)]}
 
 
+def refusal_of(outcome):
+    """A refused join in a few words, for the report."""
+    if "close" in outcome:
+        return "close %s" % (outcome["close"],)
+    if "status" in outcome:
+        return "status %s" % outcome["status"]
+    if "error" in outcome:
+        return outcome["error"]
+    return "result %s" % (outcome.get("result"),)
+
+
+async def parked_mac(url, origin, r, secret, stats):
+    """A Mac that stays parked: rejoins 0.5 s after its socket ends, echoes every frame."""
+    key = rc.join_key(secret)
+    while True:
+        outcome = await join(url, r, "mac", key, origin)
+        ws = outcome.get("ws")
+        if ws is not None and outcome["result"].get("ok") is True:
+            stats["parked"].add(r)
+            try:
+                async for message in ws:
+                    await ws.send(message)
+            except ConnectionClosed:
+                pass
+            stats["parked"].discard(r)
+        elif ws is not None:
+            await ws.close()
+        stats["rejoins"] += 1
+        await asyncio.sleep(0.5)
+
+
+async def reach(url, origin, r, secret, seconds):
+    """The room's phone joins (signed) and gets a frame echoed by its Mac; retried every 0.3 s.
+    Returns (seconds taken or None, last refusal)."""
+    key = rc.join_key(secret)
+    started = time.monotonic()
+    last = None
+    while time.monotonic() - started < seconds:
+        outcome = await join(url, r, "phone", key, origin)
+        ws = outcome.get("ws")
+        if ws is not None:
+            if outcome["result"].get("ok") is True:
+                payload = os.urandom(32)
+                try:
+                    await ws.send(payload)
+                    echoed = await asyncio.wait_for(ws.recv(), 3)
+                except (ConnectionClosed, asyncio.TimeoutError) as error:
+                    echoed, last = None, type(error).__name__
+                await ws.close()
+                if echoed == payload:
+                    return time.monotonic() - started, last
+            else:
+                last = refusal_of(outcome)
+                await ws.close()
+        else:
+            last = refusal_of(outcome)
+        await asyncio.sleep(0.3)
+    return None, last
+
+
+def forwarded_sockets(node_urls):
+    """Each node's relay_forwarded_total{kind="socket",outcome="passed"} (0 before the first)."""
+    counts = []
+    for node in node_urls:
+        text = rc.scrape(node)[2]
+        prefix = 'relay_forwarded_total{kind="socket",outcome="passed"} '
+        counts.append(sum(int(float(line[len(prefix):])) for line in text.splitlines() if line.startswith(prefix)))
+    return counts
+
+
+async def v1_parked(url, origin, count, node_urls):
+    rooms = []
+    for _ in range(count):
+        r, secret = rc.room(), os.urandom(32)
+        mac = await join(url, r, "mac")
+        phone = await join(url, r, "phone")
+        token = phone.get("result", {}).get("registrationToken", "")
+        status = request(url, "/register", r, {"registrationToken": token, "verifier": rc.verifier_of(rc.join_key(secret))})[0]
+        for leg in (phone, mac):
+            if "ws" in leg:
+                await leg["ws"].close()
+        rooms.append((r, secret, status))
+    stats = {"parked": set(), "rejoins": 0}
+    macs = [asyncio.create_task(parked_mac(url, origin, r, secret, stats)) for r, secret, _ in rooms]
+    deadline = time.monotonic() + 20
+    while len(stats["parked"]) < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    print(json.dumps({"ready": len(stats["parked"]), "registered": [status for _, _, status in rooms]}), flush=True)
+    reader = asyncio.StreamReader()
+    await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    checks = 0
+    while True:
+        line = (await reader.readline()).decode().split()
+        if not line or line[0] == "quit":
+            break
+        if line[0] == "check":
+            results = await asyncio.gather(*(reach(url, origin, r, secret, float(line[1])) for r, secret, _ in rooms))
+            taken = [t for t, _ in results]
+            print(json.dumps({"reached": sum(1 for t in taken if t is not None), "rooms": count, "seconds": taken,
+                              "last_refusals": [last for t, last in results if t is None], "mac_rejoins": stats["rejoins"]}), flush=True)
+            checks += 1
+    for task in macs:
+        task.cancel()
+    return {"checks": checks, "forwarded": forwarded_sockets(node_urls)}
+
+
 if __name__ == "__main__":
     scenario, args = sys.argv[1], sys.argv[2:]
     if scenario == "register":
@@ -378,6 +492,8 @@ if __name__ == "__main__":
         result = asyncio.run(probe(json.loads(args[0]), args[1], args[2], float(args[3])))
     elif scenario == "v1":
         result = asyncio.run(v1(args[0], args[1], args[2:]))
+    elif scenario == "v1_parked":
+        result = asyncio.run(v1_parked(args[0], args[1], int(args[2]), args[3:]))
     elif scenario == "v1_again":
         result = asyncio.run(v1_again(args[0], args[1], args[2], args[3], args[4:]))
     else:

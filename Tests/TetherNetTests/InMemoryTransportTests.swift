@@ -145,7 +145,7 @@ private final class EchoThenRecord: WebSocketDelegate, @unchecked Sendable {
 }
 
 /// What a transport's delegate was told: bytes, the loop of each read, and events.
-private final class TransportLog: TransportDelegate, @unchecked Sendable {
+final class TransportLog: TransportDelegate, @unchecked Sendable {
     let bytes = Locked<[UInt8]>([])
     let loops = Locked<[Int]>([])
     let events = Locked<[String]>([])

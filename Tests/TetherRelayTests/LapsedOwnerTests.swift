@@ -18,17 +18,17 @@ final class LapsedOwnerTests: XCTestCase {
         let server = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore()) { _ in }
         XCTAssertTrue(server.sharding.adopt(try ShardMap(version: 2, ranges: [.init(low: 0, high: 32767, host: "a.example"),
                                                                            .init(low: 32768, high: 65535, host: "b.example")])))
-        XCTAssertEqual(server.misdirected(high)?.status, 421, "no leases: every owner counts as reachable")
-        XCTAssertEqual(server.misdirected(high)?.headers["x-relay-owner"], "b.example")
+        XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 421, "no leases: every owner counts as reachable")
+        XCTAssertEqual(server.route(high, ingress: .client).refusal?.headers["x-relay-owner"], "b.example")
 
         server.sharding.setLiveHosts(["a.example", "b.example"], at: server.clock.monotonicMs())
-        XCTAssertEqual(server.misdirected(high)?.status, 421)
+        XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 421)
 
         server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonicMs() - 4_000)
-        XCTAssertEqual(server.misdirected(high)?.status, 421, "a stale list of live hosts shows nobody lapsed")
+        XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 421, "a stale list of live hosts shows nobody lapsed")
 
         server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonicMs())
-        let refused = try XCTUnwrap(server.misdirected(high))
+        let refused = try XCTUnwrap(server.route(high, ingress: .client).refusal)
         XCTAssertEqual(refused.status, 503)
         XCTAssertEqual(refused.body, Array("owner unavailable".utf8))
         XCTAssertEqual(refused.headers["Retry-After"], "1")
@@ -45,11 +45,11 @@ final class LapsedOwnerTests: XCTestCase {
         configuration.origin = "https://a.example"
         let server = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore()) { _ in }
         let own = RoomName(header: String(repeating: "0", count: 64))!
-        XCTAssertNil(server.misdirected(own), "no leases: never fenced")
+        XCTAssertNil(server.route(own, ingress: .client).refusal, "no leases: never fenced")
         server.leaseSurelyLiveUntil.store(server.clock.monotonicMs() + 1_000, ordering: .relaxed)
-        XCTAssertNil(server.misdirected(own))
+        XCTAssertNil(server.route(own, ingress: .client).refusal)
         server.leaseSurelyLiveUntil.store(server.clock.monotonicMs() - 1, ordering: .relaxed)
-        XCTAssertEqual(server.misdirected(own)?.status, 503)
-        XCTAssertEqual(server.misdirected(high)?.status, 503)
+        XCTAssertEqual(server.route(own, ingress: .client).refusal?.status, 503)
+        XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 503)
     }
 }

@@ -357,7 +357,7 @@ extension RelayClusterEndToEndTests {
     /// machine substituted: the upstream servers (each keeping its health-check parameters), the
     /// listen address, the certificate and the log path. A substitution that no longer matches
     /// fails the test, so the file and the test cannot drift apart.
-    private func renderNginx(port: UInt16, upstreams: [UInt16], certificate: String, key: String, accessLog: String) throws -> String {
+    private func renderNginx(port: UInt16, upstreams: [UInt16], certificate: String, key: String, accessLog: String, roundRobin: Bool) throws -> String {
         let source = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("deploy/nginx/tether-relay-v1-cluster.conf"), encoding: .utf8)
         var lines: [String] = []
         var servers = 0
@@ -387,17 +387,18 @@ extension RelayClusterEndToEndTests {
                        "proxy_read_timeout 3600s;"] {
             XCTAssertTrue(text.contains(wanted), wanted)
         }
-        return text
+        // Round robin: nginx's default once the one hash line goes.
+        return roundRobin ? text.replacingOccurrences(of: "hash $http_x_relay_room consistent;", with: "") : text
     }
 
     /// Runs nginx in the foreground on `port` with the rendered config included from a minimal
     /// main config of the test's own (pid, error log and temporary files in the scratch directory).
-    private func startNginx(port: UInt16, upstreams: [UInt16], certificate: String, key: String) throws -> URL {
+    private func startNginx(port: UInt16, upstreams: [UInt16], certificate: String, key: String, roundRobin: Bool = false) throws -> URL {
         let directory = scratch.appendingPathComponent("nginx")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let site = directory.appendingPathComponent("tether-relay-v1-cluster.conf")
         try Data(try renderNginx(port: port, upstreams: upstreams, certificate: certificate, key: key,
-                                 accessLog: directory.appendingPathComponent("access.log").path).utf8).write(to: site)
+                                 accessLog: directory.appendingPathComponent("access.log").path, roundRobin: roundRobin).utf8).write(to: site)
         let d = directory.path
         let main = """
             worker_processes 1;
@@ -436,16 +437,22 @@ extension RelayClusterEndToEndTests {
         return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
     }
 
-    func testV1LinksThroughNginxKeepEachRoomOnOneNodeAndRepairOnAnotherWhenItDies() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.nginxBinary) else { throw XCTSkip("nginx is not installed (scripts/install-deps)") }
-        let server = try PostgresServer()
-        defer { server.shutdown() }
-        let database = try server.createDatabase()
+    /// A certificate for 127.0.0.1 (nginx's TLS in front of the nodes), in the scratch directory.
+    private func selfSignedCertificate() throws -> (certificate: String, key: String) {
         let certificate = scratch.appendingPathComponent("cert.pem").path, key = scratch.appendingPathComponent("key.pem").path
         let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                                                       "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
                                                       "-addext", "subjectAltName=IP:127.0.0.1"])
         XCTAssertEqual(made.status, 0, made.stderr)
+        return (certificate, key)
+    }
+
+    func testV1LinksThroughNginxKeepEachRoomOnOneNodeAndRepairOnAnotherWhenItDies() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.nginxBinary) else { throw XCTSkip("nginx is not installed (scripts/install-deps)") }
+        let server = try PostgresServer()
+        defer { server.shutdown() }
+        let database = try server.createDatabase()
+        let (certificate, key) = try selfSignedCertificate()
 
         // One origin for all nodes (nginx's), open mode, no shard map, one shared database.
         let nginxPort = RelayProcess.freePort()
@@ -500,6 +507,110 @@ extension RelayClusterEndToEndTests {
             XCTAssertFalse(node.logText.contains(first["room"] as? String ?? "-"))
             XCTAssertFalse(node.logText.contains("shard map version"), "v1 nodes run without a map")
             XCTAssertEqual(node.logLines.filter { !$0.hasPrefix("relay: ") && !$0.hasPrefix("relay ") }, [], "only the relay's own lines")
+        }
+    }
+}
+
+// MARK: v1: any node serves any room
+
+extension RelayClusterEndToEndTests {
+    static let clusterSecret = "a-cluster-secret-of-at-least-32-characters"
+
+    /// A v1 cluster node: the proxy's origin, open mode, a short lease, and a cluster listener
+    /// through which the other nodes pass it the rooms it owns.
+    private func startV1Forwarding(_ node: Node, clusterPort: UInt16, database: String, origin: String) throws {
+        try start(node, ["--relay-db", database, "--attest-required", "false", "--relay-origin", origin, "--relay-trust-proxy", "true",
+                         "--relay-ws-rate-limit", "0", "--relay-lease-ttl-ms", String(Self.leaseTTLms),
+                         "--relay-node-url", "http://127.0.0.1:\(clusterPort)", "--relay-cluster-port", String(clusterPort),
+                         "--relay-cluster-secret", Self.clusterSecret])
+    }
+
+    /// The buckets `node` owns by its latest adopted map among its log lines from `from` on.
+    private func ownedBuckets(_ node: Node, from: Int = 0) -> Int? {
+        node.logLines.dropFirst(from).last { $0.hasPrefix("relay: shard map version ") && $0.contains(" adopted; ") }
+            .flatMap { line in line.range(of: " owns ").flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) } }
+    }
+
+    private func waitUntilOwning(_ node: Node, from: Int = 0, within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        repeat {
+            if (ownedBuckets(node, from: from) ?? 0) > 0 { return true }
+            usleep(100_000)
+        } while Date() < deadline
+        return false
+    }
+
+    /// `v1_parked`'s `check`: every room's phone reaches its parked Mac within `seconds`.
+    private func check(_ driver: PythonProcess, rooms: Int, within seconds: Int, _ what: String) throws -> [Double] {
+        try driver.input.fileHandleForWriting.write(contentsOf: Data("check \(seconds)\n".utf8))
+        let line = driver.output.fileHandleForReading.readFirstLine()
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(what): \(line)")
+        XCTAssertEqual(report["reached"] as? Int, rooms, "\(what): phones that reached their Mac (\(report["last_refusals"] ?? []))")
+        return (report["seconds"] as? [Any] ?? []).compactMap { $0 as? Double }
+    }
+
+    /// The issue's measure: v1 rooms behind a plain round-robin proxy, Macs parked as iTerm2's are,
+    /// node restarts (graceful, and kill -9 with a failover and the share given back): after each,
+    /// every room's phone reaches its Mac. `TETHER_TEST_V1_RESTARTS` sets the count (default 3).
+    func testV1RoomsBehindARoundRobinProxyReachTheirMacsThroughEveryNodeRestart() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.nginxBinary) else { throw XCTSkip("nginx is not installed (scripts/install-deps)") }
+        let server = try PostgresServer()
+        defer { server.shutdown() }
+        let database = try server.createDatabase()
+        let (certificate, key) = try selfSignedCertificate()
+        let nginxPort = RelayProcess.freePort()
+        let origin = "https://127.0.0.1:\(nginxPort)"
+        let cluster = makeNodes(3)
+        let clusterPorts = cluster.map { _ in RelayProcess.freePort() }
+        for (node, port) in zip(cluster, clusterPorts) { try startV1Forwarding(node, clusterPort: port, database: database, origin: origin) }
+        XCTAssertNotNil(cluster[0].logLines.first { $0.hasPrefix("relay: no shard map yet; published version 1 with this node") }, cluster[0].logText)
+        // The others take their shares by themselves once settled (2 leases + 5 s).
+        for node in cluster { XCTAssertTrue(waitUntilOwning(node, within: 30), node.logText) }
+        _ = try startNginx(port: nginxPort, upstreams: cluster.map(\.port), certificate: certificate, key: key, roundRobin: true)
+        setenv("TETHER_TEST_CA", certificate, 1)
+        defer { unsetenv("TETHER_TEST_CA") }
+
+        let rooms = 24
+        let restarts = Int(ProcessInfo.processInfo.environment["TETHER_TEST_V1_RESTARTS"] ?? "") ?? 3
+        let driver = try PythonProcess(script: "relay_cluster.py", arguments: ["v1_parked", "wss://127.0.0.1:\(nginxPort)/", origin, String(rooms)] + cluster.map(\.url),
+                                       timeout: 120 + Double(restarts) * 90)
+        let ready = driver.output.fileHandleForReading.readFirstLine()
+        guard ready.hasPrefix(#"{"ready": \#(rooms), "registered": [200"#) else {
+            driver.process.terminate()
+            return XCTFail("\(ready)\n\(String(decoding: driver.errors.fileHandleForReading.readDataToEndOfFile().suffix(3000), as: UTF8.self))")
+        }
+        var taken = try check(driver, rooms: rooms, within: 15, "before any restart")
+        for round in 0..<restarts {
+            let node = cluster[round % cluster.count]
+            let mark = node.logLines.count
+            if round % 2 == 0 {
+                // A deploy: SIGTERM and straight back, within the lease: no bucket moves.
+                node.process.interrupt()
+                node.process.waitUntilExit()
+            } else {
+                // A crash: the lease lapses, a survivor takes the buckets, the node comes back
+                // and gets its share back once settled.
+                kill9(node)
+                let lapsed = "relay: lease lapsed for 127.0.0.1:\(clusterPorts[round % cluster.count])"
+                let deadline = Date().addingTimeInterval(15)
+                while !cluster.contains(where: { $0 !== node && $0.logText.contains(lapsed) }), Date() < deadline { usleep(100_000) }
+                XCTAssertTrue(cluster.contains { $0 !== node && $0.logText.contains(lapsed) }, "restart \(round + 1): a survivor failed the node over")
+            }
+            try startV1Forwarding(node, clusterPort: clusterPorts[round % cluster.count], database: database, origin: origin)
+            taken += try check(driver, rooms: rooms, within: 30, "restart \(round + 1), at once")
+            XCTAssertTrue(waitUntilOwning(node, from: mark, within: 30), "restart \(round + 1): the node serves a share again\n\(node.logText)")
+            taken += try check(driver, rooms: rooms, within: 30, "restart \(round + 1), once it serves its share")
+        }
+        try driver.input.fileHandleForWriting.write(contentsOf: Data("quit\n".utf8))
+        let last = driver.output.fileHandleForReading.readFirstLine()
+        driver.process.waitUntilExit()
+        let sorted = taken.sorted()
+        print("v1 round robin: \(restarts) restarts, \(sorted.count) phone checks, all reached; seconds to reach: median \(sorted[sorted.count / 2]), max \(sorted.last ?? 0)")
+        let forwarded = ((try? JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])?["forwarded"] as? [Int]) ?? []
+        XCTAssertGreaterThan(forwarded.reduce(0, +), 0, "round robin sends sockets to nodes that pass them on: \(last)")
+        for node in cluster {
+            XCTAssertEqual(node.logLines.filter { !$0.hasPrefix("relay: ") && !$0.hasPrefix("relay ") }, [], "only the relay's own lines")
+            XCTAssertFalse(node.logText.contains(Self.clusterSecret), "the secret is never logged")
         }
     }
 }

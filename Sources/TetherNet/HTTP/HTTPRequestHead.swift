@@ -25,6 +25,15 @@ public struct HTTPRequestHead: Sendable, Hashable {
 
     /// True for a WebSocket upgrade attempt (`Upgrade: websocket`).
     public var isWebSocketUpgrade: Bool { headers.containsToken("websocket", in: "Upgrade") }
+
+    /// The head on the wire again (request line, fields in their order, blank line), for passing
+    /// a request on: the parser admitted every name and value, so each is written as it came.
+    public func serialized() -> [UInt8] {
+        var text = "\(method) \(target) \(version)\r\n"
+        for field in headers { text += "\(field.name): \(field.value)\r\n" }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
 }
 
 public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {

@@ -15,6 +15,10 @@ public enum WebSocketUpgradeDecision {
     case refuse(HTTPResponse)
     /// Send the 101 and hand the TCP connection (and any bytes after the handshake) to `open`.
     case accept((any Transport, [UInt8]) -> Void)
+    /// Send nothing and hand the connection over as it stands — the request unanswered, any
+    /// bytes after its head with it — to `take`, which answers it from elsewhere (a relay node
+    /// passing the socket to the node that serves its room: the 101 or refusal comes from there).
+    case handOver((any Transport, [UInt8]) -> Void)
 }
 
 /// The application behind an `HTTPServer`. Called on the connection's loop thread.
@@ -355,18 +359,25 @@ final class HTTPServerConnection: TransportDelegate {
                 if case let .refuse(response) = handshake { reply(response, closing: true) }
                 return
             }
-            upgraded = true
-            if let timer { connection.loop.cancel(timer) }
-            if let stallTimer { connection.loop.cancel(stallTimer) }
-            // The socket's owner bounds its output from here (`WebSocketConnection` does).
-            if !pauses.isEmpty { connection.resumeReading() }
             connection.write(switching.serialized())
-            let leftover = parser.takeUnparsed()
-            connection.delegate = nil
-            connections.remove(self)
-            left()
-            open(connection, leftover)
+            release(to: open)
+        case let .handOver(take):
+            release(to: take)
         }
+    }
+
+    /// The connection leaves HTTP: its new owner bounds its output from here (`WebSocketConnection`
+    /// or a pipe does) and gets whatever was read past the head.
+    private func release(to owner: (any Transport, [UInt8]) -> Void) {
+        upgraded = true
+        if let timer { connection.loop.cancel(timer) }
+        if let stallTimer { connection.loop.cancel(stallTimer) }
+        if !pauses.isEmpty { connection.resumeReading() }
+        let leftover = parser.takeUnparsed()
+        connection.delegate = nil
+        connections.remove(self)
+        left()
+        owner(connection, leftover)
     }
 
     func transportDidClose(_ connection: any Transport, error: NetError?) {

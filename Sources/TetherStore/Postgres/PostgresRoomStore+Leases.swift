@@ -42,20 +42,22 @@ extension PostgresRoomStore: NodeLeases {
                                 WHERE host = $1 AND lease_expires_at > now() AND renewed_at > now() - $2 * interval '1 millisecond')
                     SELECT n.host, n.lease_expires_at > now(),
                            n.lease_expires_at <= now() AND (me.renewed_since <= n.renewed_at OR me.renewed_since <= now() - $3 * interval '1 millisecond'),
-                           n.failed_over_at IS NOT NULL AND n.lease_expires_at > now() AND n.renewed_since <= now() - $4 * interval '1 millisecond'
+                           n.lease_expires_at > now() AND n.renewed_since <= now() - $4 * interval '1 millisecond',
+                           n.failed_over_at IS NOT NULL
                     FROM relay_nodes n, me
                     """, [host, String(rules.continuityMs), String(rules.settledMs), String(rules.restoreAfterMs)]).rows
+                let mapped = Set(map.hosts)
                 var live: [String] = [], dead: Set<String> = [], owed: Set<String> = []
                 for row in rows {
                     guard let node = row[0] else { continue }
                     if row[1] == "t" { live.append(node) }
                     if row[2] == "t" { dead.insert(node) }
-                    if row[3] == "t" { owed.insert(node) }
+                    // Settled, and either failed over or (when the rules place new nodes) unmapped.
+                    if row[3] == "t", row[4] == "t" || (rules.placesNewNodes && !mapped.contains(node)) { owed.insert(node) }
                 }
                 // Only a host that held a lease and let it lapse is dead: one that never started
                 // is the operator's to place. Heirs are the live nodes that serve buckets now (a
                 // node that came back joins with none), or every live node if none does.
-                let mapped = Set(map.hosts)
                 let serving = live.filter { mapped.contains($0) }
                 let round: LeaseRound
                 let lapsed = dead.intersection(mapped)
