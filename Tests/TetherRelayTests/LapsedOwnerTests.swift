@@ -52,4 +52,41 @@ final class LapsedOwnerTests: XCTestCase {
         XCTAssertEqual(server.route(own, ingress: .client).refusal?.status, 503)
         XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 503)
     }
+
+    /// A v1 cluster: a room another live node owns is passed on, not refused; one another node
+    /// passed here is never passed again; the cluster fields are believed only with the secret.
+    func testAV1ClusterPassesForeignRoomsOnOnceAndBelievesOnlyItsOwnSecret() throws {
+        let group = try EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        var configuration = RelayConfiguration()
+        configuration.origin = "https://relay.example"
+        let secret = String(repeating: "k", count: 40)
+        configuration.cluster = RelayClusterSettings(node: "10.0.0.1:8788", secret: Array(secret.utf8))
+        let server = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore()) { _ in }
+        XCTAssertTrue(server.sharding.adopt(try ShardMap(version: 2, ranges: [.init(low: 0, high: 32767, host: "10.0.0.1:8788"),
+                                                                           .init(low: 32768, high: 65535, host: "10.0.0.2:8788")])))
+        guard case let .forward(owner) = server.route(high, ingress: .client) else { return XCTFail("passed on") }
+        XCTAssertEqual(owner, "10.0.0.2:8788")
+        XCTAssertEqual(server.route(high, ingress: .node(clientIP: "192.0.2.1")).refusal?.status, 503, "never passed twice")
+        XCTAssertEqual(server.route(RoomName(header: String(repeating: "0", count: 64))!, ingress: .node(clientIP: "192.0.2.1")).refusal, nil)
+
+        var head = HTTPRequestHead(method: "GET", target: "/")
+        head.headers.add(RelayServer.clusterClientField, "198.51.100.7")      // a client posing as a node
+        head.headers.add(RelayServer.clusterSecretField, "guess")
+        XCTAssertNil(server.nodeIngress(head), "a wrong secret")
+        let passed = server.passedHead(head, clientIP: "192.0.2.1", keepingHopByHop: true)
+        XCTAssertEqual(passed.headers.values(RelayServer.clusterClientField), ["192.0.2.1"], "the client's own copy is dropped")
+        XCTAssertEqual(server.nodeIngress(passed), .node(clientIP: "192.0.2.1"))
+        var twice = passed
+        twice.headers.add(RelayServer.clusterSecretField, secret)
+        XCTAssertNil(server.nodeIngress(twice), "exactly one secret")
+        var long = head
+        long.headers.remove(RelayServer.clusterSecretField)
+        long.headers.remove(RelayServer.clusterClientField)
+        long.headers.add(RelayServer.clusterSecretField, secret)
+        long.headers.add(RelayServer.clusterClientField, String(repeating: "1", count: 65))
+        XCTAssertNil(server.nodeIngress(long), "a client key is an address, not a payload")
+        XCTAssertEqual(RelayServer.nodeAddress("[::1]:8788")?.host, "::1")
+        XCTAssertEqual(RelayServer.nodeAddress("10.0.0.2:8788")?.port, 8788)
+    }
 }

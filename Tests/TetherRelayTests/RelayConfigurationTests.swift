@@ -36,6 +36,27 @@ final class RelayConfigurationTests: XCTestCase {
     }
 
     /// A lease shorter than three renewals lapses on one late renewal: refused at start.
+    /// A v1 cluster node: its map name from RELAY_NODE_URL, and everything it needs or a refusal
+    /// naming what is missing.
+    func testAV1ClusterNodeNeedsItsURLASharedDatabaseAListenerAndALongSecret() throws {
+        let cluster = production.merging(["RELAY_DB": "postgres://tether@db.internal/tether", "RELAY_NODE_URL": "http://10.0.0.11:8788",
+                                          "RELAY_CLUSTER_PORT": "8788", "RELAY_CLUSTER_HOST": "10.0.0.11",
+                                          "RELAY_CLUSTER_SECRET": String(repeating: "s", count: 32)]) { $1 }
+        let settings = try XCTUnwrap(try load(cluster).0.cluster)
+        XCTAssertEqual(settings.node, "10.0.0.11:8788")
+        XCTAssertEqual(settings.host, "10.0.0.11")
+        XCTAssertEqual(settings.port, 8788)
+        XCTAssertNil(try load(production).0.cluster, "off unless RELAY_NODE_URL is set")
+        XCTAssertEqual(try load(cluster.merging(["RELAY_NODE_URL": "http://[::1]:8788/"]) { $1 }).0.cluster?.node, "[::1]:8788")
+        for url in ["https://10.0.0.11:8788", "http://10.0.0.11", "http://10.0.0.11:8788/cluster", "http://Node1:8788", "http://10.0.0.11:0"] {
+            assertRefused(cluster.merging(["RELAY_NODE_URL": url]) { $1 }, naming: "RELAY_NODE_URL")
+        }
+        assertRefused(cluster.merging(["RELAY_DB": "relay.db"]) { $1 }, naming: "RELAY_DB")
+        assertRefused(cluster.filter { $0.key != "RELAY_CLUSTER_PORT" }, naming: "RELAY_CLUSTER_PORT")
+        assertRefused(cluster.merging(["RELAY_CLUSTER_SECRET": String(repeating: "s", count: 31)]) { $1 }, naming: "RELAY_CLUSTER_SECRET")
+        assertRefused(cluster.filter { $0.key != "RELAY_CLUSTER_SECRET" }, naming: "RELAY_CLUSTER_SECRET")
+    }
+
     func testALeaseShorterThanThreeRenewalsIsRefused() throws {
         assertRefused(production.merging(["RELAY_LEASE_TTL_MS": "2999"]) { $1 }, naming: "RELAY_LEASE_TTL_MS")
         XCTAssertThrowsError(try load(production.merging(["RELAY_LEASE_TTL_MS": "2999"]) { $1 })) { error in
