@@ -130,21 +130,28 @@ extension EndpointContext {
 
     /// Sleeps `seconds`, but on a v2 link (a shard map) refetches the map meanwhile and returns as
     /// soon as it names another owner for the room than when the wait began: the client then
-    /// reconnects to the new owner at once instead of at the end of its back-off.
-    func pause(_ seconds: Double, watching resolver: RelayResolver, _ name: RoomName) async {
+    /// reconnects to the new owner at once instead of at the end of its back-off. True when it
+    /// returned for that reason: the caller starts its back-off over, since failures before the
+    /// move said nothing about the new owner.
+    @discardableResult
+    func pause(_ seconds: Double, watching resolver: RelayResolver, _ name: RoomName) async -> Bool {
         guard case .resolved = resolver.transport, seconds > Self.mapWatchSeconds,
-              let before = try? await resolver.origin(for: name) else { return await pause(seconds) }
+              let before = try? await resolver.origin(for: name) else {
+            await pause(seconds)
+            return false
+        }
         let clock = ContinuousClock()
         let start = clock.now
         var interval = Self.mapWatchSeconds
         while !Task.isCancelled {
             let elapsed = Self.seconds(clock.now - start)
-            guard elapsed < seconds else { return }
+            guard elapsed < seconds else { return false }
             // Jitter spreads the fetches of every client that lost the same node at once.
             await pause(min(seconds - elapsed, interval * Double.random(in: 1...1.5)))
-            if let owner = try? await resolver.origin(for: name, forceFresh: true), owner != before { return }
+            if let owner = try? await resolver.origin(for: name, forceFresh: true), owner != before { return true }
             if Self.seconds(clock.now - start) >= Self.mapWatchFastSeconds { interval = min(Self.mapWatchLongestSeconds, interval * 1.5) }
         }
+        return false
     }
 
     private static func seconds(_ duration: Duration) -> Double {

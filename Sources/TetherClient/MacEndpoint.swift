@@ -89,7 +89,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 let delay = min(Self.reparkDelay(failures: failures), max(0, remaining))
                 failures += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
-                await context.pause(delay, watching: resolver, link.roomName)
+                if await context.pause(delay, watching: resolver, link.roomName) { failures = 0 }
                 continue
             }
             everParked = true
@@ -278,7 +278,10 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
         let delay = signal.fixedDelaySeconds ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : Self.reparkDelay(failures: failures))
         failures += 1
         events(.disconnected(reason: error.description, retryIn: delay))
-        await context.pause(delay, watching: resolver, name)
+        if await context.pause(delay, watching: resolver, name) {
+            failures = 0
+            reshardBackoff.reset()
+        }
     }
 
     // MARK: Plumbing

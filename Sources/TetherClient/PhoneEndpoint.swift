@@ -57,6 +57,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         let resolver = RelayResolver(transport: link.transport, loop: context.loop, tls: context.tls, versionFloor: state.shardMapVersionFloor)
         var backoff = ReconnectBackoff()
         var resolved = false
+        var movedAt: ContinuousClock.Instant?
         while !Task.isCancelled {
             guard (try? state.phonePairing()) != nil else { throw .notPaired }
             do throws(CompanionError) {
@@ -68,7 +69,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
                 backoff.reset()
                 try await session(connection, backoff: &backoff)
             } catch {
-                try await wait(after: error, backoff: &backoff, watching: resolver, link.roomName)
+                try await wait(after: error, backoff: &backoff, movedAt: &movedAt, watching: resolver, link.roomName)
             }
         }
     }
@@ -227,17 +228,31 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         backoff = local
     }
 
-    private func wait(after error: CompanionError, backoff: inout ReconnectBackoff, watching resolver: RelayResolver,
-                      _ name: RoomName) async throws(CompanionError) {
+    /// How long after following its room to a new owner the phone retries `mac offline` every
+    /// `macCatchUpDelay` instead of backing off: both ends lost the same node and raced to the new
+    /// owner, and the Mac parks there a moment after the phone when it loses the race.
+    static let macCatchUpSeconds = 5.0
+    static let macCatchUpDelay = 0.5
+
+    private func wait(after error: CompanionError, backoff: inout ReconnectBackoff, movedAt: inout ContinuousClock.Instant?,
+                      watching resolver: RelayResolver, _ name: RoomName) async throws(CompanionError) {
         if case let .relay(.refused(reason)) = error, reason == "ticket required" {
             // Attestation mode asks a signed phone for a ticket only when the room is no longer
             // established: it was deleted or reaped.
             throw .needsRepairing(reason)
         }
         if case let .relay(.closed(_, reason)) = error { try checkRoomExists(closeReason: reason) }
+        let catchingUp = movedAt.map { ContinuousClock.now - $0 < .seconds(Self.macCatchUpSeconds) } ?? false
+        if catchingUp, case .relay(.refused("mac offline")) = error {
+            events(.disconnected(reason: error.description, retryIn: Self.macCatchUpDelay))
+            return await context.pause(Self.macCatchUpDelay)
+        }
         guard let delay = EndpointContext.retryDelay(after: error.signal, backoff: &backoff) else { throw error }
         events(.disconnected(reason: error.description, retryIn: delay))
-        await context.pause(delay, watching: resolver, name)
+        if await context.pause(delay, watching: resolver, name) {
+            backoff.reset()
+            movedAt = .now
+        }
     }
 
     // MARK: Plumbing

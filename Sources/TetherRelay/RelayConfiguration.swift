@@ -214,8 +214,9 @@ extension RelayConfiguration {
             throw .init(variable: "RELAY_DB", message: "RELAY_NODE_URL needs a postgres:// URL every node shares (the shard map and leases live there)")
         }
         guard let port = try values.value(of: S.clusterPort) else { throw .init(variable: "RELAY_CLUSTER_PORT", message: "required with RELAY_NODE_URL") }
-        guard let secret = try values.value(of: S.clusterSecret), secret.utf8.count >= 32 else {
-            throw .init(variable: "RELAY_CLUSTER_SECRET", message: "required with RELAY_NODE_URL: at least 32 characters, the same on every node")
+        // It travels as a header value: visible ASCII only, so nothing in it can end the field.
+        guard let secret = try values.value(of: S.clusterSecret), secret.utf8.count >= 32, secret.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            throw .init(variable: "RELAY_CLUSTER_SECRET", message: "required with RELAY_NODE_URL: at least 32 visible ASCII characters (no spaces), the same on every node")
         }
         return RelayClusterSettings(node: node, host: try values.value(of: S.clusterHost), port: port, secret: Array(secret.utf8))
     }

@@ -91,7 +91,7 @@ public enum RelaySetting {
     static let clusterPort = Setting<UInt16?>("RELAY_CLUSTER_PORT", default: nil, defaultText: "(with RELAY_NODE_URL: required)", parser: .optionalPort,
                                               help: "cluster listener port")
     static let clusterSecret = Setting<String?>("RELAY_CLUSTER_SECRET", defaultText: "(with RELAY_NODE_URL: required)",
-                                                help: "at least 32 characters every node shares; a node passing on a socket or request presents it (never logged)")
+                                                help: "at least 32 visible ASCII characters every node shares; a node passing on a socket or request presents it (never logged)")
     static let tlsCertificate = Setting<String?>("RELAY_TLS_CERT", extraFlags: [.init("--tls-cert", needs: "a file path")], parser: .readableFile,
                                                  help: "serve TLS with this PEM chain")
     static let tlsKey = Setting<String?>("RELAY_TLS_KEY", extraFlags: [.init("--tls-key", needs: "a file path")], parser: .readableFile,

@@ -447,16 +447,29 @@ extension RelayClusterEndToEndTests {
         return (certificate, key)
     }
 
-    func testV1LinksThroughNginxKeepEachRoomOnOneNodeAndRepairOnAnotherWhenItDies() throws {
+    /// What a v1 test runs on: PostgreSQL, a certificate for nginx and the one origin every node
+    /// shares (nginx's).
+    struct V1Setting {
+        let server: PostgresServer
+        let database: String
+        let certificate: String, key: String
+        let nginxPort: UInt16
+        var origin: String { "https://127.0.0.1:\(nginxPort)" }
+    }
+
+    private func v1Setting() throws -> V1Setting {
         guard FileManager.default.isExecutableFile(atPath: Self.nginxBinary) else { throw XCTSkip("nginx is not installed (scripts/install-deps)") }
         let server = try PostgresServer()
-        defer { server.shutdown() }
-        let database = try server.createDatabase()
         let (certificate, key) = try selfSignedCertificate()
+        return V1Setting(server: server, database: try server.createDatabase(), certificate: certificate, key: key, nginxPort: RelayProcess.freePort())
+    }
+
+    func testV1LinksThroughNginxKeepEachRoomOnOneNodeAndRepairOnAnotherWhenItDies() throws {
+        let setting = try v1Setting()
+        defer { setting.server.shutdown() }
+        let (database, certificate, key, nginxPort, origin) = (setting.database, setting.certificate, setting.key, setting.nginxPort, setting.origin)
 
         // One origin for all nodes (nginx's), open mode, no shard map, one shared database.
-        let nginxPort = RelayProcess.freePort()
-        let origin = "https://127.0.0.1:\(nginxPort)"
         let cluster = makeNodes(3)
         for node in cluster {
             try start(node, ["--relay-db", database, "--attest-required", "false", "--relay-origin", origin,
@@ -553,13 +566,9 @@ extension RelayClusterEndToEndTests {
     /// node restarts (graceful, and kill -9 with a failover and the share given back): after each,
     /// every room's phone reaches its Mac. `TETHER_TEST_V1_RESTARTS` sets the count (default 3).
     func testV1RoomsBehindARoundRobinProxyReachTheirMacsThroughEveryNodeRestart() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.nginxBinary) else { throw XCTSkip("nginx is not installed (scripts/install-deps)") }
-        let server = try PostgresServer()
-        defer { server.shutdown() }
-        let database = try server.createDatabase()
-        let (certificate, key) = try selfSignedCertificate()
-        let nginxPort = RelayProcess.freePort()
-        let origin = "https://127.0.0.1:\(nginxPort)"
+        let setting = try v1Setting()
+        defer { setting.server.shutdown() }
+        let (database, certificate, key, nginxPort, origin) = (setting.database, setting.certificate, setting.key, setting.nginxPort, setting.origin)
         let cluster = makeNodes(3)
         let clusterPorts = cluster.map { _ in RelayProcess.freePort() }
         for (node, port) in zip(cluster, clusterPorts) { try startV1Forwarding(node, clusterPort: port, database: database, origin: origin) }

@@ -55,6 +55,7 @@ final class RelayConfigurationTests: XCTestCase {
         assertRefused(cluster.filter { $0.key != "RELAY_CLUSTER_PORT" }, naming: "RELAY_CLUSTER_PORT")
         assertRefused(cluster.merging(["RELAY_CLUSTER_SECRET": String(repeating: "s", count: 31)]) { $1 }, naming: "RELAY_CLUSTER_SECRET")
         assertRefused(cluster.filter { $0.key != "RELAY_CLUSTER_SECRET" }, naming: "RELAY_CLUSTER_SECRET")
+        assertRefused(cluster.merging(["RELAY_CLUSTER_SECRET": String(repeating: "s", count: 32) + "\r\nx: y"]) { $1 }, naming: "RELAY_CLUSTER_SECRET")
     }
 
     func testALeaseShorterThanThreeRenewalsIsRefused() throws {
