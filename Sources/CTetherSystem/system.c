@@ -108,28 +108,6 @@ ssize_t tether_send(int fd, const void *buf, size_t len) { return send(fd, buf, 
 
 #include <signal.h>
 
-static volatile int sighup_fd = -1;
-
-static void on_sighup(int signo) {
-    (void)signo;
-    int saved = errno;
-    uint64_t one = 1;
-    if (sighup_fd >= 0) { ssize_t ignored = write(sighup_fd, &one, sizeof one); (void)ignored; }
-    errno = saved;
-}
-
-int tether_sighup_to_eventfd(int fd) {
-    sighup_fd = fd;
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = on_sighup;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    return sigaction(SIGHUP, &action, NULL);
-}
-
-int tether_eventfd_create_blocking(void) { return eventfd(0, EFD_CLOEXEC); }
-
 int tether_usable_cpus(void) {
     cpu_set_t set;
     CPU_ZERO(&set);

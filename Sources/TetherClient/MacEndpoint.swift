@@ -16,7 +16,8 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
 
     /// Where a new pairing lives (ignored once paired: the stored pairing names its relay).
     public let transport: PairingLink.Transport?
-    public var pairingLinkLifetime = MacEndpoint.pairingLinkLifetime
+    /// How long this endpoint's pairing link lives (set once, at init).
+    public let pairingLinkLifetime: Double
     private let enterCode: @Sendable (Int) async -> String?
     /// Whether any park has succeeded in this run: before that, an unreachable relay is the
     /// user's mistake to hear about at once (a wrong URL), not something to wait out.
@@ -25,8 +26,10 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     private var lastPushStatus: PushStatus?
 
     /// `enterCode(attempt)` returns the code the user typed, or nil if no more input will come.
-    public init(context: EndpointContext, transport: PairingLink.Transport?, enterCode: @escaping @Sendable (Int) async -> String?) {
+    public init(context: EndpointContext, transport: PairingLink.Transport?, pairingLinkLifetime: Double = MacEndpoint.pairingLinkLifetime,
+                enterCode: @escaping @Sendable (Int) async -> String?) {
         self.transport = transport
+        self.pairingLinkLifetime = pairingLinkLifetime
         self.enterCode = enterCode
         super.init(context: context)
     }

@@ -1,5 +1,6 @@
 public import TetherCrypto
 import TetherNoise
+import TetherSync
 import TetherWire
 
 /// Why the end-to-end channel failed. Any failure ends the channel: the caller reconnects and
@@ -13,6 +14,9 @@ public enum SecureChannelError: Error, Equatable, Sendable, CustomStringConverti
     case closed
     /// A transport message failed authentication: dropped, reordered, replayed or altered.
     case authenticationFailed
+    /// `receive()` was called while another call was still waiting: frames are one ordered
+    /// stream, so the channel has exactly one reader at a time.
+    case receiveInProgress
 
     public var description: String {
         switch self {
@@ -20,6 +24,7 @@ public enum SecureChannelError: Error, Equatable, Sendable, CustomStringConverti
         case .unexpectedPeer: "the peer is not the paired device"
         case .closed: "the connection closed"
         case .authenticationFailed: "a message failed authentication; reconnecting"
+        case .receiveInProgress: "another receive is already waiting on this channel"
         }
     }
 }
@@ -39,9 +44,12 @@ public final class SecureChannel: @unchecked Sendable {
 
     private let socket: AdmittedSocket
     private let sender: NoiseFrameSender
+    // The receive side: touched only by the one `receive()` call in progress, which `reading`
+    // admits (one reader at a time is the channel's rule, checked, not assumed).
     private var receiver: NoiseFrameReceiver
     private var inbound: InboundFrames.AsyncIterator
     private var failed = false
+    private let reading = Locked(false)
 
     private init(socket: AdmittedSocket, inbound: InboundFrames.AsyncIterator, transport: NoiseTransport) throws(SecureChannelError) {
         guard let sending = transport.sending, let receiving = transport.receiving else { throw .handshakeFailed("no transport keys") }
@@ -113,8 +121,14 @@ public final class SecureChannel: @unchecked Sendable {
     }
 
     /// The next application frame; nil once the socket has closed. After an authentication
-    /// failure the socket is closed and every later call fails too.
+    /// failure the socket is closed and every later call fails too. One caller at a time: a
+    /// call made while another waits fails with `receiveInProgress`, touching nothing.
     public func receive() async throws(SecureChannelError) -> [UInt8]? {
+        guard reading.withLock({ busy in
+            defer { busy = true }
+            return !busy
+        }) else { throw .receiveInProgress }
+        defer { reading.withLock { $0 = false } }
         guard !failed else { throw .authenticationFailed }
         while let message = await inbound.next() {
             do {

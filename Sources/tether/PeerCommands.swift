@@ -275,8 +275,7 @@ func runMacCommand(_ arguments: [String]) async -> Never {
        let advertised = await RelayIdentity.origin(of: origin, loop: group.next(), tls: options.tls()), advertised != origin {
         fail("mac: the relay at \(origin) signs with the origin \(advertised); pair with --relay \(advertised) (a link with another spelling would pair, then fail every reconnect)", code: 1)
     }
-    let mac = MacEndpoint(context: context, transport: transport) { _ in await lines.next() }
-    mac.pairingLinkLifetime = linkLifetime
+    let mac = MacEndpoint(context: context, transport: transport, pairingLinkLifetime: linkLifetime) { _ in await lines.next() }
     chat.send = { mac.send($0) }
     await runPeer(console: console, endpoint: mac, lines: lines) { () throws(CompanionError) in try await mac.run() }
 }

@@ -51,6 +51,26 @@ final class SecureChannelTests: RelayTestCase {
         XCTAssertNil(end, "the peer left")
     }
 
+    func testASecondReceiveWhileOneWaitsIsRefusedAndTheFirstStillGetsItsFrame() async throws {
+        let pair = try await connect()
+        let mac = pair.mac
+        let waiting = Task { try await mac.receive() }
+        // Let the first call reach its wait before the second arrives.
+        try await Task.sleep(nanoseconds: 100_000_000)
+        do {
+            _ = try await mac.receive()
+            XCTFail("a second reader is refused")
+        } catch {
+            XCTAssertEqual(error, .receiveInProgress)
+        }
+        try pair.phone.send(Array("one".utf8))
+        let first = try await waiting.value
+        XCTAssertEqual(first, Array("one".utf8), "the waiting call was not disturbed")
+        try pair.phone.send(Array("two".utf8))
+        let next = try await mac.receive()
+        XCTAssertEqual(next, Array("two".utf8), "once it returned, the next call reads on")
+    }
+
     func testAWrongMacKeyOrPairingIDFailsTheHandshake() async throws {
         do {
             _ = try await connect(believed: X25519.PrivateKey().publicKey)

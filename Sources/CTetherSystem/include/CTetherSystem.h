@@ -58,11 +58,6 @@ int tether_socket_error(int fd);
 /// send() without SIGPIPE.
 ssize_t tether_send(int fd, const void *buf, size_t len);
 
-/// Installs a SIGHUP handler that writes to `eventfd` (async-signal-safe) each time the signal
-/// arrives, so a thread can wait for it with a blocking read. Returns 0 or -1.
-int tether_sighup_to_eventfd(int eventfd);
-/// A blocking (not non-blocking) close-on-exec eventfd.
-int tether_eventfd_create_blocking(void);
 
 /// CPUs this process may run on (its affinity mask: taskset, cpusets), at least 1; the online
 /// count if the mask cannot be read.

@@ -108,20 +108,6 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
         try load(certificateChainPath: chain, privateKeyPath: key)
     }
 
-    /// Reloads whenever the process receives SIGHUP (errors are reported to `onError`).
-    /// The signal handler only writes to an eventfd; a watcher thread does the reload.
-    public func reloadOnSIGHUP(onError: @escaping @Sendable (TLSError) -> Void = { _ in }) {
-        let fd = tether_eventfd_create_blocking()
-        guard fd >= 0, tether_sighup_to_eventfd(fd) == 0 else { return onError(.configuration("cannot watch SIGHUP")) }
-        Thread.detachNewThread { [weak self] in
-            var count: UInt64 = 0
-            while read(fd, &count, MemoryLayout<UInt64>.size) == MemoryLayout<UInt64>.size {
-                guard let self else { return }
-                do throws(TLSError) { try self.reload() } catch { onError(error) }
-            }
-        }
-    }
-
     var context: SSLContextBox { lock.withLock { current } }
 }
 
