@@ -92,7 +92,7 @@ let package = Package(
 
         // The signaling server (signaling.md): signed call setup, presence and TURN credentials,
         // state in memory only.
-        .target(name: "TetherSignal", dependencies: ["TetherSync", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "CTetherCurl"],
+        .target(name: "TetherSignal", dependencies: ["TetherSync", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto"],
                 swiftSettings: strict),
         // The SDK's calls (signaling.md §3, §7, §9-§11): identity, signaling client, the call state
         // machine and the Noise KK secure channel, over any reliable ordered message transport.
