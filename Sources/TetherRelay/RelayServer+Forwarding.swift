@@ -71,6 +71,18 @@ extension RelayServer {
         return passed
     }
 
+    /// Binds the cluster listener of a v1 cluster (`RELAY_CLUSTER_HOST`:`RELAY_CLUSTER_PORT`).
+    func startClusterListener() throws {
+        guard let cluster = configuration.cluster else { return }
+        var settings = HTTPServer.Configuration()
+        settings.host = cluster.host
+        settings.port = cluster.port
+        let server = HTTPServer(group: group, configuration: settings, delegate: RelayClusterListener(relay: self))
+        let port = try server.start()
+        clusterServer.withLock { $0 = server }
+        write("relay: cluster listener on \(cluster.host):\(port) as node \(sharding.host); v1 rooms owned by other nodes are passed to them")
+    }
+
     /// `host:port`, `[v6]:port` → the parts `TCPConnector` takes.
     static func nodeAddress(_ owner: String) -> (host: String, port: UInt16)? {
         guard let colon = owner.lastIndex(of: ":"), let port = UInt16(owner[owner.index(after: colon)...]) else { return nil }
@@ -122,8 +134,6 @@ extension RelayServer {
 /// The open pipes of one loop, closed when the node shuts down (touched only on that loop).
 final class ForwardedPipes: @unchecked Sendable {
     private var members: [ObjectIdentifier: TransportPipe] = [:]
-
-    var count: Int { members.count }
 
     func insert(_ pipe: TransportPipe) { members[ObjectIdentifier(pipe)] = pipe }
     func remove(_ pipe: TransportPipe) { members[ObjectIdentifier(pipe)] = nil }

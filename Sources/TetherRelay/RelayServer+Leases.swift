@@ -1,6 +1,4 @@
-import TetherNet
 import TetherStore
-import TetherWire
 
 extension RelayServer {
     /// Starts renewing this node's lease, if its store is one several nodes share, and listening
@@ -48,18 +46,6 @@ extension RelayServer {
         var rules = LeaseRules(ttlMs: configuration.leaseTTLms)
         rules.placesNewNodes = configuration.cluster != nil
         return rules
-    }
-
-    /// Binds the cluster listener of a v1 cluster (`RELAY_CLUSTER_HOST`:`RELAY_CLUSTER_PORT`).
-    func startClusterListener() throws {
-        guard let cluster = configuration.cluster else { return }
-        var settings = HTTPServer.Configuration()
-        settings.host = cluster.host
-        settings.port = cluster.port
-        let server = HTTPServer(group: group, configuration: settings, delegate: RelayClusterListener(relay: self))
-        let port = try server.start()
-        clusterServer.withLock { $0 = server }
-        write("relay: cluster listener on \(cluster.host):\(port) as node \(sharding.host); v1 rooms owned by other nodes are passed to them")
     }
 
     /// A renewal that began at `started` succeeded: who is live now, and until when this node's
