@@ -21,7 +21,10 @@ test: deps
 	$(SWIFT) test --parallel --xunit-output .build/test-results.xml
 	@./scripts/test-summary .build/test-results.xml
 	scripts/traceability
+	scripts/module-graph --check
+	scripts/check-unchecked-sendable
 	scripts/fuzz --smoke
+	scripts/check-by-version
 
 bench: deps
 	$(SWIFT) build -c release --product tether-bench

@@ -13,8 +13,10 @@ let package = Package(
     name: "Tether",
     products: [
         .library(name: "TetherCrypto", targets: ["TetherCrypto"]),
+        .library(name: "TetherEncoding", targets: ["TetherEncoding"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
         .library(name: "TetherAttest", targets: ["TetherAttest"]),
+        .library(name: "TetherDevice", targets: ["TetherDevice"]),
         .library(name: "TetherClient", targets: ["TetherClient"]),
         .library(name: "TetherNoise", targets: ["TetherNoise"]),
         .library(name: "TetherNet", targets: ["TetherNet"]),
@@ -57,68 +59,73 @@ let package = Package(
         .target(name: "CTetherBenchFloor", dependencies: ["COpenSSL"], path: "Sources/CTetherBenchFloor"),
 
         // MARK: Leaves
+        // Locks, paths and small value shapes every module shares.
         .target(name: "TetherSync", dependencies: ["CTetherSystem"], swiftSettings: strict),
+        // Generic encodings (Base64, hex, JSON values, Punycode): no protocol in them, so the network
+        // core and the stores take them without taking any protocol's messages.
+        .target(name: "TetherEncoding", swiftSettings: strict),
         .target(name: "TetherCrypto", dependencies: ["COpenSSL", "CSodium"], swiftSettings: strict),
-        .target(name: "TetherWire", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        // The messages of the relay, client, push and signaling protocols.
+        .target(name: "TetherWire", dependencies: ["TetherEncoding", "TetherCrypto"], swiftSettings: strict),
         .target(name: "TetherNoise", dependencies: ["TetherSync", "TetherCrypto"], swiftSettings: strict),
         .target(name: "TetherAttest", dependencies: ["TetherCrypto"], swiftSettings: strict),
-        // Loop-confined objects make dynamic exclusivity checks pure overhead on the splice path
-        // (a quarter of its instructions, measured with callgrind); release builds skip them.
-        .target(name: "TetherNet", dependencies: ["TetherSync", "TetherCrypto", "TetherWire", "CTetherSystem", "COpenSSL"],
-                swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
+        .target(name: "TetherNet", dependencies: ["TetherSync", "TetherEncoding", "TetherCrypto", "CTetherSystem", "COpenSSL"],
+                swiftSettings: strict),
 
         // MARK: The chassis every server shares
         // Settings table, log sink, metrics registry, admin listener, router, connection gate,
         // chores, signals: what a relay, a push relay and a signaling server all need, so none
         // copies it from another.
-        .target(name: "TetherService", dependencies: ["TetherSync", "TetherNet", "TetherCrypto", "TetherWire", "CTetherSystem"], swiftSettings: strict),
+        .target(name: "TetherService", dependencies: ["TetherSync", "TetherEncoding", "TetherNet", "TetherCrypto", "CTetherSystem"], swiftSettings: strict),
 
         // MARK: Storage
         // The store protocols, their SQLite backend and the executor that keeps storage off the loops.
-        .target(name: "TetherStore", dependencies: ["TetherSync", "TetherWire", "TetherCrypto", "CSQLite", "CPostgres", "CTetherSystem"], swiftSettings: strict),
+        .target(name: "TetherStore", dependencies: ["TetherSync", "TetherWire", "TetherCrypto", "CSQLite", "CPostgres", "CTetherSystem", "TetherEncoding"], swiftSettings: strict),
         // The store contract every backend's tests run unchanged (XCTest assertions; test-only).
         .target(name: "TetherStoreContract", dependencies: ["TetherSync", "TetherStore", "TetherWire"], swiftSettings: strict),
 
         // MARK: Services
-        // Rooms are confined to their loop like the network layer, so the same release setting applies.
-        .target(name: "TetherClient", dependencies: ["TetherSync", "TetherNet", "TetherWire", "TetherCrypto", "TetherNoise", "TetherAttest"], swiftSettings: strict),
-        .target(name: "TetherRelay", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest"],
-                swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
+        // What every part of the SDK on a device shares: the state directory (owner-only, atomic
+        // writes) and the shipping clients' reconnect back-off.
+        .target(name: "TetherDevice", dependencies: ["TetherSync", "TetherEncoding", "TetherCrypto"], swiftSettings: strict),
+        .target(name: "TetherClient", dependencies: ["TetherSync", "TetherDevice", "TetherEncoding", "TetherNet", "TetherWire", "TetherCrypto", "TetherNoise", "TetherAttest"], swiftSettings: strict),
+        .target(name: "TetherRelay", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "TetherAttest", "TetherEncoding"],
+                swiftSettings: strict),
 
         // The push relay (push.md): Profile M and Profile I over one APNs client. A process of its
         // own, so the splice path can never load the APNs key.
-        .target(name: "TetherPush", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "CTetherCurl"],
+        .target(name: "TetherPush", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherStore", "TetherWire", "TetherCrypto", "CTetherCurl", "TetherEncoding"],
                 swiftSettings: strict),
 
         // The signaling server (signaling.md): signed call setup, presence and TURN credentials,
         // state in memory only.
-        .target(name: "TetherSignal", dependencies: ["TetherSync", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto"],
+        .target(name: "TetherSignal", dependencies: ["TetherSync", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherEncoding"],
                 swiftSettings: strict),
         // The SDK's calls (signaling.md §3, §7, §9-§11): identity, signaling client, the call state
         // machine and the Noise KK secure channel, over any reliable ordered message transport.
-        // It keeps keys in the SDK's state directory (TetherClient's conventions: owner-only, atomic writes).
-        .target(name: "TetherCall", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
+        // It keeps keys in the SDK's state directory (TetherDevice: owner-only, atomic writes).
+        .target(name: "TetherCall", dependencies: ["TetherSync", "TetherDevice", "TetherEncoding", "TetherNet", "TetherWire", "TetherCrypto", "TetherNoise"], swiftSettings: strict),
 
         // The WebRTC data channel for Linux (the SDK's media transport): ICE (libnice), DTLS 1.2
         // (OpenSSL), SCTP (usrsctp) and DCEP, and the data-only SDP; the glue only.
-        .target(name: "TetherRTC", dependencies: ["TetherSync", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "COpenSSL", "CTetherNice", "CTetherSCTP"],
+        .target(name: "TetherRTC", dependencies: ["TetherSync", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "COpenSSL", "CTetherNice", "CTetherSCTP", "TetherEncoding"],
                 swiftSettings: strict),
 
         // MARK: Programs
-        .executableTarget(name: "tether", dependencies: ["TetherSync", "TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherRTC", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode", "CTetherSystem"],
+        .executableTarget(name: "tether", dependencies: ["TetherSync", "TetherRelay", "TetherPush", "TetherSignal", "TetherCall", "TetherRTC", "TetherService", "TetherStore", "TetherClient", "TetherAttest", "TetherNet", "TetherWire", "TetherCrypto", "CQRencode", "CTetherSystem", "TetherDevice", "TetherEncoding"],
                           swiftSettings: strict),
         .executableTarget(name: "tether-bench", dependencies: ["TetherCrypto", "TetherWire", "TetherNoise", "CTetherBenchFloor"],
                           swiftSettings: strict),
 
-        .executableTarget(name: "tether-netbench", dependencies: ["TetherNet", "TetherWire", "TetherCrypto"],
-                          swiftSettings: strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
+        .executableTarget(name: "tether-netbench", dependencies: ["TetherNet", "TetherWire", "TetherCrypto", "TetherEncoding"],
+                          swiftSettings: strict),
         // The storage-latency scenario: a relay over a deliberately slow store, a reconnect storm
         // of signed joins, and spliced pairs whose RTT must not notice (`make bench-storage`).
-        .executableTarget(name: "tether-relaybench", dependencies: ["TetherRelay", "TetherStore", "TetherClient", "TetherNet", "TetherWire", "TetherCrypto"],
+        .executableTarget(name: "tether-relaybench", dependencies: ["TetherSync", "TetherRelay", "TetherStore", "TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherEncoding"],
                           swiftSettings: strict),
         // The signaling server's benchmark: forwarding rate and latency, registrations against
         // the Ed25519 verify rate, RSS per idle client (`make bench-signal`).
-        .executableTarget(name: "tether-signalbench", dependencies: ["TetherCall", "TetherNet", "TetherWire", "TetherCrypto"],
+        .executableTarget(name: "tether-signalbench", dependencies: ["TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherEncoding"],
                           swiftSettings: strict),
         // The WebRTC data channel beside aiortc on loopback: setup time, raw and secure-channel
         // throughput (`make bench-rtc`).
@@ -126,24 +133,24 @@ let package = Package(
                           swiftSettings: strict),
 
         // MARK: Test support and tests
-        .target(name: "TetherTestSupport", dependencies: ["TetherCrypto"], swiftSettings: strict),
+        .target(name: "TetherTestSupport", dependencies: ["TetherSync", "TetherCrypto"], swiftSettings: strict),
         .testTarget(name: "TetherSyncTests", dependencies: ["TetherSync"], swiftSettings: strict),
         .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "TetherTestSupport"],
+        .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport", "TetherSync"], swiftSettings: strict),
+        .testTarget(name: "TetherClientTests", dependencies: ["TetherClient", "TetherNet", "TetherWire", "TetherCrypto", "TetherAttest", "TetherTestSupport", "TetherDevice", "TetherEncoding"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherServiceTests", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
-        .testTarget(name: "TetherPushTests", dependencies: ["TetherSync", "TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
+        .testTarget(name: "TetherServiceTests", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
+        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
+        .testTarget(name: "TetherPushTests", dependencies: ["TetherSync", "TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSync", "TetherSignal", "TetherStore", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherSignalTests", dependencies: ["TetherSync", "TetherSignal", "TetherStore", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherCallTests", dependencies: ["TetherSync", "TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherCallTests", dependencies: ["TetherSync", "TetherCall", "TetherNoise", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherDevice", "TetherEncoding"],
                     swiftSettings: strict),
-        .testTarget(name: "TetherRTCTests", dependencies: ["TetherSync", "CTetherSCTP", "TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport"],
+        .testTarget(name: "TetherRTCTests", dependencies: ["TetherSync", "CTetherSCTP", "TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"],
                     swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),

@@ -11,6 +11,7 @@
 import TetherCrypto
 import TetherRelay
 import TetherWire
+import TetherEncoding
 
 enum AdmissionFuzz {
     /// A verifier whose signature over `transcript` seeds carry, so mutations of its encoding

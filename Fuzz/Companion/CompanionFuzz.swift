@@ -5,6 +5,7 @@
 // An envelope that decodes must encode to a frame that decodes to the same envelope (the Mac
 // answers, echoes and forwards what it reads).
 import TetherWire
+import TetherEncoding
 
 enum CompanionFuzz {
     static func run(_ frame: [UInt8]) {

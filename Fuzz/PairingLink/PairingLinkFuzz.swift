@@ -9,6 +9,7 @@
 // Whatever reads must be canonical: its own text reads back to the same value (a pairing link
 // is stored and read again when the phone starts).
 import TetherWire
+import TetherEncoding
 
 enum PairingLinkFuzz {
     static func run(_ data: [UInt8]) {

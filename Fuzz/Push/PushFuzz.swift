@@ -16,6 +16,7 @@ import TetherNet
 import TetherPush
 import TetherStore
 import TetherWire
+import TetherEncoding
 
 public enum PushFuzz {
     static let nowSeconds: UInt64 = 1_700_000_000

@@ -16,6 +16,7 @@ import TetherCrypto
 import TetherRelay
 import TetherStore
 import TetherWire
+import TetherEncoding
 
 enum RelayBodiesFuzz {
     static let origin = "https://relay.example"

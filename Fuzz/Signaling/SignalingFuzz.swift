@@ -8,6 +8,7 @@
 // What reads must be written back by the encoder the other side uses, and read again the same.
 import TetherCall
 import TetherWire
+import TetherEncoding
 
 public enum SignalingFuzz {
     public static func run(_ data: [UInt8]) {

@@ -1,6 +1,5 @@
 #include "CTetherNice.h"
 #include <nice-version.h>
-#include <sys/prctl.h>
 
 #define TETHER_STR2(x) #x
 #define TETHER_STR(x) TETHER_STR2(x)
@@ -75,6 +74,3 @@ void tether_nice_set_string(NiceAgent *agent, const char *name, const char *valu
     g_object_set(G_OBJECT(agent), name, value, NULL);
 }
 
-void tether_nice_name_thread(const char *name) {
-    prctl(PR_SET_NAME, name, 0, 0, 0);
-}

@@ -1,11 +1,13 @@
 import Foundation
 public import TetherWire
+import TetherSync
+import TetherDevice
 
 /// A working session between the paired devices, after pairing or reconnect setup: application
 /// frames of any size both ways. The control envelopes that are not the application's own are
 /// handled here: a `ping` is answered with `pong` (on the Mac), `unpairing`/`unpaired` end the
 /// pairing, the phone's `pushStatus` is handed to the Mac; every other frame is the application's.
-public final class CompanionConnection: @unchecked Sendable {
+public final class CompanionConnection: Sendable {
     public enum Incoming: Sendable, Equatable {
         case message([UInt8])
         /// The other device unpaired (its farewell arrived).
@@ -18,8 +20,8 @@ public final class CompanionConnection: @unchecked Sendable {
     public let channel: SecureChannel
     public let socket: AdmittedSocket
 
-    private let lock = NSLock()
-    private var unansweredPing: UInt64?
+    /// The request id of the ping still awaiting its pong.
+    private let unansweredPing = Locked<UInt64?>(nil)
 
     init(role: RelayRole, channel: SecureChannel, socket: AdmittedSocket) {
         self.role = role
@@ -33,17 +35,17 @@ public final class CompanionConnection: @unchecked Sendable {
     /// a newer Mac (relay.md §3.5: "stale Noise state is left to the end-to-end layer"): that Mac
     /// waits for a handshake the idle phone would otherwise never start. Request ids continue
     /// after the setup requests (client.md §12.2).
-    func startPinging(every interval: Double, timeout: Double, firstRequestID: UInt64) -> Task<Void, Never> {
+    func startPinging(every interval: Double, timeout: Double, firstRequestID: UInt64, clock: any DeviceClock) -> Task<Void, Never> {
         Task { [weak self] in
             var id = firstRequestID
             while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+                await clock.sleep(seconds: interval)
                 guard let self, !Task.isCancelled else { return }
-                self.lock.withLock { self.unansweredPing = id }
+                self.unansweredPing.withLock { $0 = id }
                 try? self.channel.send(CompanionEnvelope(requestID: id, .ping).frame)
-                try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+                await clock.sleep(seconds: timeout)
                 guard !Task.isCancelled else { return }
-                if self.lock.withLock({ self.unansweredPing == id }) {
+                if self.unansweredPing.withLock({ $0 == id }) {
                     self.channel.close()
                     return
                 }
@@ -87,7 +89,7 @@ public final class CompanionConnection: @unchecked Sendable {
                     try? channel.send(CompanionEnvelope(requestID: id, .error(code: "unsupported", message: "not supported by this Mac")).frame)
                 }
             case .pong:
-                lock.withLock { if unansweredPing == envelope.requestID { unansweredPing = nil } }
+                unansweredPing.withLock { if $0 == envelope.requestID { $0 = nil } }
             case .error, .relayRoomSecretStored, .relayRoomSecret:
                 continue
             }

@@ -1,4 +1,5 @@
 public import TetherWire
+public import TetherDevice
 
 /// Why pairing, a reconnect or an unpair did not work. Each is one the user can act on, and its
 /// description is the one line the commands print.

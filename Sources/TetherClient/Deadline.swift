@@ -1,13 +1,15 @@
-/// Runs `body` with a time limit: past `seconds` the body's task is cancelled (which ends any
-/// frame wait in it, closing its socket) and `onTimeout` is thrown.
-func withDeadline<T: Sendable>(seconds: Double, onTimeout: CompanionError,
+import TetherDevice
+
+/// Runs `body` with a time limit on `clock`: past `seconds` the body's task is cancelled (which
+/// ends any frame wait in it, closing its socket) and `onTimeout` is thrown.
+func racingDeadline<T: Sendable>(clock: any DeviceClock, seconds: Double, onTimeout: CompanionError,
                               _ body: @escaping @Sendable () async throws(CompanionError) -> T) async throws(CompanionError) -> T {
     let outcome: Result<T, CompanionError> = await withTaskGroup(of: Result<T, CompanionError>?.self) { group in
         group.addTask {
             do throws(CompanionError) { return .success(try await body()) } catch { return .failure(error) }
         }
         group.addTask {
-            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            await clock.sleep(seconds: seconds)
             return Task.isCancelled ? nil : .failure(onTimeout)
         }
         var first: Result<T, CompanionError>?

@@ -1,6 +1,8 @@
 import Foundation
 public import TetherNet
 public import TetherWire
+public import TetherDevice
+import TetherSync
 
 /// What an endpoint tells its user interface, in order. Both roles use one vocabulary.
 public enum EndpointEvent: Sendable, Equatable {
@@ -38,47 +40,54 @@ public struct EndpointContext: Sendable {
     public let tls: TLSClientContext?
     public let state: StateDirectory
     public let events: @Sendable (EndpointEvent) -> Void
+    /// Every wait, deadline and expiry of the endpoint runs on this clock.
+    public let clock: any DeviceClock
     /// The socket joined last (a park or a session's), for a stopping command to close.
     let lastJoined = LastJoinedSocket()
 
-    public init(loop: EventLoop, tls: TLSClientContext? = nil, state: StateDirectory, events: @escaping @Sendable (EndpointEvent) -> Void) {
+    public init(loop: EventLoop, tls: TLSClientContext? = nil, state: StateDirectory, clock: any DeviceClock = SystemDeviceClock(),
+                events: @escaping @Sendable (EndpointEvent) -> Void) {
         self.loop = loop
         self.tls = tls
         self.state = state
+        self.clock = clock
         self.events = events
     }
 }
 
 /// Application frames to send: delivered at once while a session is up, held (in order) while
 /// there is none and delivered when the next session starts.
-final class Outbox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var pending: [[UInt8]] = []
-    private var connection: CompanionConnection?
+final class Outbox: Sendable {
+    private struct Held {
+        var pending: [[UInt8]] = []
+        var connection: CompanionConnection?
+    }
+
+    private let held = Locked(Held())
 
     // Sending only queues the frame on the socket's loop, so it happens under the lock: frames
     // leave in the order they were given even while a session is being attached.
     func send(_ frame: [UInt8]) {
-        lock.withLock {
-            if let connection, (try? connection.send(frame)) != nil { return }
-            pending.append(frame)
+        held.withLock { held in
+            if let connection = held.connection, (try? connection.send(frame)) != nil { return }
+            held.pending.append(frame)
         }
     }
 
     /// `greeting` is read and sent first, under the lock once `live` is current, so a value it
     /// reads that changes a moment later is either read new here or sent by its setter on `live`.
     func attach(_ live: CompanionConnection, greeting: () -> [UInt8]? = { nil }) {
-        lock.withLock {
-            connection = live
+        held.withLock { held in
+            held.connection = live
             if let first = greeting() { try? live.send(first) }
-            for frame in pending { try? live.send(frame) }
-            pending = []
+            for frame in held.pending { try? live.send(frame) }
+            held.pending = []
         }
     }
 
-    func detach() { lock.withLock { connection = nil } }
+    func detach() { held.withLock { $0.connection = nil } }
 
-    var current: CompanionConnection? { lock.withLock { connection } }
+    var current: CompanionConnection? { held.withLock { $0.connection } }
 }
 
 /// How a session ended.
@@ -115,7 +124,7 @@ extension EndpointContext {
 
     /// Sleeps `seconds` (returns early only when the task is cancelled).
     func pause(_ seconds: Double) async {
-        try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+        await clock.sleep(seconds: seconds)
     }
 
     /// How often a waiting v2 client refetches the map during the first `mapWatchFastSeconds` of
@@ -140,23 +149,19 @@ extension EndpointContext {
             await pause(seconds)
             return false
         }
-        let clock = ContinuousClock()
         let start = clock.now
         var interval = Self.mapWatchSeconds
         while !Task.isCancelled {
-            let elapsed = Self.seconds(clock.now - start)
+            let elapsed = (clock.now - start).seconds
             guard elapsed < seconds else { return false }
             // Jitter spreads the fetches of every client that lost the same node at once.
             await pause(min(seconds - elapsed, interval * Double.random(in: 1...1.5)))
             if let owner = try? await resolver.origin(for: name, forceFresh: true), owner != before { return true }
-            if Self.seconds(clock.now - start) >= Self.mapWatchFastSeconds { interval = min(Self.mapWatchLongestSeconds, interval * 1.5) }
+            if (clock.now - start).seconds >= Self.mapWatchFastSeconds { interval = min(Self.mapWatchLongestSeconds, interval * 1.5) }
         }
         return false
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 
     /// The delay before the next attempt after `error`, or nil if retrying cannot help.
     static func retryDelay(after signal: RelaySignal, backoff: inout ReconnectBackoff) -> Double? {
@@ -197,18 +202,17 @@ extension EndpointContext {
 }
 
 /// The socket an endpoint joined last.
-final class LastJoinedSocket: @unchecked Sendable {
-    private let lock = NSLock()
-    private var held: AdmittedSocket?
+final class LastJoinedSocket: Sendable {
+    private let held = Locked<AdmittedSocket?>(nil)
 
-    var socket: AdmittedSocket? { lock.withLock { held } }
+    var socket: AdmittedSocket? { held.withLock { $0 } }
 
-    func set(_ socket: AdmittedSocket) { lock.withLock { held = socket } }
+    func set(_ socket: AdmittedSocket) { held.withLock { $0 = socket } }
 }
 
 /// What both roles share: the context, the queue of outgoing frames, and how a session is
 /// served and how its end is read (client.md §14).
-public class CompanionEndpoint: @unchecked Sendable {
+public class CompanionEndpoint: @unchecked Sendable { // open to the Mac and phone endpoints; every stored property is a let of a Sendable type
     public let context: EndpointContext
     let outbox = Outbox()
 
@@ -216,6 +220,12 @@ public class CompanionEndpoint: @unchecked Sendable {
 
     var events: @Sendable (EndpointEvent) -> Void { context.events }
     var state: StateDirectory { context.state }
+
+    /// Runs `body` with a time limit on the endpoint's clock (see `racingDeadline`).
+    func withDeadline<T: Sendable>(seconds: Double, onTimeout: CompanionError,
+                                   _ body: @escaping @Sendable () async throws(CompanionError) -> T) async throws(CompanionError) -> T {
+        try await racingDeadline(clock: context.clock, seconds: seconds, onTimeout: onTimeout, body)
+    }
 
     /// Sends an application frame to the other device (held until a session is up).
     public func send(_ frame: [UInt8]) { outbox.send(frame) }

@@ -2,13 +2,16 @@ import Foundation
 public import TetherCrypto
 import TetherNet
 public import TetherWire
+public import TetherDevice
+import Synchronization
+import TetherSync
 
 /// The Mac role (client.md §16; design "Pairing flow", "Established rooms", "Reconnection"):
 /// unpaired, it mints a pairing id, parks in the room and shows the link, answers the phone's
 /// Noise XK handshake, takes the phone's code as typed input (3 attempts, constant-time),
 /// sends the verdict, pins the phone's key, stores the couriered room secret and acks it;
 /// paired, it parks with signed joins and serves the session, re-parking whenever it ends.
-public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
+public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // CompanionEndpoint is not final; every stored property is a let of a Sendable type
     /// How long a pairing link lives without a phone using it (client.md §2.6).
     public static let pairingLinkLifetime: Double = 120
     /// Routine re-park delay: 5 s doubling to a 60 s cap, reset by a successful park (§14).
@@ -21,9 +24,8 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     private let enterCode: @Sendable (Int) async -> String?
     /// Whether any park has succeeded in this run: before that, an unreachable relay is the
     /// user's mistake to hear about at once (a wrong URL), not something to wait out.
-    private var everParked = false
-    private let pushStatusLock = NSLock()
-    private var lastPushStatus: PushStatus?
+    private let everParked = Atomic(false)
+    private let lastPushStatus = Locked<PushStatus?>(nil)
 
     /// `enterCode(attempt)` returns the code the user typed, or nil if no more input will come.
     public init(context: EndpointContext, transport: PairingLink.Transport?, pairingLinkLifetime: Double = MacEndpoint.pairingLinkLifetime,
@@ -37,9 +39,9 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
     /// The phone's last `pushStatus` (client.md §12.6), kept across sessions: its
     /// `relayCredentials` are the hex token and secret the Mac sends in Profile I pushes
     /// (push.md §3.3). Nil until a phone sent one.
-    public var pushStatus: PushStatus? { pushStatusLock.withLock { lastPushStatus } }
+    public var pushStatus: PushStatus? { lastPushStatus.withLock { $0 } }
 
-    override func received(_ status: PushStatus) { pushStatusLock.withLock { lastPushStatus = status } }
+    override func received(_ status: PushStatus) { lastPushStatus.withLock { $0 = status } }
 
     /// Pairs if needed, then serves sessions until a fatal error (thrown) or cancellation.
     public func run() async throws(CompanionError) {
@@ -72,12 +74,12 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
         do { link = try PairingLink(transport: transport, responderStaticKey: key.publicKey.rawRepresentation, pairingID: pid, allowLoopbackHTTP: true) }
         catch { throw .invalidLink(error) }
         let resolver = RelayResolver(transport: transport, loop: context.loop, tls: context.tls)
-        let expiry = Date().addingTimeInterval(pairingLinkLifetime)
+        let expiry = context.clock.now.advanced(by: .seconds(pairingLinkLifetime))
         var announced = false
         var failures = 0
         var parks = 0
         while !Task.isCancelled {
-            let remaining = expiry.timeIntervalSinceNow
+            let remaining = context.clock.seconds(until: expiry)
             guard remaining > 0 else { return events(.pairingRestarted(CompanionError.pairingExpired.description)) }
             let socket: AdmittedSocket
             let room: RelayRoom
@@ -88,14 +90,14 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 socket = try await context.join(room, role: .mac, proof: .park)
             } catch {
                 if error.signal == .fatal { throw error }
-                if !everParked, case .relay(.unreachable) = error { throw error }
+                if !everParked.load(ordering: .acquiring), case .relay(.unreachable) = error { throw error }
                 let delay = min(Self.reparkDelay(failures: failures), max(0, remaining))
                 failures += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
                 if await context.pause(delay, watching: resolver, link.roomName) { failures = 0 }
                 continue
             }
-            everParked = true
+            everParked.store(true, ordering: .releasing)
             if !announced {
                 announced = true
                 events(.pairingLink(link))
@@ -114,7 +116,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
                 // once the first time, then with the re-park backoff, so a relay that keeps
                 // closing parks is not hammered.
                 socket.close()
-                let delay = failures == 0 ? 0 : min(Self.reparkDelay(failures: failures - 1), max(0, expiry.timeIntervalSinceNow))
+                let delay = failures == 0 ? 0 : min(Self.reparkDelay(failures: failures - 1), max(0, context.clock.seconds(until: expiry)))
                 failures += 1
                 if delay > 0 {
                     events(.disconnected(reason: error.description, retryIn: delay))
@@ -317,11 +319,10 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable {
 }
 
 /// Set once the code entry has no more input to give (then the pairing cannot be confirmed).
-private final class InputEnded: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ended = false
+private final class InputEnded: Sendable {
+    private let ended = Atomic(false)
     var value: Bool {
-        get { lock.withLock { ended } }
-        set { lock.withLock { ended = newValue } }
+        get { ended.load(ordering: .acquiring) }
+        set { ended.store(newValue, ordering: .releasing) }
     }
 }

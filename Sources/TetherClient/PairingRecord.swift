@@ -1,6 +1,8 @@
 public import Foundation
 public import TetherCrypto
 public import TetherWire
+public import TetherEncoding
+public import TetherDevice
 
 /// What a paired device keeps between runs, beside its Noise static key. The names follow the
 /// shipping phone's keychain accounts (client.md §2.6): `paired-code`, `relay-room-secret`,

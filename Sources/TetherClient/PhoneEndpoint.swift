@@ -2,33 +2,35 @@ import Foundation
 public import TetherCrypto
 import TetherNet
 public import TetherWire
+public import TetherEncoding
+public import TetherDevice
+import TetherSync
 
 /// The phone role (client.md §16): validates the pairing link, resolves the relay, obtains a
 /// ticket from its `Attester` when the relay asks for attestation, joins, runs Noise XK as
 /// initiator, shows the code until the Mac's verdict, mints and couriers the room secret,
 /// registers the verifier only after the Mac's ack; afterwards it reconnects with signed joins,
 /// re-couriers the secret and re-runs `hello` on every connection, and classifies every close.
-public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
+public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // CompanionEndpoint is not final; every stored property is a let of a Sendable type
     /// How long the code is shown while the Mac decides (client.md §14).
     public static let verdictTimeout: Double = 180
     /// Re-resolves allowed for one attempt when the map is stale (client.md §14).
     static let reResolveMaxAttempts = 3
     /// The end-to-end liveness ping (see `CompanionConnection.startPinging`): as often as the
     /// WebSocket keepalive, and as patient.
-    public var pingInterval: Double = 15
-    public var pongTimeout: Double = 10
+    public let pingInterval: Double
+    public let pongTimeout: Double
 
     public let attester: (any Attester)?
-    private let pushStatusLock = NSLock()
-    private var configuredPushStatus: PushStatus?
+    private let configuredPushStatus = Locked<PushStatus?>(nil)
 
     /// What the phone couriers to the Mac in `pushStatus` (client.md §12.6, push.md §3.3): sent
     /// after `hello` on every connection while set, and at once on a live session when it
     /// changes (a new APNs token).
     public var pushStatus: PushStatus? {
-        get { pushStatusLock.withLock { configuredPushStatus } }
+        get { configuredPushStatus.withLock { $0 } }
         set {
-            pushStatusLock.withLock { configuredPushStatus = newValue }
+            configuredPushStatus.withLock { $0 = newValue }
             if let newValue { try? outbox.current?.send(CompanionEnvelope(.pushStatus(newValue)).frame) }
         }
     }
@@ -37,8 +39,10 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         pushStatus.map { CompanionEnvelope(.pushStatus($0)).frame }
     }
 
-    public init(context: EndpointContext, attester: (any Attester)? = nil) {
+    public init(context: EndpointContext, attester: (any Attester)? = nil, pingInterval: Double = 15, pongTimeout: Double = 10) {
         self.attester = attester
+        self.pingInterval = pingInterval
+        self.pongTimeout = pongTimeout
         super.init(context: context)
     }
 
@@ -221,7 +225,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
     /// Serves one session; after a relay close the phone waits as the close class says.
     private func session(_ connection: CompanionConnection, backoff: inout ReconnectBackoff) async throws(CompanionError) {
         // Requests 1 and 2 were the courier and hello.
-        let pinging = connection.startPinging(every: pingInterval, timeout: pongTimeout, firstRequestID: 3)
+        let pinging = connection.startPinging(every: pingInterval, timeout: pongTimeout, firstRequestID: 3, clock: context.clock)
         defer { pinging.cancel() }
         var local = backoff
         _ = try await serveSession(connection) { EndpointContext.retryDelay(after: $0, backoff: &local) ?? 0 }
@@ -242,7 +246,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
             throw .needsRepairing(reason)
         }
         if case let .relay(.closed(_, reason)) = error { try checkRoomExists(closeReason: reason) }
-        let catchingUp = movedAt.map { ContinuousClock.now - $0 < .seconds(Self.macCatchUpSeconds) } ?? false
+        let catchingUp = movedAt.map { context.clock.now - $0 < .seconds(Self.macCatchUpSeconds) } ?? false
         if catchingUp, case .relay(.refused("mac offline")) = error {
             events(.disconnected(reason: error.description, retryIn: Self.macCatchUpDelay))
             return await context.pause(Self.macCatchUpDelay)
@@ -251,7 +255,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable {
         events(.disconnected(reason: error.description, retryIn: delay))
         if await context.pause(delay, watching: resolver, name) {
             backoff.reset()
-            movedAt = .now
+            movedAt = context.clock.now
         }
     }
 

@@ -2,6 +2,7 @@ public import Foundation
 import TetherCrypto
 public import TetherNet
 public import TetherWire
+public import TetherEncoding
 
 /// Why a push relay call did not succeed.
 public enum PushRelayError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,6 +1,8 @@
 public import TetherNet
 public import TetherWire
 import Foundation
+public import TetherEncoding
+import TetherSync
 
 /// How a client proves its right to a slot (client.md §6.3).
 public enum JoinProof: Sendable {
@@ -45,7 +47,7 @@ public enum AdmissionError: Error, Equatable, Sendable, CustomStringConvertible 
 }
 
 /// An admitted socket: binary frames in and out, and how it ended.
-public final class AdmittedSocket: @unchecked Sendable {
+public final class AdmittedSocket: @unchecked Sendable { // the connection and session are touched only on their loop, reached by execute
     public let role: RelayRole
     /// Minted for every admitted phone (useful only in a pairing room, for `/register`).
     public let registrationToken: String?
@@ -140,7 +142,7 @@ public enum RelayAdmission {
 }
 
 /// One join in progress, then the admitted socket's delegate. Touched only on its loop.
-final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
+final class AdmissionSession: WebSocketDelegate, @unchecked Sendable { // stage and connection only on its loop; the ending under a lock
     private enum Stage { case connecting, awaitingChallenge, awaitingResult, admitted, finished }
 
     let room: RelayRoom
@@ -151,8 +153,14 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
     private var connection: WebSocketConnection?
     private var completion: ((Result<AdmittedSocket, AdmissionError>) -> Void)?
     private var frames: AsyncStream<[UInt8]>.Continuation?
-    private let lock = NSLock()
-    private var closed: (code: UInt16, reason: String)?
+    /// The close once it came, and who waits for it: the one part of a session other threads read.
+    private struct Ending {
+        var closed: (code: UInt16, reason: String)?
+        var waiters: [Int: CheckedContinuation<(code: UInt16, reason: String), Never>] = [:]
+        var nextWaiter = 0
+    }
+
+    private let ending = Locked(Ending())
 
     init(room: RelayRoom, role: RelayRole, proof: JoinProof, nonDisplacing: Bool,
          completion: @escaping (Result<AdmittedSocket, AdmissionError>) -> Void) {
@@ -163,28 +171,26 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
         self.completion = completion
     }
 
-    var closeReceived: (code: UInt16, reason: String)? { lock.withLock { closed } }
-    private var endWaiters: [Int: CheckedContinuation<(code: UInt16, reason: String), Never>] = [:]
-    private var nextWaiter = 0
+    var closeReceived: (code: UInt16, reason: String)? { ending.withLock { $0.closed } }
 
     /// Waits for the close; a cancelled waiter returns at once with code 0.
     func ended() async -> (code: UInt16, reason: String) {
-        let id = lock.withLock {
-            nextWaiter += 1
-            return nextWaiter
+        let id = ending.withLock {
+            $0.nextWaiter += 1
+            return $0.nextWaiter
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let done: (code: UInt16, reason: String)? = lock.withLock {
-                    if let closed { return closed }
+                let done: (code: UInt16, reason: String)? = ending.withLock {
+                    if let closed = $0.closed { return closed }
                     if Task.isCancelled { return (0, "") }
-                    endWaiters[id] = continuation
+                    $0.waiters[id] = continuation
                     return nil
                 }
                 if let done { continuation.resume(returning: done) }
             }
         } onCancel: {
-            let waiter = lock.withLock { endWaiters.removeValue(forKey: id) }
+            let waiter = ending.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume(returning: (0, ""))
         }
     }
@@ -207,9 +213,13 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
         completion?(result)
     }
 
-    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) { control(text) }
+    func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) {
+        socket.connection.loop.assertInEventLoop()
+        control(text)
+    }
 
     func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) {
+        socket.connection.loop.assertInEventLoop()
         // The shipping clients accept the relay's JSON in a binary frame too (client.md §6.2).
         guard stage == .admitted else { return control(data) }
         // Frames the application has not taken yet are bounded: past the high-water mark the
@@ -305,10 +315,11 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
-        let waiters = lock.withLock {
-            closed = (code, reason)
-            defer { endWaiters = [:] }
-            return endWaiters.values
+        socket.connection.loop.assertInEventLoop()
+        let waiters = ending.withLock { ending in
+            ending.closed = (code, reason)
+            defer { ending.waiters = [:] }
+            return Array(ending.waiters.values)
         }
         for waiter in waiters { waiter.resume(returning: (code, reason)) }
         if stage != .admitted, stage != .finished {

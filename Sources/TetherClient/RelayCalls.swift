@@ -1,6 +1,7 @@
 import Foundation
 public import TetherNet
 public import TetherWire
+public import TetherEncoding
 
 /// Why a relay HTTP call did not succeed.
 public enum RelayCallError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 public import TetherNet
 import TetherWire
+import TetherEncoding
 
 /// What a relay says of itself before pairing: the origin it binds into every signature
 /// (`GET /.well-known/tether-relay.json` on a Tether relay). A link must carry exactly that

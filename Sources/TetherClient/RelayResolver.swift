@@ -1,6 +1,7 @@
 import Foundation
 public import TetherNet
 public import TetherWire
+import TetherSync
 
 /// Why no relay origin could be found for a room.
 public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -32,7 +33,7 @@ public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
 /// a forced refresh refetches first (before every reconnect, and on a 421 or a 4421 close).
 /// With a version floor, the highest version ever adopted survives restarts, and a lower map is
 /// ignored even on a cold start.
-public final class RelayResolver: @unchecked Sendable {
+public final class RelayResolver: Sendable {
     /// Where the floor lives between runs (the phone keeps one per resolver URL).
     public struct VersionFloor: Sendable {
         public let load: @Sendable (_ resolverURL: String) -> Int?
@@ -48,10 +49,13 @@ public final class RelayResolver: @unchecked Sendable {
     private let loop: EventLoop
     private let tls: TLSClientContext?
     private let versionFloor: VersionFloor?
-    private let lock = NSLock()
-    private var map: ShardMap?
-    /// One refresh behind a cached answer at a time, however many lookups it served.
-    private var refreshingBehind = false
+    private struct Held {
+        var map: ShardMap?
+        /// One refresh behind a cached answer at a time, however many lookups it served.
+        var refreshingBehind = false
+    }
+
+    private let held = Locked(Held())
 
     public init(transport: PairingLink.Transport, loop: EventLoop, tls: TLSClientContext? = nil, versionFloor: VersionFloor? = nil) {
         self.transport = transport
@@ -61,7 +65,7 @@ public final class RelayResolver: @unchecked Sendable {
     }
 
     /// The map currently held (v2 only).
-    public var currentMap: ShardMap? { lock.withLock { map } }
+    public var currentMap: ShardMap? { held.withLock { $0.map } }
 
     public func origin(for room: RoomName, forceFresh: Bool = false) async throws(ResolveError) -> String {
         switch transport {
@@ -72,14 +76,14 @@ public final class RelayResolver: @unchecked Sendable {
                 try await refresh(resolverURL)
             } else {
                 // A cached map answers at once; a newer one is fetched behind it (relay.md §8.2).
-                let start = lock.withLock { () -> Bool in
-                    defer { refreshingBehind = true }
-                    return !refreshingBehind
+                let start = held.withLock { held -> Bool in
+                    defer { held.refreshingBehind = true }
+                    return !held.refreshingBehind
                 }
                 if start {
                     Task {
                         try? await self.refresh(resolverURL)
-                        self.lock.withLock { self.refreshingBehind = false }
+                        self.held.withLock { $0.refreshingBehind = false }
                     }
                 }
             }
@@ -106,9 +110,9 @@ public final class RelayResolver: @unchecked Sendable {
         let floor = versionFloor?.load(url) ?? Int.min
         // The floor is stored under the lock too: two refreshes overlapping (one behind a cached
         // answer, one forced) must not store 7, then 6.
-        let adopted: Bool = lock.withLock {
-            guard fetched.version > (map?.version ?? Int.min), fetched.version >= floor else { return false }
-            map = fetched
+        let adopted: Bool = held.withLock { held in
+            guard fetched.version > (held.map?.version ?? Int.min), fetched.version >= floor else { return false }
+            held.map = fetched
             if fetched.version > floor { versionFloor?.store(url, fetched.version) }
             return true
         }

@@ -32,7 +32,7 @@ public enum SecureChannelError: Error, Equatable, Sendable, CustomStringConverti
 /// The Noise channel between the paired devices (client.md §9): `Noise_XK_25519_ChaChaPoly_BLAKE2s`
 /// with the pid prologue and empty payloads, through the relay's splice, then chunked transport
 /// frames. The phone initiates (it knows the Mac's static key from the link); the Mac responds.
-public final class SecureChannel: @unchecked Sendable {
+public final class SecureChannel: @unchecked Sendable { // sending is locked in NoiseFrameSender; one receive() at a time holds the receive side
     /// Largest application frame accepted (a reassembly cap, so a peer cannot exhaust memory).
     public static let maxFrameLength = 16 * 1024 * 1024
 

@@ -2,12 +2,14 @@ import Foundation
 public import TetherAttest
 public import TetherCrypto
 import TetherWire
+import TetherEncoding
+import TetherSync
 
 /// App Attest in software, for Linux and tests: it makes the same attestation and assertion
 /// objects an iPhone's Secure Enclave makes (relay.md §5), but under a test authority the
 /// operator created, never Apple's. A relay trusts it only when configured with that
 /// authority's root (`APPATTEST_ROOT_PEM`); against Apple's root every attestation fails.
-public final class SoftwareAttester: Attester, @unchecked Sendable {
+public final class SoftwareAttester: Attester, Sendable {
     /// The App Attest nonce extension (relay.md §5.1).
     static let nonceExtensionOID = "1.2.840.113635.100.8.2"
 
@@ -35,9 +37,8 @@ public final class SoftwareAttester: Attester, @unchecked Sendable {
     public let appID: String
     public let environment: AppAttestVerifier.Environment
     private let authority: Authority
-    private let lock = NSLock()
-    private var key: P256.PrivateKey?
-    private var counter: UInt32 = 0
+    /// The attested key and its assertion counter.
+    private let attested = Locked<(key: P256.PrivateKey?, counter: UInt32)>((nil, 0))
 
     public init(appID: String, environment: AppAttestVerifier.Environment = .production, authority: Authority) {
         self.appID = appID
@@ -46,7 +47,7 @@ public final class SoftwareAttester: Attester, @unchecked Sendable {
     }
 
     /// The attested key's id (SHA-256 of its point), once `attest` has run.
-    public var keyID: [UInt8]? { lock.withLock { key.map { SHA256.hash($0.publicKey.x963Representation) } } }
+    public var keyID: [UInt8]? { attested.withLock { $0.key.map { SHA256.hash($0.publicKey.x963Representation) } } }
 
     public func attest(clientDataHash: [UInt8]) async throws -> [UInt8] {
         let key = P256.PrivateKey()
@@ -74,17 +75,14 @@ public final class SoftwareAttester: Attester, @unchecked Sendable {
             ])),
             .init(key: .text("authData"), value: .bytes(authData)),
         ])
-        lock.withLock {
-            self.key = key
-            counter = 0
-        }
+        attested.withLock { $0 = (key, 0) }
         return object.encoded
     }
 
     public func assert(clientDataHash: [UInt8]) async throws -> [UInt8] {
-        let (key, count): (P256.PrivateKey?, UInt32) = lock.withLock {
-            counter += 1
-            return (self.key, counter)
+        let (key, count): (P256.PrivateKey?, UInt32) = attested.withLock {
+            $0.counter += 1
+            return $0
         }
         guard let key else { throw AppAttestError("no attested key: attest first") }
         let authenticatorData = SHA256.hash(Array(appID.utf8)) + [0x00] + withUnsafeBytes(of: count.bigEndian, Array.init)

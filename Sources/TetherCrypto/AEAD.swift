@@ -6,7 +6,7 @@ import COpenSSL
 /// The OpenSSL context is keyed once and reused, so a message costs only the IV setup and the
 /// cipher itself. It is a value type: `seal` and `open` are `mutating` and copy the context
 /// first when another copy shares it, so copies never interfere (the way `Array` does it).
-public struct AEAD: @unchecked Sendable {
+public struct AEAD: @unchecked Sendable { // the EVP_CIPHER context is copied before any mutation when shared, as Array does
     public enum Algorithm: Sendable, Hashable {
         case chaCha20Poly1305
         case aes256GCM

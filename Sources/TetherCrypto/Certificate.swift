@@ -147,7 +147,7 @@ public struct Certificate: Sendable, Hashable {
     }
 }
 
-final class X509Box: @unchecked Sendable {
+final class X509Box: @unchecked Sendable { // an immutable X509, which OpenSSL lets threads read at once
     let x509: OpaquePointer
     init(owning x509: OpaquePointer) { self.x509 = x509 }
     deinit { X509_free(x509) }

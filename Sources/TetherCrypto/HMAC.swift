@@ -3,7 +3,7 @@ import COpenSSL
 /// HMAC (RFC 2104) over any `HashFunction`, computed by OpenSSL's EVP_MAC.
 ///
 /// With `.blake2s` this is the HMAC-BLAKE2s that Noise's HKDF uses (64-byte block).
-public struct HMAC: @unchecked Sendable {
+public struct HMAC: @unchecked Sendable { // the EVP_MAC context is copied before any mutation when shared, as Array does
     public let function: HashFunction
     private var context: MACContext
 

@@ -1,7 +1,7 @@
 import COpenSSL
 
 /// An incremental hash. A value type: copying one forks its state.
-public struct IncrementalHash: @unchecked Sendable {
+public struct IncrementalHash: @unchecked Sendable { // the EVP_MD context is copied before any mutation when shared, as Array does
     public let function: HashFunction
     private var context: DigestContext
 

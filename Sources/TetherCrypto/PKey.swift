@@ -2,7 +2,7 @@ import COpenSSL
 
 /// Owns one EVP_PKEY. Keys are never mutated after construction, and OpenSSL allows
 /// concurrent read-only use of a key, so a box can be shared freely.
-final class PKey: @unchecked Sendable {
+final class PKey: @unchecked Sendable { // an immutable EVP_PKEY, which OpenSSL lets threads read at once
     let pkey: OpaquePointer
 
     init(owning pkey: OpaquePointer) { self.pkey = pkey }

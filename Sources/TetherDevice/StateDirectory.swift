@@ -2,13 +2,13 @@ public import Foundation
 import Glibc
 public import TetherCrypto
 import TetherSync
-import TetherWire
+import TetherEncoding
 
 /// A device's persistent state (keys, pairing, room secret) in a directory the caller chooses:
 /// the directory is owner-only (0700), every file owner-only (0600), and each write lands whole
 /// or not at all (temporary file, fsync, rename, fsync of the directory), so a crash never
 /// leaves half a key behind.
-public final class StateDirectory: @unchecked Sendable {
+public final class StateDirectory: Sendable {
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case io(String)
         /// A stored file exists but is not what it should be; it is left untouched for the user.

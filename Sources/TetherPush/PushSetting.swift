@@ -2,7 +2,7 @@ import Foundation
 public import TetherService
 
 /// The push relay's settings table (push.md §1.1, §5): the Mytty deployment's names, each also a
-/// flag (`--apns-team-id`) and a config-file key; `--help`, the README's reference and start-up
+/// flag (`--apns-team-id`) and a config-file key; `--help`, docs/configuration.md's reference and start-up
 /// errors come from here. iTerm2's self-hosted names `APNS_P8` / `APNS_P8_FILE` are accepted for
 /// the key.
 public enum PushSetting {

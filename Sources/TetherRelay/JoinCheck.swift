@@ -1,6 +1,7 @@
 import TetherCrypto
 public import TetherStore
 public import TetherWire
+public import TetherEncoding
 
 /// A signed join to check against the room's stored verifier (relay.md §3.4 step 3.2). It travels
 /// with the room's admission query, so the Ed25519 verification runs on the store lane that reads

@@ -254,6 +254,6 @@ extension RelayConfiguration {
     /// `tether relay --help`, generated from the settings table.
     public static var helpText: String { RelaySetting.table.helpText }
 
-    /// `tether relay --help-markdown`: the README's configuration reference, from the same table.
+    /// `tether relay --help-markdown`: docs/configuration.md's reference, from the same table.
     public static var markdownReference: String { RelaySetting.table.markdownReference }
 }

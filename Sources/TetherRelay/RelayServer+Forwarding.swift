@@ -131,15 +131,17 @@ extension RelayServer {
     static let forwardedResponseLimit = 64 * 1024
 }
 
-/// The open pipes of one loop, closed when the node shuts down (touched only on that loop).
-final class ForwardedPipes: @unchecked Sendable {
-    private var members: [ObjectIdentifier: TransportPipe] = [:]
+/// The open pipes of one loop, closed when the node shuts down.
+final class ForwardedPipes: Sendable {
+    private let members: LoopBound<[ObjectIdentifier: TransportPipe]>
 
-    func insert(_ pipe: TransportPipe) { members[ObjectIdentifier(pipe)] = pipe }
-    func remove(_ pipe: TransportPipe) { members[ObjectIdentifier(pipe)] = nil }
+    init(loop: EventLoop) { members = LoopBound([:], loop: loop) }
+
+    func insert(_ pipe: TransportPipe) { members.value[ObjectIdentifier(pipe)] = pipe }
+    func remove(_ pipe: TransportPipe) { members.value[ObjectIdentifier(pipe)] = nil }
 
     /// A closing pipe leaves the set as it finishes, so the set is copied first.
-    func closeAll() { for pipe in Array(members.values) { pipe.close() } }
+    func closeAll() { for pipe in Array(members.value.values) { pipe.close() } }
 }
 
 /// One socket on its way to its room's owner (confined to the client's loop).

@@ -3,6 +3,7 @@ public import TetherNet
 import TetherService
 import TetherStore
 import TetherWire
+import TetherEncoding
 
 extension RelayServer {
     /// §2.2 steps 2–6, on the head alone, so they precede the body cap (step 7): the room gate,

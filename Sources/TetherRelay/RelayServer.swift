@@ -84,7 +84,7 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         chores = Chores(loop: group.loops[0])
         machineContext = Self.machineContext(configuration)
         sharding = configuration.cluster.map { ShardOwnership(host: $0.node) } ?? ShardOwnership(origin: configuration.origin)
-        forwardedPipes = group.loops.map { _ in ForwardedPipes() }
+        forwardedPipes = group.loops.map { ForwardedPipes(loop: $0) }
         for table in rooms { table.server = self }
         let router = Self.router(for: self)
         routes.withLock { $0 = router }

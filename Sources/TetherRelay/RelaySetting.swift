@@ -5,7 +5,7 @@ import TetherStore
 
 /// The relay's settings table (relay.md §7.1): the reference relay's environment names, so its
 /// `/etc/iterm2-companion-relay.env` works unchanged, each also a flag (`--relay-max-rooms`) and a
-/// config-file key. `--help`, the README's configuration reference and start-up errors all come
+/// config-file key. `--help`, docs/configuration.md's reference and start-up errors all come
 /// from here; `RelayConfiguration.load` reads the rows.
 public enum RelaySetting {
     /// The table, in the order `--help` lists it.

@@ -2,6 +2,7 @@ public import TetherAttest
 import TetherCrypto
 public import TetherStore
 public import TetherWire
+public import TetherEncoding
 
 /// The room-level HTTP endpoints (relay.md §4) as pure logic over a `RoomStore`: a request body
 /// in, a status and JSON body out, plus whether the room must be torn down. Run on the room's

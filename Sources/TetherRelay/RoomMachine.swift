@@ -1,8 +1,9 @@
 public import TetherStore
 public import TetherWire
 import TetherCrypto
-import TetherNet
+import TetherSync
 public import TetherService
+public import TetherEncoding
 
 /// A connection's identity inside a room; assigned by the I/O layer in connect order.
 public struct SocketID: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -150,10 +151,12 @@ public struct RoomMachine {
     private var splice: Splice?
 
     private final class Splice {
-        var frameWindow: FixedWindow
+        // Touched by every relayed frame, only on the room's loop: exclusivity is not checked at
+        // run time (the check was the one left on the splice path, one call a frame).
+        @exclusivity(unchecked) var frameWindow: FixedWindow
         /// The 24-hour byte count, once loaded or started (§3.12).
-        var quota: QuotaRecord?
-        var quotaPersistedBytes: Int64 = 0
+        @exclusivity(unchecked) var quota: QuotaRecord?
+        @exclusivity(unchecked) var quotaPersistedBytes: Int64 = 0
 
         init(maxFramesPerSecond: Int, quota: QuotaRecord?) {
             frameWindow = FixedWindow(limit: maxFramesPerSecond, window: 1_000)

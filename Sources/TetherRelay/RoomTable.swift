@@ -6,15 +6,17 @@ import TetherWire
 /// The rooms living on one loop.
 final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted); shared only to be reached from it
     let loop: EventLoop
+    // Loop-confined state (one thread touches it), so exclusivity is not checked at run time:
+    // on the splice path those checks were a quarter of the instructions (callgrind).
     /// Set once the server is made (rooms reach it through their table, not a reference each).
-    weak var server: RelayServer?
-    private var rooms = RoomIndex<RoomHost> { $0.machine.room }
+    @exclusivity(unchecked) weak var server: RelayServer?
+    @exclusivity(unchecked) private var rooms = RoomIndex<RoomHost> { $0.machine.room }
     /// Admission windows (§3.4 step 1) of rooms evicted while their window still ran, by the
     /// room's per-process seeded hash. A room empties whenever its last socket goes, and every
     /// admission attempt comes on a fresh socket, so without this an attacker retrying on new
     /// sockets would never meet the 40-per-10 s limit. A collision only makes two rooms share a
     /// window (stricter, never looser); a client cannot aim at one (the seed is random).
-    private var evictedWindows = EvictedWindows(capacity: RoomTable.maxEvictedWindows)
+    @exclusivity(unchecked) private var evictedWindows = EvictedWindows(capacity: RoomTable.maxEvictedWindows)
     /// At most this many windows per loop (at the cap about 5 MiB of table and up to 4 MiB of
     /// eviction order). Reaching it takes tens of thousands of rooms each sent a Proof within
     /// 10 s on one loop; past it expired windows at the front go first, then the oldest kept.
@@ -52,7 +54,7 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
     }
 
     /// Store lanes this iteration queued work for and has not woken yet (bit per lane).
-    private var lanesToWake: UInt64 = 0
+    @exclusivity(unchecked) private var lanesToWake: UInt64 = 0
 
     /// Queues a room's storage work on its lane; the lane is woken once, at the loop's next flush
     /// point, for everything queued since the last one (a reconnect storm's admissions arrive

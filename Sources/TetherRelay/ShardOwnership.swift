@@ -1,18 +1,23 @@
 import TetherNet
 import TetherStore
 public import TetherWire
+import TetherSync
 
 /// Which buckets this node serves (relay.md §8.3): all of them until a shard map is published,
 /// then those of the ranges whose host is this node's own (`RELAY_ORIGIN` without its scheme).
 /// Read on every room-scoped request and upgrade, replaced when a newer map is seen.
-public final class ShardOwnership: @unchecked Sendable {
+public final class ShardOwnership: Sendable {
     /// This node's host as the map spells it: `host` or `host:port`.
     public let host: String
-    private let lock = NetLock()
-    private var held: ShardMap?
-    /// Hosts with a live lease as of this node's last renewal, and when that was (monotonic ms);
-    /// nil without leases (one node, a SQLite store), when every owner counts as reachable.
-    private var live: (hosts: Set<String>, at: UInt64)?
+
+    private struct Held {
+        var map: ShardMap?
+        /// Hosts with a live lease as of this node's last renewal, and when that was (monotonic
+        /// ms); nil without leases (one node, a SQLite store), when every owner counts as reachable.
+        var live: (hosts: Set<String>, at: UInt64)?
+    }
+
+    private let held: Locked<Held>
 
     /// How old a renewal's list of live hosts may be and still show an owner lapsed: three
     /// renewals. A node whose own renewals lag (a busy store lane, a database outage) knows
@@ -21,39 +26,39 @@ public final class ShardOwnership: @unchecked Sendable {
 
     public init(host: String, map: ShardMap? = nil) {
         self.host = host
-        held = map
+        held = Locked(Held(map: map))
     }
 
     public convenience init(origin: String) { self.init(host: ShardOwnershipHost.of(origin: origin)) }
 
-    public var map: ShardMap? { lock.withLock { held } }
+    public var map: ShardMap? { held.withLock { $0.map } }
 
     /// The map clients should fetch: the published one, or — before any is published — version 0
     /// with this node owning every bucket, so a lone node can serve v2 links by itself and any
     /// published map (version ≥ 1) supersedes it. Nil only if this node's own host is not a valid
     /// map host (a hand-set local origin), when there is nothing truthful to publish.
     public var document: ShardMap? {
-        lock.withLock { held } ?? (try? ShardMap.single(host: host, version: 0))
+        held.withLock { $0.map } ?? (try? ShardMap.single(host: host, version: 0))
     }
 
     /// The host that owns `room` when it is not this node; nil when this node serves it.
     public func foreignOwner(of room: RoomName) -> String? {
-        lock.withLock {
-            guard let held else { return nil }
-            let owner = held.owner(of: room)
+        held.withLock {
+            guard let map = $0.map else { return nil }
+            let owner = map.owner(of: room)
             return owner == host ? nil : owner
         }
     }
 
     /// Records who holds a live lease (each renewal, at monotonic `now`).
-    public func setLiveHosts(_ hosts: Set<String>, at now: UInt64) { lock.withLock { live = (hosts, now) } }
+    public func setLiveHosts(_ hosts: Set<String>, at now: UInt64) { held.withLock { $0.live = (hosts, now) } }
 
     /// Whether `owner` let its lease lapse (dead, or cut off from the database), by a renewal at
     /// most `liveHostsFreshMs` old: its rooms are about to move, and naming it would send
     /// clients to a node that cannot serve them.
     public func hasLapsed(_ owner: String, now: UInt64) -> Bool {
-        lock.withLock {
-            guard let live, now &- live.at <= Self.liveHostsFreshMs else { return false }
+        held.withLock {
+            guard let live = $0.live, now &- live.at <= Self.liveHostsFreshMs else { return false }
             return !live.hosts.contains(owner)
         }
     }
@@ -61,9 +66,9 @@ public final class ShardOwnership: @unchecked Sendable {
     /// Takes `map` if its version is above the held one; true if it did.
     @discardableResult
     public func adopt(_ map: ShardMap) -> Bool {
-        lock.withLock {
-            guard map.version > held?.version ?? 0 else { return false }
-            held = map
+        held.withLock {
+            guard map.version > $0.map?.version ?? 0 else { return false }
+            $0.map = map
             return true
         }
     }

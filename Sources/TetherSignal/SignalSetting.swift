@@ -2,7 +2,7 @@ import Foundation
 public import TetherService
 
 /// The signaling server's settings table (signaling.md §13, §13.1), each also a flag
-/// (`--turn-mode`) and a config-file key; `--help`, the README's reference and start-up errors
+/// (`--turn-mode`) and a config-file key; `--help`, docs/configuration.md's reference and start-up errors
 /// come from here. Secrets (`TURN_SECRET`, `CLOUDFLARE_TURN_API_TOKEN`) are never echoed.
 public enum SignalSetting {
     public static let table = SettingsTable(

@@ -1,5 +1,6 @@
 import TetherCrypto
 public import TetherWire
+public import TetherEncoding
 
 /// How a room is named at rest: SHA-256 of its name, never the name itself. The name is the
 /// rendezvous secret (whoever holds it can take a slot or burn the room's pairing cycles), so a

@@ -18,13 +18,7 @@ final class StoreLane: Sendable {
     static let niceness: Int32 = 10
 
     init(name: String) {
-        let thread = Thread { [self] in
-            _ = tether_set_thread_nice(Self.niceness)
-            _ = tether_set_thread_name(name)
-            run()
-        }
-        thread.name = name
-        thread.start()
+        DedicatedThread.start(name: name, niceness: Self.niceness, joinable: false) { [self] in run() }
     }
 
     /// Queues `work` after everything queued before it.

@@ -3,6 +3,7 @@ import Foundation
 public import TetherStore
 import TetherWire
 import XCTest
+import TetherSync
 
 /// The behaviour every `RoomStore` backend must show, run unchanged by each backend's tests (the
 /// in-memory double, SQLite, and the next one): `RoomStoreContract.verify { try makeStore() }`.
@@ -197,9 +198,8 @@ public enum RoomStoreContract {
     }
 }
 
-private final class Wins: @unchecked Sendable {   // every access under `lock`
-    private let lock = NSLock()
-    private var tally: [String: Int] = [:]
-    func add(_ kind: String) { lock.withLock { tally[kind, default: 0] += 1 } }
-    var counts: [String: Int] { lock.withLock { tally } }
+private final class Wins: Sendable {
+    private let tally = Locked<[String: Int]>([:])
+    func add(_ kind: String) { tally.withLock { $0[kind, default: 0] += 1 } }
+    var counts: [String: Int] { tally.withLock { $0 } }
 }

@@ -1,12 +1,21 @@
 public import CTetherSystem
 public import Glibc
 
-/// A thread of a service's own (the log writer, the signal watcher, the APNs client), outside every event loop.
+/// Every thread Tether starts outside Swift concurrency: event loops, store lanes, the log
+/// writer, the signal watcher, the APNs client, PostgreSQL's listener and canceller, the ICE
+/// thread. One way to start them, so each is named and none can take a process-directed signal.
 public enum DedicatedThread {
-    /// Starts `body` on a new joinable thread with every signal blocked, so a process-directed signal is never delivered to it — signals
-    /// are taken only by `SignalWatcher`, synchronously.
-    /// `name` (Linux keeps 15 bytes) is what `top -H` and /proc show for the thread.
-    public static func start(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+    /// Starts `body` on a new thread with every signal blocked, so a process-directed signal is
+    /// never delivered to it: signals are taken only by `SignalWatcher`, synchronously.
+    ///
+    /// - Parameters:
+    ///   - name: what `top -H` and /proc show for the thread (Linux keeps 15 bytes).
+    ///   - niceness: the thread's nice value, when it should yield to the loops under contention.
+    ///   - joinable: false for a thread nobody joins (its resources go back when it ends).
+    /// - Returns: the thread, for `pthread_join` when `joinable`.
+    @discardableResult
+    public static func start(name: String, niceness: Int32? = nil, joinable: Bool = true,
+                             _ body: @escaping @Sendable () -> Void) -> pthread_t {
         final class Box: Sendable {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -20,6 +29,7 @@ public enum DedicatedThread {
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         var handle = pthread_t()
         let context = Unmanaged.passRetained(Box {
+            if let niceness { _ = tether_set_thread_nice(niceness) }
             _ = tether_set_thread_name(name)
             body()
         }).toOpaque()
@@ -28,6 +38,7 @@ public enum DedicatedThread {
             return nil
         }, context)
         precondition(status == 0, "pthread_create failed: \(status)")
+        if !joinable { pthread_detach(handle) }
         return handle
     }
 }

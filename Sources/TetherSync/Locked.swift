@@ -52,4 +52,4 @@ public struct Locked<Value: ~Copyable>: ~Copyable {
 
 // The Mutex it wraps is Sendable for any value (it hands the value over under the lock); the
 // token is written once, at init.
-extension Locked: @unchecked Sendable where Value: ~Copyable {}
+extension Locked: @unchecked Sendable where Value: ~Copyable {} // a Mutex hands its value over only under the lock

@@ -1,12 +1,12 @@
 import Glibc
 
-/// A counting semaphore for the chassis's own threads to sleep on (`Mutex` has no condition
-/// variable). Posting is a single atomic add unless a thread is asleep on it.
-final class ThreadSemaphore: @unchecked Sendable {
-    // @unchecked: sem_t is thread-safe by POSIX; the pointer is allocated once and lives as long as the object.
+/// A counting semaphore for threads of Tether's own to sleep on (`Mutex` has no condition
+/// variable): the log writer, the signal watcher, a caller waiting for a loop's answer. Posting is
+/// a single atomic add unless a thread is asleep on it.
+public final class ThreadSemaphore: @unchecked Sendable { // a sem_t, thread-safe by POSIX, allocated once
     private let semaphore: UnsafeMutablePointer<sem_t>
 
-    init(value: UInt32 = 0) {
+    public init(value: UInt32 = 0) {
         semaphore = .allocate(capacity: 1)
         sem_init(semaphore, 0, value)
     }
@@ -16,9 +16,9 @@ final class ThreadSemaphore: @unchecked Sendable {
         semaphore.deallocate()
     }
 
-    func signal() { sem_post(semaphore) }
+    public func signal() { sem_post(semaphore) }
 
-    func wait() {
+    public func wait() {
         while sem_wait(semaphore) != 0, errno == EINTR {}
     }
 }

@@ -25,6 +25,8 @@ public final class PebbleServer: @unchecked Sendable {   // set up in init, shut
     public init(validitySeconds: Int = 86_400 * 90, tlsPort: UInt16? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-pebble-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Chosen before start: pebble and its challenge server take their ports from their
+        // configuration, and neither reports a port 0 bound.
         (apiPort, managementPort, dnsPort, httpPort) = (RelayProcess.freePort(), RelayProcess.freePort(), RelayProcess.freePort(), RelayProcess.freePort())
         self.tlsPort = tlsPort ?? RelayProcess.freePort()
         let path = directory.path
@@ -48,9 +50,8 @@ public final class PebbleServer: @unchecked Sendable {   // set up in init, shut
         // No random validation sleeps, no authorization reuse: each issuance proves its challenge.
         try launch("/usr/bin/pebble", ["-config", directory.appendingPathComponent("pebble.json").path, "-dnsserver", "127.0.0.1:\(dnsPort)"],
                    log: "pebble.log", environment: ["PEBBLE_VA_NOSLEEP": "1", "PEBBLE_AUTHZREUSE": "0"])
-        for _ in 0..<100 {
-            if (try? runProcess("/usr/bin/curl", ["-sf", "--cacert", caFile, directoryURL]).status) == 0 { return }
-            usleep(100_000)
+        if Eventually.holds(within: 10, every: 0.05, { (try? runProcess("/usr/bin/curl", ["-sf", "--cacert", caFile, directoryURL]).status) == 0 }) {
+            return
         }
         shutdown()
         throw Vectors.Failure.notFound("pebble did not start: \(log)")

@@ -30,7 +30,7 @@ public final class PostgresServer: @unchecked Sendable {   // set up in init; `s
     ///   a benchmark keeps PostgreSQL's defaults.
     public init(durable: Bool = false) throws {
         bin = try Self.binaries()
-        port = RelayProcess.freePort()
+        port = RelayProcess.freePort()   // before start: PostgreSQL takes no port 0, and restarts reuse it
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-pg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         if getuid() == 0 { try run("/bin/chown", ["-R", "postgres:postgres", directory.path], asServerUser: false) }

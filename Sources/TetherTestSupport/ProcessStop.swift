@@ -9,15 +9,12 @@ public enum ProcessStop {
     @discardableResult
     public static func stop(_ pid: Int32) -> Bool {
         kill(pid, SIGSTOP)
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        return Eventually.holds(within: 10, every: 0.005) {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
             let states = tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/stat", encoding: .utf8) }
                 .compactMap { $0.split(separator: ")").last?.split(separator: " ").first }
-            if !states.isEmpty, states.allSatisfy({ $0 == "T" }) { return true }
-            usleep(5_000)
+            return !states.isEmpty && states.allSatisfy { $0 == "T" }
         }
-        return false
     }
 
     public static func resume(_ pid: Int32) { kill(pid, SIGCONT) }

@@ -1,4 +1,5 @@
 public import Foundation
+import TetherSync
 
 /// An independent peer written in Python (from `Tests/Peers/`), run with the project's
 /// virtualenv interpreter and spoken to over its stdin/stdout in records: a 4-byte big-endian
@@ -82,19 +83,15 @@ public func runProcess(_ path: String, _ arguments: [String], timeout: TimeInter
     let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
     // Read both pipes concurrently so a chatty child cannot block on a full pipe.
-    let errorData = LockedData()
+    let errorData = Locked(Data())
     let group = DispatchGroup()
-    DispatchQueue.global().async(group: group) { errorData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+    DispatchQueue.global().async(group: group) {
+        let read = err.fileHandleForReading.readDataToEndOfFile()
+        errorData.withLock { $0 = read }
+    }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     group.wait()
     process.waitUntilExit()
     watchdog.cancel()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errorData.get(), as: UTF8.self))
-}
-
-private final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ value: Data) { lock.withLock { data = value } }
-    func get() -> Data { lock.withLock { data } }
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errorData.withLock { $0 }, as: UTF8.self))
 }

@@ -11,27 +11,40 @@ public final class ServiceProcess {
     private let output = Pipe()
     private let errors = Pipe()
     private let captured = WaitableLog<Data>()
+    /// Captured pipes that reached end of file (the child and whatever it started are gone).
+    private let ended = WaitableLog<Bool>()
+    private let capturing: Bool
 
     /// `capturing`: everything the child writes to stdout after its first line and to stderr is
     /// kept (`capturedOutput`); otherwise stdout is drained and stderr discarded.
     public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], expecting prefix: String,
                 capturing: Bool = false) throws {
+        self.capturing = capturing
         process.executableURL = executable
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         for (name, value) in environment { merged[name] = value }
         process.environment = merged
         process.standardOutput = output
+        let keep: @Sendable (FileHandle) -> Void = { [captured, ended] handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                ended.append(true)
+            } else {
+                captured.append(data)
+            }
+        }
         if capturing {
             process.standardError = errors
-            errors.fileHandleForReading.readabilityHandler = { [captured] in captured.append($0.availableData) }
+            errors.fileHandleForReading.readabilityHandler = keep
         } else {
             process.standardError = FileHandle.nullDevice
         }
         try process.runWithSignalsUnblocked()
         firstLine = output.fileHandleForReading.readFirstLine()
         if capturing {
-            output.fileHandleForReading.readabilityHandler = { [captured] in captured.append($0.availableData) }
+            output.fileHandleForReading.readabilityHandler = keep
         } else {
             output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
         }
@@ -42,23 +55,18 @@ public final class ServiceProcess {
     }
 
     /// The port after `listening on ` (`host:port` or a bare port).
-    public var port: UInt16 {
-        let words = firstLine.split(whereSeparator: { $0 == " " || $0.isNewline })
-        guard let index = words.firstIndex(of: "on"), index + 1 < words.count else { return 0 }
-        return UInt16(words[index + 1].split(separator: ":").last ?? "") ?? 0
-    }
+    public var port: UInt16 { RelayProcess.listeningPort(firstLine) ?? 0 }
 
     /// What a `capturing` child wrote so far (stdout after its first line, and stderr), as text.
     public var capturedOutput: String { String(decoding: captured.all.reduce(Data(), +), as: UTF8.self) }
 
     public func stop() {
-        guard process.isRunning else {
-            output.fileHandleForReading.readabilityHandler = nil
-            errors.fileHandleForReading.readabilityHandler = nil
-            return
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
         }
-        process.terminate()
-        process.waitUntilExit()
+        // What a capturing child wrote last may still be in its pipes: read them to the end.
+        if capturing { _ = ended.values(within: 2, atLeast: 2) { $0 } }
         output.fileHandleForReading.readabilityHandler = nil
         errors.fileHandleForReading.readabilityHandler = nil
     }

@@ -65,7 +65,7 @@ public enum Vectors {
 }
 
 /// One Wycheproof test with its group's shared fields.
-public struct WycheproofCase: @unchecked Sendable {
+public struct WycheproofCase: @unchecked Sendable { // immutable JSON dictionaries parsed once and only read
     public let group: [String: Any]
     public let test: [String: Any]
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TetherNet
+import Synchronization
 
 /// `tether-netbench park URL -n N --pid PID [--ca ca.pem] [--hold S]`: opens N WebSockets (ws:// or
 /// wss://), admits each as a mac in its own room, and reports the server's RSS growth per
@@ -67,14 +68,13 @@ enum ParkClient {
     }
 }
 
-final class ParkCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ok = 0
-    private var bad = 0
-    func admit() { lock.withLock { ok += 1 } }
-    func fail() { lock.withLock { bad += 1 } }
-    var admitted: Int { lock.withLock { ok } }
-    var failed: Int { lock.withLock { bad } }
+final class ParkCounter: Sendable {
+    private let ok = Atomic(0)
+    private let bad = Atomic(0)
+    func admit() { ok.add(1, ordering: .relaxed) }
+    func fail() { bad.add(1, ordering: .relaxed) }
+    var admitted: Int { ok.load(ordering: .relaxed) }
+    var failed: Int { bad.load(ordering: .relaxed) }
 }
 
 /// One parked mac: hello, then an empty proof, then silence (pings are answered automatically).

@@ -12,6 +12,7 @@ import Glibc
 import TetherCrypto
 import TetherNet
 import TetherWire
+import TetherEncoding
 
 struct Options {
     var host = "127.0.0.1"

@@ -3,6 +3,7 @@ import Glibc
 import TetherClient
 import TetherNet
 import TetherWire
+import TetherSync
 
 /// `admit`: admissions per second and their latency, closed loop. `--concurrency` workers each
 /// sign a join for an established room (a different room each time, round robin over `--rooms`),
@@ -69,13 +70,11 @@ enum AdmitCommand {
         exit(refusals.isEmpty ? 0 : 1)
     }
 
-    private final class Tally: @unchecked Sendable {   // every access under `lock`
-        private let lock = NSLock()
-        private var latencies: [UInt64] = []
-        private var refusals: [String: Int] = [:]
+    private final class Tally: Sendable {
+        private let counts = Locked<(latencies: [UInt64], refusals: [String: Int])>(([], [:]))
 
-        func admitted(_ nanoseconds: UInt64) { lock.withLock { latencies.append(nanoseconds) } }
-        func refused(_ kind: String) { lock.withLock { refusals[kind, default: 0] += 1 } }
-        var results: ([UInt64], [String: Int]) { lock.withLock { (latencies, refusals) } }
+        func admitted(_ nanoseconds: UInt64) { counts.withLock { $0.latencies.append(nanoseconds) } }
+        func refused(_ kind: String) { counts.withLock { $0.refusals[kind, default: 0] += 1 } }
+        var results: ([UInt64], [String: Int]) { counts.withLock { ($0.latencies, $0.refusals) } }
     }
 }

@@ -1,5 +1,6 @@
 import TetherNet
 import TetherWire
+import TetherEncoding
 
 /// One socket of a ping pair, admitted with an empty proof (`.park` in the SDK's terms: open mode
 /// admits both roles with `{}`) and then handing its binary frames straight to its owner on the

@@ -1,5 +1,6 @@
 import TetherNet
 import TetherWire
+import TetherEncoding
 
 /// A mac and a phone spliced in a fresh open-mode room, playing 64-byte ping-pong: the mac sends
 /// a frame, the phone echoes it, the mac times the round trip and sends the next — one frame in

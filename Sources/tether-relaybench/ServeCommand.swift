@@ -4,6 +4,7 @@ import TetherNet
 import TetherRelay
 import TetherStore
 import TetherWire
+import TetherEncoding
 
 /// `serve`: the relay under test, in a process of its own so its CPU is its own. Open mode, every
 /// abuse limit raised so none binds (all the load comes from 127.0.0.1), SQLite behind a

@@ -1,5 +1,6 @@
 import Foundation
 import TetherWire
+import TetherEncoding
 
 /// The JSON lines this program prints, with keys in the order they were added (a person reads
 /// them too) and numbers with as many decimals as the figure deserves.

@@ -1,6 +1,7 @@
 import TetherCall
 import TetherNet
 import TetherWire
+import TetherEncoding
 
 /// Signals around a ring of registered clients: client i signals client i + 1, so each client
 /// hears from exactly one sender and a forwarded signal needs no parsing to be matched — the

@@ -2,6 +2,7 @@ import Foundation
 import TetherCall
 import TetherCrypto
 import TetherWire
+import TetherEncoding
 
 /// `verify`: the Ed25519 floor on this core. `openssl speed ed25519` (the brief's yardstick:
 /// the server verifies every `register` and every `signal`, §6.1 step 4, §6.2 step 2), then the

@@ -1,6 +1,7 @@
 import Foundation
 import TetherClient
 import TetherCrypto
+import TetherDevice
 
 /// A software attester's root in a directory: `root.pem` (the certificate a relay trusts through
 /// APPATTEST_ROOT_PEM) and `root-key.pem` (owner-only; whoever holds it can attest).

@@ -4,6 +4,8 @@ import Glibc
 import TetherClient
 import TetherNet
 import TetherWire
+import TetherDevice
+import TetherSync
 
 private struct DemoFailure: Error, CustomStringConvertible {
     let description: String
@@ -11,13 +13,12 @@ private struct DemoFailure: Error, CustomStringConvertible {
 }
 
 /// The code the phone shows, handed to the Mac's code entry (the demo types it for the user).
-private final class CodeHandOff: @unchecked Sendable {
-    private let lock = NSLock()
-    private var code: String?
-    func set(_ value: String) { lock.withLock { code = value } }
+private final class CodeHandOff: Sendable {
+    private let code = Locked<String?>(nil)
+    func set(_ value: String) { code.withLock { $0 = value } }
     func take() async -> String? {
         for _ in 0..<1500 {
-            if let value = lock.withLock({ code }) { return value }
+            if let value = code.withLock({ $0 }) { return value }
             try? await Task.sleep(nanoseconds: 20_000_000)
         }
         return nil

@@ -3,6 +3,7 @@ import Glibc
 import TetherCall
 import TetherClient
 import TetherWire
+import TetherDevice
 
 // MARK: - What every call command shares
 

@@ -6,6 +6,7 @@ import TetherCrypto
 import TetherNet
 import TetherSync
 import TetherWire
+import TetherDevice
 
 /// Options every peer command shares.
 struct PeerOptions {

@@ -4,6 +4,7 @@ import TetherClient
 import TetherCrypto
 import TetherNet
 import TetherWire
+import TetherEncoding
 
 /// `tether push send`: an operator's end-to-end check of a running push relay. It registers the
 /// device token as a phone would, then sends one notification through the relay as a Mac would,

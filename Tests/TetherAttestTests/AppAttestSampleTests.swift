@@ -4,6 +4,7 @@ import TetherCrypto
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// Every real Apple sample of `vectors/app-attest/samples.json`, verified at its own time with
 /// its recorded app id and clientDataHash (which each sample documents: Apple's guide uses the

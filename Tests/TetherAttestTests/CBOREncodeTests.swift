@@ -1,6 +1,7 @@
 import TetherAttest
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// The encoder writes RFC 8949's preferred serialisation: shortest heads, definite lengths.
 final class CBOREncodeTests: XCTestCase {

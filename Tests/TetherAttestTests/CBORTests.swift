@@ -1,6 +1,7 @@
 import TetherAttest
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class CBORTests: XCTestCase {
     private func decode(_ hex: String, _ profile: CBORDecoder.Profile = .general, limits: CBORDecoder.Limits = .init()) throws -> CBOR {

@@ -4,6 +4,7 @@ import TetherCrypto
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// Attestations and assertions built by an independent Python fixture (pyca/cryptography) under
 /// a throwaway root (relay.md §5.4): one accepted of each, then one per failure.

@@ -2,6 +2,7 @@ import TetherCall
 import TetherCrypto
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// The identity of signaling.md §3 against the §12 vectors: the ID, the agreement key, the
 /// identity signature, and the registration and signal signatures it makes.

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import TetherCall
+import TetherTestSupport
 import TetherWire
 
 /// The smallest real driver of a `CallMachine`: one serial queue as its loop, a real clock, an
@@ -68,11 +69,6 @@ final class CallLoopDriver: CallMediaTransportDelegate, @unchecked Sendable {
 
     /// Polls until `condition` holds of the notices (false after 5 s).
     func waitFor(_ condition: ([CallNotice]) -> Bool) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds + 5_000_000_000
-        while DispatchTime.now().uptimeNanoseconds < deadline {
-            if condition(notices) { return true }
-            usleep(1_000)
-        }
-        return false
+        Eventually.holds(within: 5, every: 0.001) { condition(notices) }
     }
 }

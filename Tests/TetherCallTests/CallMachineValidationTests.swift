@@ -2,6 +2,7 @@ import TetherCall
 import TetherCrypto
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// §7.2: a forwarded signal that fails any check is dropped without effect.
 final class CallMachineValidationTests: XCTestCase {

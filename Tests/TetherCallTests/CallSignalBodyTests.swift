@@ -1,6 +1,7 @@
 import TetherCall
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// The six bodies of signaling.md §7.1 with §13.1's settled points: deterministic bytes, strict
 /// reading, the §12 vectors.

@@ -4,13 +4,14 @@ import TetherClient
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// `tether id` run as a script and in a terminal would run it: two machine-readable lines on
 /// standard output, narration and failures on standard error, the identity in one 0600 file.
 final class IdCommandEndToEndTests: XCTestCase {
     private var root: URL!
     private var state: String { root.appendingPathComponent("call").path }
-    private let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether").path
+    private let binary = TetherBinary.url.path
 
     override func setUpWithError() throws {
         guard FileManager.default.isExecutableFile(atPath: binary) else { throw XCTSkip("build the tether product first (make test does)") }

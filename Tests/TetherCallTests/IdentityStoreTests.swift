@@ -6,6 +6,7 @@ import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherDevice
 
 /// The stored identity of signaling.md §3.3: made once, the same ever after, a damaged file
 /// reported and left alone, and panic erasure giving a new ID.

@@ -1,6 +1,7 @@
 @testable import TetherClient
 import Foundation
 import TetherNet
+import TetherTestSupport
 import TetherWire
 import XCTest
 
@@ -14,10 +15,13 @@ final class InboundBackpressureTests: RelayTestCase {
         let count = 160, size = 64 * 1024   // 10 MiB in all
         for index in 0..<count { phone.send([UInt8](repeating: UInt8(index & 0xFF), count: size)) }
 
-        var buffered = 0
-        for _ in 0..<30 {
-            try await Task.sleep(nanoseconds: 100_000_000)
+        // Until the buffer is past the mark and has stopped growing (the same over three polls):
+        // had reading not stopped, it would settle at the whole 10 MiB instead.
+        var buffered = 0, previous = [-1, -2]
+        await eventually("the Mac's buffer fills and stops (\(buffered) bytes)", within: 10, poll: 0.1) {
             buffered = await mac.bufferedByteCount()
+            defer { previous = [previous[1], buffered] }
+            return buffered > AdmissionSession.bufferHighWater && previous.allSatisfy { $0 == buffered }
         }
         XCTAssertGreaterThan(buffered, AdmissionSession.bufferHighWater, "it filled up to the mark")
         XCTAssertLessThan(buffered, AdmissionSession.bufferHighWater + 1 << 20, "and stopped reading there (one read's worth over)")

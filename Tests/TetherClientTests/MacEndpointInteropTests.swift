@@ -5,6 +5,8 @@ import TetherNet
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
+import TetherDevice
 
 /// The Mac endpoint against a phone that speaks the wire as the shipping iTerm2 app does,
 /// message by message (client.md §11–§12): the verdict, the courier, hello, then application
@@ -17,11 +19,10 @@ final class MacEndpointInteropTests: RelayTestCase {
         var all: [EndpointEvent] { lock.withLock { events } }
 
         func wait<T>(_ what: String, _ match: (EndpointEvent) -> T?) async throws -> T {
-            for _ in 0..<500 {
-                if let found = all.lazy.compactMap(match).first { return found }
-                try await Task.sleep(nanoseconds: 20_000_000)
+            guard let found = await Eventually.poll(within: 10, every: 0.02, { self.all.lazy.compactMap(match).first }).0 else {
+                throw NSError(domain: "no \(what)", code: 1)
             }
-            throw NSError(domain: "no \(what)", code: 1)
+            return found
         }
     }
 
@@ -30,11 +31,7 @@ final class MacEndpointInteropTests: RelayTestCase {
         private var code: String?
         func set(_ value: String) { lock.withLock { code = value } }
         func get() async -> String? {
-            for _ in 0..<500 {
-                if let code = lock.withLock({ code }) { return code }
-                try? await Task.sleep(nanoseconds: 20_000_000)
-            }
-            return nil
+            await Eventually.poll(within: 10, every: 0.02, { self.lock.withLock { self.code } }).0
         }
     }
 
@@ -129,11 +126,10 @@ final class MacEndpointInteropTests: RelayTestCase {
     }
 
     private func awaitPushStatus(_ mac: MacEndpoint, _ match: (PushStatus) -> Bool) async throws -> PushStatus {
-        for _ in 0..<500 {
-            if let status = mac.pushStatus, match(status) { return status }
-            try await Task.sleep(nanoseconds: 10_000_000)
+        guard let status = await Eventually.poll(within: 5, { mac.pushStatus.flatMap { match($0) ? $0 : nil } }).0 else {
+            throw NSError(domain: "no matching pushStatus", code: 1)
         }
-        throw NSError(domain: "no matching pushStatus", code: 1)
+        return status
     }
 
     /// push.md §3.3, client.md §12.6: the phone's `pushStatus` (base64 token and secret) gives

@@ -3,6 +3,8 @@ import TetherClient
 import TetherCrypto
 import TetherWire
 import XCTest
+import TetherEncoding
+import TetherDevice
 
 /// What a device keeps between runs: round trips, damage refused, wipe keeps the identity.
 final class PairingRecordTests: XCTestCase {

@@ -8,7 +8,7 @@ import XCTest
 final class PeerCommandEndToEndTests: XCTestCase {
     private func run(_ script: String, _ arguments: [String], expect pass: String, timeout: TimeInterval = 180,
                      file: StaticString = #filePath, line: UInt = #line) throws {
-        let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether").path
+        let binary = TetherBinary.url.path
         guard FileManager.default.isExecutableFile(atPath: binary) else { throw XCTSkip("build the tether product first (make test does)") }
         let result = try PythonPeer.run(script: script, arguments: [binary] + arguments, timeout: timeout)
         let lines = result.stdout.split(separator: "\n").map(String.init)
@@ -73,7 +73,7 @@ final class PeerCommandEndToEndTests: XCTestCase {
 
     /// `tether demo`: one command, narrated, through every step, leaving nothing behind.
     func testTheDemoNarratesPairingChatRejoinAndUnpair() throws {
-        let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether").path
+        let binary = TetherBinary.url.path
         let result = try runProcess(binary, ["demo"], timeout: 120)
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         for expected in ["1. Started a private relay at http://127.0.0.1:", "The phone shows: ", "the demo types ",

@@ -5,6 +5,8 @@ import TetherNet
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
+import TetherDevice
 
 /// The phone endpoint against a Mac that speaks the wire as the shipping iTerm2 Mac does:
 /// the phone's requests are byte-identical to client.md §12, `/register` follows the ack, and
@@ -18,12 +20,14 @@ final class PhoneEndpointInteropTests: RelayTestCase {
     }
 
     /// A phone endpoint on a fresh state directory, recording its events.
-    private func makePhone() throws -> (StateDirectory, Recorder, PhoneEndpoint) {
+    private func makePhone(pingInterval: Double = 15, pongTimeout: Double = 10,
+                           clock: any DeviceClock = SystemDeviceClock()) throws -> (StateDirectory, Recorder, PhoneEndpoint) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-phone-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
         let state = try StateDirectory(directory)
         let recorder = Recorder()
-        return (state, recorder, PhoneEndpoint(context: EndpointContext(loop: loop, state: state) { recorder.add($0) }))
+        return (state, recorder, PhoneEndpoint(context: EndpointContext(loop: loop, state: state, clock: clock) { recorder.add($0) },
+                                               pingInterval: pingInterval, pongTimeout: pongTimeout))
     }
 
     func testAShippingMacConversationPairsTheEndpointPhone() async throws {
@@ -41,7 +45,7 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         // The phone shows its code as its handshake ends, which may be a moment after the Mac's
         // side of it completes: wait for the event rather than race it.
         func shownCodes() -> [String] { recorder.all.compactMap { if case let .showCode(code) = $0 { code } else { nil } } }
-        for _ in 0..<200 where shownCodes().isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        await eventually("the phone shows its code", within: 2) { !shownCodes().isEmpty }
         let shown = shownCodes()
         XCTAssertEqual(shown, [channel.sas], "the phone shows the code both derived")
         XCTAssertEqual(recorder.all.first, .relay(origin: relay.origin, disclosedHost: "127.0.0.1:\(relay.port)"))
@@ -62,8 +66,7 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         XCTAssertEqual(state.registeredRoom, room.name.hex, "registered after the ack, before hello")
         XCTAssertTrue(recorder.all.contains(.codeWithdrawn), "the code goes once the verdict came")
         try channel.send(Array(#"{"requestID":2,"payload":{"hello":{"revision":11,"minimumPeer":11,"wantsNotificationPermission":true}}}"#.utf8))
-        for _ in 0..<200 where !recorder.all.contains(.connected) { try await Task.sleep(nanoseconds: 10_000_000) }
-        XCTAssertTrue(recorder.all.contains(.connected))
+        await eventually("the phone reports connected", within: 2) { recorder.all.contains(.connected) }
 
         phone.send(Array("line from the phone".utf8))
         let line = try await channel.receive()
@@ -121,9 +124,7 @@ final class PhoneEndpointInteropTests: RelayTestCase {
     }
 
     func testThePhonePingsTheMacAndDropsASessionWhosePeerNeverAnswers() async throws {
-        let (_, recorder, phone) = try makePhone()
-        phone.pingInterval = 0.2
-        phone.pongTimeout = 0.3
+        let (_, recorder, phone) = try makePhone(pingInterval: 0.2, pongTimeout: 0.3)
         let (channel, running) = try await pairedThroughHello(phone, pairingID: "0a0b0c0d0e0f0001")
         defer { running.cancel() }
 
@@ -139,6 +140,33 @@ final class PhoneEndpointInteropTests: RelayTestCase {
         let end = try await channel.receive()
         XCTAssertNil(end, "the phone closed the session")
         XCTAssertFalse(recorder.all.contains { if case .message = $0 { true } else { false } }, "pongs never reach the application")
+    }
+
+    /// The same rule at its real intervals (a ping every 15 s, 10 s for its pong) on a clock the
+    /// test moves: 25 seconds of the phone's time pass in no wall time.
+    func testAnUnansweredPingEndsTheSessionWhenItsPongTimeoutPassesOnTheEndpointsClock() async throws {
+        let clock = ManualDeviceClock()
+        let (_, recorder, phone) = try makePhone(clock: clock)
+        let (channel, running) = try await pairedThroughHello(phone, pairingID: "0a0b0c0d0e0f0003")
+        defer { running.cancel() }
+
+        // Once the session is up its set-up deadlines are over: the only sleeper is the pinger.
+        await eventually("the session is up", within: 10, poll: 0.005) { recorder.all.contains { if case .connected = $0 { true } else { false } } }
+        try await untilAsleep(clock)
+        clock.advance(by: .seconds(15))
+        let ping = try await channel.receive()
+        XCTAssertEqual(ping, Array(#"{"requestID":3,"payload":{"ping":{}}}"#.utf8))
+        try await untilAsleep(clock)
+        clock.advance(by: .seconds(9))
+        try await untilAsleep(clock)
+        clock.advance(by: .seconds(1))
+        let end = try await channel.receive()
+        XCTAssertNil(end, "the phone closed the session once the pong was 10 s overdue")
+    }
+
+    /// Waits until exactly one task (the phone's pinger) sleeps on `clock`.
+    private func untilAsleep(_ clock: ManualDeviceClock, file: StaticString = #filePath, line: UInt = #line) async throws {
+        await eventually("the pinger sleeping on the clock", within: 10, poll: 0.005, file: file, line: line) { clock.sleeping == 1 }
     }
 
     /// client.md §12.6, push.md §3.3: a configured `pushStatus` follows `hello` (no request id,

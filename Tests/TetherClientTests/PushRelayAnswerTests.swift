@@ -1,6 +1,7 @@
 @testable import TetherClient
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// How the SDK reads a push relay's refusals (push.md §2.7, §3.7): whatever number a relay puts
 /// in `status`, reading it never traps.

@@ -4,6 +4,7 @@ import TetherNet
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherDevice
 
 /// v2 resolution (client.md §5) against a real relay serving `/shardmap.json`.
 final class RelayResolverTests: XCTestCase {
@@ -22,7 +23,7 @@ final class RelayResolverTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         let mapFile = directory.appendingPathComponent("map.json")
         // Buckets 0…49999 on another host, the rest on this relay.
-        let port = RelayProcess.freePort()
+        let port = RelayProcess.freePort()   // known before start: the shard map names the relay by it
         try Data(#"{"version":5,"ranges":[{"low":0,"high":49999,"host":"relay-a.example"},{"low":50000,"high":65535,"host":"127.0.0.1:\#(port)"}]}"#.utf8)
             .write(to: mapFile)
         let relay = try RelayProcess(port: port, ["--relay-shard-map", mapFile.path])
@@ -106,10 +107,9 @@ final class RelayResolverTests: XCTestCase {
             }
         }
 
-        /// Returns once `count` requests have arrived (or after 5 s).
-        func waitFor(requests count: Int) async throws {
-            let deadline = Date().addingTimeInterval(5)
-            while try await requests().count < count, Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+        /// Returns once `count` requests have arrived (a test failure after 5 s).
+        func waitFor(requests count: Int, file: StaticString = #filePath, line: UInt = #line) async throws {
+            try await eventually("\(count) requests at the stand-in", within: 5, file: file, line: line) { try await requests().count >= count }
         }
 
         func hold() async throws { _ = try await call("POST", "/_hold") }
@@ -162,7 +162,7 @@ final class RelayResolverTests: XCTestCase {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in loop.execute { loop.runTimers(); done.resume() } }
         }
         await advance(14_900)
-        try await Task.sleep(nanoseconds: 100_000_000)
+        try await Task.sleep(nanoseconds: 100_000_000)   // must be a sleep: time for a wrong early give-up to show
         XCTAssertFalse(outcome.done, "still waiting at 14.9 s")
         await advance(200)
         await resolved
@@ -216,7 +216,7 @@ final class RelayResolverTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 2.4, "the same owner: the whole wait")
 
         let failover = Task {
-            try await Task.sleep(nanoseconds: 2_000_000_000)
+            try await Task.sleep(nanoseconds: 2_000_000_000)   // must be a sleep: the map changes 2 s into the wait under test
             try await standIn.serve(map: #"{"version":4,"ranges":[{"low":0,"high":65535,"host":"relay-b.example"}]}"#)
         }
         started = Date()
@@ -241,8 +241,9 @@ final class RelayResolverTests: XCTestCase {
     /// refresh would not hold it back). The map's owner is a loopback port nobody listens on, so every
     /// attempt fails at once as a transient error.
     func testAPhoneFetchesTheMapAfreshBeforeEachReconnectAttempt() async throws {
-        let closed = RelayProcess.freePort()
-        let standIn = try StandIn(map: #"{"version":1,"ranges":[{"low":0,"high":65535,"host":"127.0.0.1:\#(closed)"}]}"#, holdFrom: 2)
+        let closed = RefusingPort()
+        let standIn = try StandIn(map: #"{"version":1,"ranges":[{"low":0,"high":65535,"host":"127.0.0.1:\#(closed.port)"}]}"#, holdFrom: 2)
+        defer { withExtendedLifetime(closed) {} }   // refusing until the test ends
         let group = try EventLoopGroup(count: 1)
         defer { group.shutdown() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-resolver-phone-\(UUID().uuidString)")
@@ -258,17 +259,15 @@ final class RelayResolverTests: XCTestCase {
         defer { running.cancel() }
 
         try await standIn.waitFor(requests: 1)
-        let deadline = Date().addingTimeInterval(5)
-        while events.disconnects < 1, Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+        await eventually("the first attempt failed", within: 5) { events.disconnects >= 1 }
         XCTAssertEqual(events.disconnects, 1, "the first attempt failed")
         try await standIn.waitFor(requests: 2)   // the retry's fetch, within the 3 s backoff bound
         let count = try await standIn.requests().count
         XCTAssertEqual(count, 2, "the reconnect fetched the map")
-        try await Task.sleep(nanoseconds: 500_000_000)
+        try await Task.sleep(nanoseconds: 500_000_000)   // must be a sleep: "no attempt for 0.5 s" is the check
         XCTAssertEqual(events.disconnects, 1, "no attempt while the fresh map is awaited")
         try await standIn.release()
-        let again = Date().addingTimeInterval(5)
-        while events.disconnects < 2, Date() < again { try await Task.sleep(nanoseconds: 10_000_000) }
+        await eventually("the attempt followed the fetch", within: 5) { events.disconnects >= 2 }
         XCTAssertEqual(events.disconnects, 2, "the attempt followed the fetch")
     }
 

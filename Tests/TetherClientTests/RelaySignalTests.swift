@@ -1,5 +1,6 @@
 import TetherClient
 import XCTest
+import TetherDevice
 
 final class RelaySignalTests: XCTestCase {
     func testClosesAreClassifiedAsTheShippingClientsDo() {

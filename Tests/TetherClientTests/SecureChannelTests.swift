@@ -55,7 +55,8 @@ final class SecureChannelTests: RelayTestCase {
         let pair = try await connect()
         let mac = pair.mac
         let waiting = Task { try await mac.receive() }
-        // Let the first call reach its wait before the second arrives.
+        // Let the first call reach its wait before the second arrives. Must be a sleep: the
+        // channel shows no sign that a receive is waiting other than refusing a second one.
         try await Task.sleep(nanoseconds: 100_000_000)
         do {
             _ = try await mac.receive()

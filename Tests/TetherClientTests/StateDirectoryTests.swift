@@ -1,6 +1,7 @@
 import Foundation
 import TetherClient
 import XCTest
+import TetherDevice
 
 final class StateDirectoryTests: XCTestCase {
     private var url: URL!

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TetherNet
+import TetherTestSupport
 import XCTest
 
 final class TimerQueueTests: XCTestCase {
@@ -135,6 +136,7 @@ final class EventLoopTests: XCTestCase {
         let ran = Locked(0), slow = batch.slow
         try batch.loop.submitAndWait { slow.ran = ran }
         batch.sendAllInOneBatch {
+            // Must be a sleep: each task is 100 µs of work, the unit the budget is measured in.
             for _ in 0..<1_000 { batch.loop.execute { ran.mutate { $0 += 1 }; usleep(100) } }
         }
         let before = batch.slow.tasksBefore.value
@@ -178,7 +180,7 @@ private final class SlowBatch: @unchecked Sendable {
                 seen.mutate { $0.append((name, earlier, ready)) }
             }
             connection.write(Array("ack".utf8))
-            usleep(3_000)
+            usleep(3_000)   // must be a sleep: the 3 ms of work past the flush budget is the scenario
             handled.append(name)
             if handled.count == expected { allHandled.signal() }
         }
@@ -205,14 +207,15 @@ private final class SlowBatch: @unchecked Sendable {
         self.clients = clients
         let descriptors = clients.mapValues(\.fd)
         try loop.submitAndWait { slow.clients = descriptors }
-        let deadline = Date().addingTimeInterval(5)
-        while accepted.value < names.count, Date() < deadline { usleep(1_000) }
+        eventually("\(names.count) clients accepted", within: 5, poll: 0.001) { accepted.value >= names.count }
     }
 
     /// Holds the loop inside a task while `meanwhile` runs and every client sends its name, so
     /// the next epoll_wait returns them all; waits until every handler ran, then reads the acks.
     func sendAllInOneBatch(_ meanwhile: () -> Void = {}) {
         let inside = DispatchSemaphore(value: 0)
+        // Must be a sleep: it holds the loop inside a task while the clients send, so one epoll
+        // batch returns them all; the loop can wait on nothing else meanwhile.
         loop.execute { inside.signal(); usleep(50_000) }
         inside.wait()
         meanwhile()

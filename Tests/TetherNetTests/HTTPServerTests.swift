@@ -129,7 +129,7 @@ final class GracefulShutdownTests: XCTestCase {
             done.signal()
         }
         XCTAssertEqual(idle.readAll(), [], "the idle kept-alive connection is closed at once")
-        usleep(100_000)
+        eventually("the listener closed", within: 5) { (try? RawClient(port: port)) == nil }
         XCTAssertThrowsError(try RawClient(port: port), "no new connections")
         busy.send("56789")
         let answer = busy.readText()
@@ -142,11 +142,13 @@ final class GracefulShutdownTests: XCTestCase {
     func testShutdownForceClosesWhatOutlivesTheGracePeriod() throws {
         let group = try EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: EchoApplication())
+        let app = WatchedEcho()
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), delegate: app)
         let port = try server.start()
         let stuck = try RawClient(port: port)
         stuck.send("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n012")
-        usleep(50_000)
+        // Once the server has parsed the head, the request counts as in flight.
+        XCTAssertEqual(app.headSeen.wait(timeout: .now() + 10), .success)
         let started = Date()
         server.shutdown(grace: .milliseconds(300))
         XCTAssertLessThan(Date().timeIntervalSince(started), 2)

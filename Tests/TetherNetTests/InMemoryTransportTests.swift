@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TetherNet
+import TetherTestSupport
 import XCTest
 
 final class InMemoryTransportTests: XCTestCase {
@@ -54,7 +55,7 @@ final class InMemoryTransportTests: XCTestCase {
         }
         XCTAssertEqual(writerLog.events.value, ["unwritable"])
         // Several iterations later the paused reader has read nothing, and the bytes still count.
-        usleep(100_000)
+        usleep(100_000)   // must be a sleep: "reads nothing while paused" is the check
         XCTAssertEqual(readerLog.bytes.value.count, 0)
         XCTAssertEqual(try loop.submitAndWait { ends.value.0.queuedBytes }, 1200)
 
@@ -167,8 +168,6 @@ final class TransportLog: TransportDelegate, @unchecked Sendable {
     func waitForEvent(_ event: String) -> Bool { wait { self.events.value.contains(event) } }
 
     private func wait(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition(), Date() < deadline { usleep(2_000) }
-        return condition()
+        Eventually.holds(within: 5, every: 0.002, condition)
     }
 }

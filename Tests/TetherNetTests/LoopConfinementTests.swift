@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TetherNet
+import TetherTestSupport
 import XCTest
 
 /// Who may touch a loop's confined state (what `assertInEventLoop` checks in debug builds).
@@ -12,7 +13,7 @@ final class LoopConfinementTests: XCTestCase {
         let elsewhere = Locked<Bool?>(nil)
         let thread = Thread { elsewhere.mutate { $0 = loop.isConfinedToCurrentThread } }
         thread.start()
-        while elsewhere.value == nil { usleep(1_000) }
+        eventually("the other thread looked", within: 5, poll: 0.001) { elsewhere.value != nil }
         XCTAssertEqual(elsewhere.value, true, "set-up may happen on any thread before the loop runs")
         // Set-up calls that assert pass here: a timer scheduled and fired without a thread.
         var fired = false
@@ -45,8 +46,7 @@ final class LoopConfinementTests: XCTestCase {
         XCTAssertEqual(seen.value, [true])
         XCTAssertFalse(loop.isConfinedToCurrentThread)
         loop.shutdown()
-        let deadline = Date().addingTimeInterval(5)
-        while !runner.isFinished, Date() < deadline { usleep(1_000) }
+        eventually("the runner thread finished", within: 5, poll: 0.001) { runner.isFinished }
         XCTAssertTrue(loop.isConfinedToCurrentThread)
     }
 }

@@ -1,5 +1,6 @@
 import TetherNet
 import XCTest
+import TetherSync
 
 final class OutOfLineTests: XCTestCase {
     func testHoldsAnOptionalValueOutOfLine() {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import TetherNet
 import TetherSync
+import TetherTestSupport
 import XCTest
 
 /// Issue 29: every connection's own output is bounded, whatever fills it — replies a client
@@ -77,7 +78,7 @@ final class OutputBoundTests: XCTestCase {
             largest = max(largest, try serverQueuedBytes() ?? 0)
         }
         XCTAssertEqual(sent, pings.count, "the server kept reading: its output never passed the mark")
-        for _ in 0..<200 where try serverQueuedBytes() ?? 0 > 127 { usleep(10_000) }
+        _ = try Eventually.holds(within: 2) { try serverQueuedBytes() ?? 0 <= 127 }
         largest = max(largest, try serverQueuedBytes() ?? 0)
         XCTAssertLessThanOrEqual(largest, 2 + 125, "one pong queued at most")
         _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) & ~O_NONBLOCK)
@@ -113,7 +114,8 @@ final class OutputBoundTests: XCTestCase {
         XCTAssertLessThan(sent, 64 << 20, "the server stopped reading")
         XCTAssertGreaterThan(largest, 256 * 1024, "past the high-water mark: a splice's bulk frames may be")
         XCTAssertLessThanOrEqual(largest, (1 << 20) + 1006, "the read limit: stopped at the frame that crossed it")
-        Thread.sleep(forTimeInterval: 1)
+        // Unread past the stall timeout: the server gives up on the socket (sends its close).
+        try eventually("the stalled socket closed by the server", within: 5) { try serverQueuedBytes() == nil }
         _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) & ~O_NONBLOCK)
         var received: [UInt8] = []
         while true {
@@ -151,6 +153,8 @@ final class OutputBoundTests: XCTestCase {
         let request = Array("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
         let sent = try client.flood(request, limit: 256 << 20, quiet: 0.5, until: Date().addingTimeInterval(30))
         XCTAssertLessThan(sent, 64 << 20, "the server stopped reading requests")
+        // Must be a sleep: the client stays unread past the 700 ms stall timeout, and an HTTP
+        // connection shows nothing to wait on while its close waits behind the kernels' buffers.
         Thread.sleep(forTimeInterval: 1.5)
         _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) & ~O_NONBLOCK)
         let started = Date()

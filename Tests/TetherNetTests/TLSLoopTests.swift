@@ -228,9 +228,7 @@ private final class PlaintextRecorder: TransportDelegate, @unchecked Sendable {
 
     /// Waits up to 10 s for the text to end with `suffix`.
     func waitFor(_ suffix: String) -> Bool {
-        let deadline = Date().addingTimeInterval(10)
-        while !text.hasSuffix(suffix), Date() < deadline { usleep(5_000) }
-        return text.hasSuffix(suffix)
+        Eventually.holds(within: 10, every: 0.005) { text.hasSuffix(suffix) }
     }
 }
 

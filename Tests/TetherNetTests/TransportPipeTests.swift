@@ -51,7 +51,8 @@ final class TransportPipeTests: XCTestCase {
         }
         XCTAssertTrue(clientLog.waitForEvent("closed"), "\(clientLog.events.value)")
         XCTAssertEqual(String(decoding: clientLog.bytes.value, as: UTF8.self), "bye")
-        usleep(200_000)
+        eventually("the pipe finished", within: 5) { finished.value >= 1 }
+        usleep(200_000)   // must be a sleep: room for a second finish, which must not come
         XCTAssertEqual(finished.value, 1, "finished once both ends closed, and once only")
     }
 
@@ -66,8 +67,14 @@ final class TransportPipeTests: XCTestCase {
             // Far more than two high-water marks: the owner must see back-pressure.
             for _ in 0..<64 { ends.value.owner.write([UInt8](repeating: 1, count: 64 * 1024)) }
         }
-        usleep(300_000)
-        let (held, ownerWritable) = try loop.submitAndWait { (ends.value.owner.queuedBytes, ends.value.owner.isWritable) }
+        // Until the owner's queue stops shrinking (the same over three polls): had the pipe kept
+        // reading, it would drain to nothing instead.
+        var (held, ownerWritable, previous) = (0, true, [-1, -2])
+        try eventually("the owner's output settles (\(held) bytes queued)", within: 5, poll: 0.05) {
+            (held, ownerWritable) = try loop.submitAndWait { (ends.value.owner.queuedBytes, ends.value.owner.isWritable) }
+            defer { previous = [previous[1], held] }
+            return previous.allSatisfy { $0 == held }
+        }
         XCTAssertFalse(ownerWritable, "the owner's output backs up instead of the pipe holding it")
         XCTAssertGreaterThan(held, 64 * 64 * 1024 - 2 * 256 * 1024 - 64 * 1024, "the pipe holds at most a high-water mark and a read")
     }

@@ -4,6 +4,7 @@ import TetherNet
 import TetherStore
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class MyttyProfileTests: XCTestCase {
     func testDeviceTokensFollowTheReferenceCases() {

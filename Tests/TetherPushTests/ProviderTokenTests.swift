@@ -6,6 +6,7 @@ import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class ProviderTokenTests: XCTestCase {
     func testTheSigningInputIsCompactJSONInBase64URLAsTheVectorsSay() {

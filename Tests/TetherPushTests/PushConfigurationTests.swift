@@ -87,11 +87,11 @@ final class PushConfigurationTests: XCTestCase {
     }
 
     func testTheReadmeReferenceIsTheOneTheSettingsTableGenerates() throws {
-        let readme = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try XCTUnwrap(readme.range(of: Self.begin), "README.md lacks the push configuration reference")
-        let stop = try XCTUnwrap(readme.range(of: "<!-- END generated -->", range: start.upperBound..<readme.endIndex))
-        XCTAssertEqual(String(readme[start.upperBound..<stop.lowerBound]), PushConfiguration.markdownReference,
-                       "README.md is stale: run scripts/update-readme-reference")
+        let page = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let start = try XCTUnwrap(page.range(of: Self.begin), "docs/configuration.md lacks the push configuration reference")
+        let stop = try XCTUnwrap(page.range(of: "<!-- END generated -->", range: start.upperBound..<page.endIndex))
+        XCTAssertEqual(String(page[start.upperBound..<stop.lowerBound]), PushConfiguration.markdownReference,
+                       "docs/configuration.md is stale: run scripts/update-readme-reference")
         for setting in PushSetting.all { XCTAssertTrue(PushConfiguration.markdownReference.contains("`\(setting.name)`"), setting.name) }
     }
 }

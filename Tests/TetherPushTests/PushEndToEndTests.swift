@@ -6,6 +6,7 @@ import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// The real `tether push` binary against an independent APNs stand-in (Tests/Peers/apns_standin.py:
 /// Python h2 over TLS, provider JWTs verified with PyJWT), both on loopback.
@@ -40,9 +41,10 @@ final class PushEndToEndTests: XCTestCase {
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
+    /// Port 0 unless `port` (a restart): `PushProcess` reads the bound port from the start line.
     func relayEnvironment(port: UInt16? = nil) -> [String: String] {
         [
-            "PUSH_PORT": String(port ?? RelayProcess.freePort()), "PUSH_DB": path("push.db"), "PUSH_PROFILES": "mytty,iterm2",
+            "PUSH_PORT": String(port ?? 0), "PUSH_DB": path("push.db"), "PUSH_PROFILES": "mytty,iterm2",
             "APNS_TEAM_ID": Self.teamID, "APNS_KEY_ID": Self.keyID, "APNS_PRIVATE_KEY_FILE": path("AuthKey.p8"),
             "APNS_PRODUCTION_URL": "https://127.0.0.1:\(standIn.port)", "APNS_SANDBOX_URL": "https://localhost:\(standIn.port)",
             "APNS_CA_FILE": path("tls.pem"),
@@ -490,7 +492,7 @@ extension PushEndToEndTests {
         var environment = relayEnvironment()
         environment["PUSH_DB"] = url
         relay = try PushProcess(environment: environment)
-        environment["PUSH_PORT"] = String(RelayProcess.freePort())
+        environment["PUSH_PORT"] = "0"
         let second = try PushProcess(environment: environment)
         defer { second.stop() }
 

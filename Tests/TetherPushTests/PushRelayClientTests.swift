@@ -8,6 +8,7 @@ import TetherStore
 import TetherSync
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// The SDK's push calls against an in-process push relay: what the phone registers, what the Mac
 /// sends, and what the phone's extension opens, byte for byte with the relay's view.

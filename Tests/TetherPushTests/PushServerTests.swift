@@ -6,9 +6,11 @@ import TetherNet
 @testable import TetherPush
 import TetherService
 import TetherStore
+import TetherTestSupport
 import TetherSync
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// A push relay in-process on an ephemeral port, over an in-memory store and APNs double, driven
 /// with real HTTP/1.1 requests.
@@ -51,12 +53,9 @@ final class PushServerHarness {
     /// Waits for storage work the server queues after its answer (a renewal): drains the lanes
     /// until `condition` holds, or fails the test after five seconds.
     func waitUntilStored(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(5)
-        while true {
+        eventually(what, within: 5, poll: 0.002, file: file, line: line) {
             server.storage.drain()
-            if condition() { return }
-            if Date() > deadline { return XCTFail("timed out waiting for \(what)", file: file, line: line) }
-            Thread.sleep(forTimeInterval: 0.002)
+            return condition()
         }
     }
 
@@ -544,14 +543,13 @@ extension PushServerTests {
         close(third)
         close(second)
         var served = ""
-        for _ in 0..<50 where !served.hasPrefix("HTTP/1.1 404") {
-            usleep(20_000)
+        try eventually("a place came back when a connection closed: \(served)", within: 2, poll: 0.02) {
             let fourth = try connect()
             send(fourth, "GET /v1/none HTTP/1.1\r\nHost: x\r\n\r\n")
             served = answer(fourth)
             close(fourth)
+            return served.hasPrefix("HTTP/1.1 404")
         }
-        XCTAssertTrue(served.hasPrefix("HTTP/1.1 404"), "a place came back when a connection closed: \(served)")
         close(first)
         // At least the one refused above; a retry that came before the closes were seen adds to it.
         let refused = relay.server.metrics.registry.render().split(separator: "\n").first { $0.hasPrefix("pushrelay_connections_refused_total ") }

@@ -3,6 +3,7 @@ import Glibc
 import TetherCrypto
 import TetherTestSupport
 import TetherWire
+import TetherEncoding
 
 /// A real coturn on loopback (Tests/Peers/coturn_fixture.py `serve`: REST-API auth with a
 /// fresh secret, STUN and TURN over UDP and TCP on one port), stopped when the test ends.

@@ -89,7 +89,7 @@ final class DTLSInteropTests: XCTestCase {
                 server.close()
             }
         }
-        while client.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
+        _ = Eventually.holds(within: max(0, Double((deadline - ContinuousClock.now).components.seconds) + 0.5)) { !client.isRunning }
         let exited = !client.isRunning
         if !exited { client.terminate() }
         let transcript = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -1,4 +1,5 @@
 @testable import TetherRTC
+import TetherTestSupport
 import XCTest
 
 /// Two associations over an in-memory packet pipe (no DTLS): the SCTP association comes up,
@@ -24,7 +25,7 @@ final class DataChannelAssociationTests: XCTestCase {
         XCTAssertEqual(pair.b.channelStream, 0)
         XCTAssertEqual(pair.logA.all, [.channelOpen])
         XCTAssertEqual(pair.logB.all, [.channelOpen])
-        eventually("the opener's ACK") { pair.a.queue.sync { pair.a.ackReceived } }
+        eventually("the opener's ACK", within: rtcPatience, poll: 0.002) { pair.a.queue.sync { pair.a.ackReceived } }
 
         let serverOpens = try AssociationPair(a: DataChannelConfiguration(role: .server, opensChannel: true),
                                               b: DataChannelConfiguration(role: .client, opensChannel: false))
@@ -42,7 +43,7 @@ final class DataChannelAssociationTests: XCTestCase {
         let fromB = [bytes(65_536, seed: 6), [], bytes(7, seed: 7), bytes(32_785, seed: 8), []]
         for message in fromA { try pair.a.send(message) }
         for message in fromB { try pair.b.send(message) }
-        eventually("every message") { pair.logB.messages.count == fromA.count && pair.logA.messages.count == fromB.count }
+        eventually("every message", within: rtcPatience, poll: 0.002) { pair.logB.messages.count == fromA.count && pair.logA.messages.count == fromB.count }
         XCTAssertEqual(pair.logB.messages, fromA)
         XCTAssertEqual(pair.logA.messages, fromB)
         pair.assertNeitherFailed()
@@ -58,7 +59,7 @@ final class DataChannelAssociationTests: XCTestCase {
         let fromB = (0..<40).map { bytes(($0 * 1_531) % 20_000 + 1, seed: UInt8(100 + $0)) }
         for message in fromA { try pair.a.send(message) }
         for message in fromB { try pair.b.send(message) }
-        eventually("every message despite the losses", timeout: 60) {
+        eventually("every message despite the losses", within: 60, poll: 0.002) {
             pair.logB.messages.count == fromA.count && pair.logA.messages.count == fromB.count
         }
         XCTAssertEqual(pair.logB.messages, fromA)
@@ -79,7 +80,7 @@ final class DataChannelAssociationTests: XCTestCase {
         let unlimitedPeer = DataChannelConfiguration(role: .client, opensChannel: true, peerMaxMessageSize: 0)
         XCTAssertEqual(unlimitedPeer.sendLimit, 65_536, "a=max-message-size:0 leaves the local bound")
         try pair.a.send(bytes(40_000, seed: 9))
-        eventually("the message at the limit") { pair.logB.messages.count == 1 }
+        eventually("the message at the limit", within: rtcPatience, poll: 0.002) { pair.logB.messages.count == 1 }
         XCTAssertEqual(pair.logB.messages, [bytes(40_000, seed: 9)])
     }
 
@@ -99,10 +100,10 @@ final class DataChannelAssociationTests: XCTestCase {
         defer { pair.close() }
         pair.waitUntilOpen()
         try pair.a.send(bytes(200_000, seed: 1))
-        eventually("B's violation") { pair.logB.failure != nil }
+        eventually("B's violation", within: rtcPatience, poll: 0.002) { pair.logB.failure != nil }
         XCTAssertEqual(pair.logB.failure, .protocolViolation(.messageTooLarge(limit: 65_536)))
         XCTAssertEqual(pair.logB.messages, [])
-        eventually("A sees the abort") { pair.logA.failure != nil }
+        eventually("A sees the abort", within: rtcPatience, poll: 0.002) { pair.logA.failure != nil }
         XCTAssertEqual(pair.logA.failure, .associationLost)
         assertSendRefused(pair.a, .closed)
     }
@@ -111,7 +112,7 @@ final class DataChannelAssociationTests: XCTestCase {
         // Neither side opens, so A's crafted DATA_CHANNEL_OPENs are the only ones.
         let pair = try AssociationPair(a: DataChannelConfiguration(role: .client, opensChannel: false))
         defer { pair.close() }
-        eventually("the association") { pair.a.phase == .awaitingOpen && pair.b.phase == .awaitingOpen }
+        eventually("the association", within: rtcPatience, poll: 0.002) { pair.a.phase == .awaitingOpen && pair.b.phase == .awaitingOpen }
         let opens: [(UInt16, [UInt8])] = [
             (0, DCEPMessage.open(DCEPOpen(channelType: .reliable, priority: 256, reliabilityParameter: 0, label: "chat", protocol: "")).encoded()),
             (2, DCEPMessage.open(DCEPOpen(channelType: .reliableUnordered, priority: 256, reliabilityParameter: 0, label: "cryptext", protocol: "")).encoded()),
@@ -122,7 +123,7 @@ final class DataChannelAssociationTests: XCTestCase {
         for (stream, open) in opens {
             pair.a.queue.async { pair.a.enqueue(OutgoingMessage(stream: stream, ppid: .webRTCDCEP, payload: open)) }
         }
-        eventually("every refusal") { pair.logB.refusals.count == opens.count }
+        eventually("every refusal", within: rtcPatience, poll: 0.002) { pair.logB.refusals.count == opens.count }
         XCTAssertEqual(pair.logB.refusals, [.wrongLabel("chat"), .notReliableOrdered(.reliableUnordered), .unexpectedProtocol("noise"),
                                             .streamParity(stream: 1), .malformed(.truncated)])
         XCTAssertFalse(pair.logB.contains(.channelOpen))
@@ -136,12 +137,12 @@ final class DataChannelAssociationTests: XCTestCase {
         let open = DCEPMessage.open(.cryptext).encoded()
         pair.a.queue.async { pair.a.enqueue(OutgoingMessage(stream: 2, ppid: .webRTCDCEP, payload: open)) }
         pair.b.queue.async { pair.b.enqueue(OutgoingMessage(stream: 3, ppid: .webRTCDCEP, payload: open)) }
-        eventually("both refusals") { pair.logB.refusals.count == 1 && pair.logA.refusals.count == 1 }
+        eventually("both refusals", within: rtcPatience, poll: 0.002) { pair.logB.refusals.count == 1 && pair.logA.refusals.count == 1 }
         XCTAssertEqual(pair.logB.refusals, [.secondChannel(stream: 2)])
         XCTAssertEqual(pair.logA.refusals, [.secondChannel(stream: 3)], "the opener takes no channel from the peer")
         try pair.a.send([1, 2, 3])
         try pair.b.send([4, 5])
-        eventually("messages on the first channel") { pair.logB.messages == [[1, 2, 3]] && pair.logA.messages == [[4, 5]] }
+        eventually("messages on the first channel", within: rtcPatience, poll: 0.002) { pair.logB.messages == [[1, 2, 3]] && pair.logA.messages == [[4, 5]] }
         pair.assertNeitherFailed()
     }
 
@@ -152,7 +153,7 @@ final class DataChannelAssociationTests: XCTestCase {
         let queued = (0..<5).map { bytes(30_000, seed: UInt8($0)) }
         for message in queued { try pair.a.send(message) }
         pair.a.closeChannel()
-        eventually("both ends closed") { pair.logA.contains(.channelClosed) && pair.logB.contains(.channelClosed) }
+        eventually("both ends closed", within: rtcPatience, poll: 0.002) { pair.logA.contains(.channelClosed) && pair.logB.contains(.channelClosed) }
         XCTAssertEqual(pair.logB.messages, queued, "the reset follows what was queued before it")
         XCTAssertEqual(pair.logB.all.last, .channelClosed)
         assertSendRefused(pair.a, .closed)
@@ -165,7 +166,7 @@ final class DataChannelAssociationTests: XCTestCase {
         defer { pair.close() }
         pair.waitUntilOpen()
         pair.a.close()
-        eventually("B's failure") { pair.logB.failure != nil }
+        eventually("B's failure", within: rtcPatience, poll: 0.002) { pair.logB.failure != nil }
         XCTAssertEqual(pair.logB.failure, .associationLost)
         XCTAssertEqual(pair.logA.all, [.channelOpen], "nothing is reported after close")
         assertSendRefused(pair.a, .closed)

@@ -93,6 +93,7 @@ final class DatagramPipe {
         let timeouts = End.allCases.compactMap { transports[$0]!.nextTimeout }
         guard let wait = timeouts.min() else { return false }
         let (seconds, attoseconds) = wait.components
+        // Must be a sleep: the transports' timers run on the real clock; this waits for the next.
         usleep(UInt32(seconds * 1_000_000 + attoseconds / 1_000_000_000_000) + 1000)
         for end in End.allCases { transports[end]!.handleTimeout() }
         pump()

@@ -20,8 +20,7 @@ final class ICEAgentLeakTests: XCTestCase {
         try pair.start()
         XCTAssertTrue(pair.waitUntilConnected())
         pair.close()
-        usleep(200_000)
-        return ProcessResources()
+        return ProcessResources.settled()
     }
 
     func testCreatingAndClosing200AgentsReturnsDescriptorsAndThreadsToWhereTheyStarted() throws {

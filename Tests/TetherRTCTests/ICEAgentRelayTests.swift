@@ -4,6 +4,7 @@ import TetherRTC
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// ICE through a real coturn on loopback (signaling.md §7.5 relay-only, §8.2 credentials).
 final class ICEAgentRelayTests: XCTestCase {
@@ -157,8 +158,7 @@ final class ICEAgentRelayLeakTests: XCTestCase {
         }
         try connectAndClose("udp")
         try connectAndClose("tcp")
-        usleep(200_000)
-        let baseline = ProcessResources()
+        let baseline = ProcessResources.settled()
         for index in 0..<10 { try connectAndClose(index % 2 == 0 ? "udp" : "tcp") }
         baseline.assertReturned()
     }

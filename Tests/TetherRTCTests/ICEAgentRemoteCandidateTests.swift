@@ -85,8 +85,10 @@ final class ICEAgentRemoteCandidateTests: XCTestCase {
         defer { agent.close() }
         try agent.setRemoteCredentials(.random())
         try agent.startGathering()
-        // A port that was free: nothing there answers a check signed with these credentials.
-        try agent.addRemoteCandidate("candidate:1 1 UDP 2015364095 127.0.0.1 \(RelayProcess.freePort()) typ host")
+        // A UDP port held by a socket that never reads: nothing there answers a check.
+        let silent = RefusingPort(datagram: true)
+        defer { withExtendedLifetime(silent) {} }
+        try agent.addRemoteCandidate("candidate:1 1 UDP 2015364095 127.0.0.1 \(silent.port) typ host")
         try agent.endOfRemoteCandidates()
         XCTAssertTrue(log.waitForFailure(40), "\(log.states)")
         XCTAssertEqual(log.failure, .connectivityChecksFailed)

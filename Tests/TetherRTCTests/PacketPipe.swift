@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 @testable import TetherRTC
 import TetherSync
+import TetherTestSupport
 import XCTest
 
 /// Two associations' packets, delivered both ways asynchronously on a queue of the pipe's own
@@ -84,20 +85,9 @@ final class EventLog: Sendable {
     func contains(_ event: DataChannelEvent) -> Bool { all.contains(event) }
 }
 
-/// Waits (polling) until `condition` holds, or fails the test after `timeout` seconds.
-@discardableResult
-func eventually(_ what: String, timeout: Double = 15, file: StaticString = #filePath, line: UInt = #line,
-                _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition() {
-        if Date() > deadline {
-            XCTFail("timed out waiting for \(what)", file: file, line: line)
-            return false
-        }
-        Thread.sleep(forTimeInterval: 0.002)
-    }
-    return true
-}
+/// The RTC tests' patience: associations on a loaded machine (loss, retransmission timers) take
+/// longer than the shared default of `eventually`.
+let rtcPatience: Double = 15
 
 /// Two associations joined by a `PacketPipe`.
 struct AssociationPair {
@@ -120,7 +110,7 @@ struct AssociationPair {
     }
 
     func waitUntilOpen(file: StaticString = #filePath, line: UInt = #line) {
-        eventually("both ends open", file: file, line: line) {
+        eventually("both ends open", within: rtcPatience, poll: 0.002, file: file, line: line) {
             logA.contains(.channelOpen) && logB.contains(.channelOpen)
         }
     }

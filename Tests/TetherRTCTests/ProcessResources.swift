@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TetherTestSupport
 import XCTest
 
 /// The process's open descriptors (/proc/self/fd) and threads (/proc/self/task) at one moment,
@@ -10,6 +11,21 @@ struct ProcessResources {
     /// Thread names other than libdispatch's workers (named after their root queue's QoS),
     /// which come and go with whatever the test harness runs.
     let namedThreads: [String]
+
+    /// What a closed call leaves, once it has all gone: no ICE thread left, and the descriptors
+    /// and named threads the same over three polls 50 ms apart (a thread leaves /proc/self/task
+    /// a moment after it is joined). The baseline the leak tests take after a warm-up call.
+    static func settled(file: StaticString = #filePath, line: UInt = #line) -> ProcessResources {
+        var previous: [ProcessResources] = []
+        let settled = eventuallyValue("the warm-up's threads and descriptors gone", within: 10, poll: 0.05, file: file, line: line) { () -> ProcessResources? in
+            let now = ProcessResources()
+            previous = Array((previous + [now]).suffix(3))
+            guard !threadNames.contains("tether-ice"), previous.count == 3,
+                  previous.allSatisfy({ $0.descriptors == now.descriptors && $0.namedThreads == now.namedThreads }) else { return nil }
+            return now
+        }
+        return settled ?? ProcessResources()
+    }
 
     init() {
         descriptors = Self.descriptors
@@ -37,10 +53,7 @@ struct ProcessResources {
     /// detached) for the same number of descriptors, no thread that was not there, and no more
     /// threads in all (dispatch workers may have retired meanwhile); then asserts it.
     func assertReturned(file: StaticString = #filePath, line: UInt = #line) {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, Self.descriptors != descriptors || Self.threadsNotDispatchWorkers != namedThreads {
-            usleep(20_000)
-        }
+        _ = Eventually.holds(within: 10, every: 0.02) { Self.descriptors == descriptors && Self.threadsNotDispatchWorkers == namedThreads }
         XCTAssertEqual(Self.descriptors, descriptors, "open descriptors \(Self.descriptorTargets)", file: file, line: line)
         // Every thread but libdispatch's own workers: that pool grows under load and shrinks on
         // its own schedule (15 against 13 beside two busy loops), so its size says nothing here.

@@ -57,7 +57,7 @@ final class RTCAiortcRelayInteropTests: AiortcInteropCase {
 
     override func setUpWithError() throws {
         coturn = try CoturnFixture()
-        signal = try ServiceProcess(TetherBinary.url, ["signal", "--signal-port", String(RelayProcess.freePort())],
+        signal = try ServiceProcess(TetherBinary.url, ["signal", "--signal-port", "0"],
                                     environment: ["TURN_MODE": "coturn", "TURN_SECRET": coturn.secret, "TURN_URLS": turnURL],
                                     expecting: "signal: listening on")
         group = try EventLoopGroup(count: 1)
@@ -241,13 +241,11 @@ final class RTCPeer: @unchecked Sendable {  // `lock` guards `lines`, `pending` 
     func record<T>(within seconds: Double, _ match: ([String: Any]) -> T?) -> T? { records(within: seconds, atLeast: 1, match).first }
 
     func records<T>(within seconds: Double, atLeast count: Int, _ match: ([String: Any]) -> T?) -> [T] {
-        let deadline = Date().addingTimeInterval(seconds)
         var seen: [T] = []
-        repeat {
+        _ = Eventually.holds(within: seconds) {
             seen = lock.withLock { lines }.compactMap(match)
-            if seen.count >= count { return seen }
-            Thread.sleep(forTimeInterval: 0.01)
-        } while Date() < deadline
+            return seen.count >= count
+        }
         return seen
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import TetherCall
 import TetherRTC
+import TetherTestSupport
 import XCTest
 
 /// Whole calls' media come and go without leaks: 200 calls (400 transports) each set up on
@@ -70,14 +71,13 @@ final class RTCMediaTransportLeakTests: XCTestCase {
         /// Sets up, waits for both channels, sends one message each way; false if it did not.
         func run() -> Bool {
             offerer.perform(.createOffer)
-            let deadline = Date().addingTimeInterval(10)
+            // True once `check` holds of both ends; false at a failure or after 10 s.
             func both(_ check: (Relay) -> Bool) -> Bool {
-                while Date() < deadline {
+                Eventually.poll(within: 10, every: 0.002) { () -> Bool? in
                     if offererEvents.lock.withLock({ check(offererEvents) }), answererEvents.lock.withLock({ check(answererEvents) }) { return true }
                     if offererEvents.lock.withLock({ offererEvents.failed }) || answererEvents.lock.withLock({ answererEvents.failed }) { return false }
-                    Thread.sleep(forTimeInterval: 0.002)
-                }
-                return false
+                    return nil
+                }.0 ?? false
             }
             guard both({ $0.open }) else { return false }
             offerer.perform(.send([1, 2, 3]))
@@ -95,8 +95,7 @@ final class RTCMediaTransportLeakTests: XCTestCase {
         let warmUp = Pair()
         XCTAssertTrue(warmUp.run(), "a warm-up call connects")
         warmUp.close()
-        Thread.sleep(forTimeInterval: 0.5)
-        let before = ProcessResources()
+        let before = ProcessResources.settled()
         for index in 0..<200 {
             let pair = Pair()
             guard pair.run() else { return XCTFail("call \(index) did not connect") }

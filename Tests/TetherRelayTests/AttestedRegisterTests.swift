@@ -6,6 +6,7 @@ import TetherStore
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// `/register` under attestation (relay.md §4.3 step 6) with real App Attest objects from the
 /// independent Python fixture: the counter must grow per key in the room.

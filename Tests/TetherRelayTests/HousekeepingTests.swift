@@ -5,6 +5,7 @@ import TetherStore
 import TetherWire
 import Dispatch
 import XCTest
+import TetherEncoding
 
 /// The store-wide sweep (§6.4) on an in-process relay, without sockets.
 final class HousekeepingTests: XCTestCase {

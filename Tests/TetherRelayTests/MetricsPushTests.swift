@@ -2,6 +2,7 @@ import Foundation
 import TetherNet
 import TetherRelay
 import TetherStore
+import TetherTestSupport
 import XCTest
 
 /// §2.11 against an in-process sink: the headers, the flat JSON body, the cadence, and failures
@@ -65,13 +66,10 @@ final class MetricsPushTests: XCTestCase {
         let relay = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore()) { _ in }
         try relay.start()
         defer { relay.shutdown() }
-        let deadline = Date().addingTimeInterval(5)
         var exposition = ""
-        while Date() < deadline {
+        eventually("relay_metrics_push_errors_total 1 in \(exposition)", within: 5) {
             exposition = relay.metrics.render(occupancy: .init(), socketsLive: 0)
-            if exposition.contains("relay_metrics_push_errors_total 1") { break }
-            usleep(20_000)
+            return exposition.contains("relay_metrics_push_errors_total 1")
         }
-        XCTAssertTrue(exposition.contains("relay_metrics_push_errors_total 1"), exposition)
     }
 }

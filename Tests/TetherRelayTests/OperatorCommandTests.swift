@@ -52,7 +52,7 @@ final class OperatorCommandTests: XCTestCase {
         func startUpLine(_ arguments: [String], _ environment: [String: String]) throws -> String {
             let process = Process()
             process.executableURL = Self.binary
-            process.arguments = ["relay", "--relay-port", String(RelayProcess.freePort()), "--relay-db", ":memory:"] + arguments
+            process.arguments = ["relay", "--relay-port", "0", "--relay-db", ":memory:"] + arguments
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
             let output = Pipe()
             process.standardOutput = output
@@ -110,9 +110,10 @@ final class OperatorCommandTests: XCTestCase {
     }
 
     func testPublicMetricsCanBeKeptToTheAdminListener() throws {
-        let (port, admin) = (RelayProcess.freePort(), RelayProcess.freePort())
-        let relay = try RelayProcess(port: port, ["--relay-public-metrics", "false", "--relay-admin-port", String(admin)])
+        let admin = RelayProcess.freePort()   // the admin port takes no 0
+        let relay = try RelayProcess(["--relay-public-metrics", "false", "--relay-admin-port", String(admin)])
         defer { relay.stop() }
+        let port = relay.port
         func curl(_ url: String) throws -> String {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
@@ -129,9 +130,9 @@ final class OperatorCommandTests: XCTestCase {
     }
 
     func testASecondServerOnATakenPortFailsAtStartInsteadOfSharingIt() throws {
-        let port = RelayProcess.freePort()
-        let first = try RelayProcess(port: port)
+        let first = try RelayProcess()
         defer { first.stop() }
+        let port = first.port
         let second = try run(["relay", "--local", "--relay-port", String(port), "--relay-db", ":memory:"])
         XCTAssertEqual(second.status, 1)
         XCTAssertTrue(second.output.hasSuffix("tether: relay: cannot start: 127.0.0.1:\(port) is already in use by another process (another server on this port?)\n"),
@@ -151,7 +152,7 @@ final class OperatorCommandTests: XCTestCase {
         openssl.standardError = FileHandle.nullDevice
         try openssl.runWithSignalsUnblocked()
         openssl.waitUntilExit()
-        let relay = try RelayProcess(port: RelayProcess.freePort(), ["--tls-cert", cert, "--tls-key", key])
+        let relay = try RelayProcess(["--tls-cert", cert, "--tls-key", key])
         defer { relay.stop() }
         let mac = try run(["mac", "--relay", "https://127.0.0.1:\(relay.port)", "--state", directory.appendingPathComponent("mac").path])
         XCTAssertNotEqual(mac.status, 0)

@@ -17,12 +17,7 @@ extension RelayEndToEndTests {
     }
 
     private func waitForLog(_ predicate: (String) -> Bool, after count: Int = 0, within seconds: Double) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let line = logLines().dropFirst(count).first(where: predicate) { return line }
-            usleep(200_000)
-        }
-        return nil
+        Eventually.poll(within: seconds, every: 0.05) { logLines().dropFirst(count).first(where: predicate) }.0
     }
 
     private func installed(_ line: String) -> Bool { line.hasPrefix("relay: ACME certificate for \(Self.domain) installed (") && line.contains("), valid until ") }
@@ -75,7 +70,7 @@ extension RelayEndToEndTests {
 
     func testWithNoHTTPListenerTheRelayProvesTLSALPN01OnItsOwnPort() throws {
         guard PebbleServer.isInstalled else { throw XCTSkip("pebble is not installed (scripts/install-deps)") }
-        let relayPort = freePort()
+        let relayPort = freePort()   // known before start: pebble validates tls-alpn-01 on it
         let pebble = try PebbleServer(tlsPort: relayPort)
         defer { pebble.shutdown() }
         let state = try scratchDirectory().appendingPathComponent("acme")

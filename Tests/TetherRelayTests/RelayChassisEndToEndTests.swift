@@ -12,7 +12,7 @@ extension RelayEndToEndTests {
 
     func testTheAdminListenerServesMetricsLivenessAndReadinessOnLoopbackOnly() throws {
         tearDown()
-        let admin = freePort()
+        let admin = freePort()   // the admin port takes no 0
         try startRelay(database: ":memory:", ["--relay-admin-port", String(admin)])
         XCTAssertTrue(logLines().contains("relay: admin listener on 127.0.0.1:\(admin) (/metrics, /healthz, /readyz)"), "\(logLines())")
         XCTAssertEqual(try curl("http://127.0.0.1:\(admin)/healthz").stdout, "ok\n\n200")
@@ -70,7 +70,7 @@ extension RelayEndToEndTests {
         let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                                                       "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=relay", "-addext", "subjectAltName=IP:127.0.0.1"])
         XCTAssertEqual(made.status, 0, made.stderr)
-        let admin = freePort()
+        let admin = freePort()   // the admin port takes no 0
         try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key, "--relay-admin-port", String(admin)])
         func sample(_ name: String) throws -> Double? {
             try curl("http://127.0.0.1:\(admin)/metrics").stdout.split(separator: "\n").first { $0.hasPrefix(name + " ") }

@@ -11,7 +11,7 @@ import XCTest
 final class RelayClusterEndToEndTests: XCTestCase {
     /// One relay node: its process, ports and log (stderr).
     final class Node {
-        let port: UInt16
+        var port: UInt16
         let adminPort: UInt16
         var process = Process()
         let log: URL
@@ -54,9 +54,12 @@ final class RelayClusterEndToEndTests: XCTestCase {
 
     // MARK: processes
 
-    private func makeNodes(_ count: Int) -> [Node] {
+    /// `knownPorts`: the public port is chosen before start (a shard map names each node by it);
+    /// otherwise it is 0 until the first start binds one. The admin port takes no 0, so it is
+    /// always chosen here.
+    private func makeNodes(_ count: Int, knownPorts: Bool) -> [Node] {
         (0..<count).map { index in
-            Node(port: RelayProcess.freePort(), adminPort: RelayProcess.freePort(), log: scratch.appendingPathComponent("node\(index).log"))
+            Node(port: knownPorts ? RelayProcess.freePort() : 0, adminPort: RelayProcess.freePort(), log: scratch.appendingPathComponent("node\(index).log"))
         }
     }
 
@@ -74,6 +77,7 @@ final class RelayClusterEndToEndTests: XCTestCase {
         node.process.standardError = log
         try node.process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine()
+        if node.port == 0 { node.port = RelayProcess.listeningPort(line) ?? 0 }   // restarts come back on it
         XCTAssertTrue(line.hasPrefix("relay: listening on 127.0.0.1:\(node.port) "), line)
         if !nodes.contains(where: { $0 === node }) { nodes.append(node) }
     }
@@ -92,12 +96,7 @@ final class RelayClusterEndToEndTests: XCTestCase {
     /// Waits up to `seconds` for a log line of `node` satisfying `match`.
     @discardableResult
     private func waitForLine(_ node: Node, within seconds: Double, _ match: (String) -> Bool) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
-        repeat {
-            if let line = node.logLines.first(where: match) { return line }
-            usleep(50_000)
-        } while Date() < deadline
-        return nil
+        Eventually.poll(within: seconds, every: 0.05) { node.logLines.first(where: match) }.0
     }
 
     /// The cluster a v2 test runs on: a database with the relay schema and a map dealing the
@@ -106,7 +105,7 @@ final class RelayClusterEndToEndTests: XCTestCase {
         let url = try server.createDatabase()
         let (migrated, migrateOutput) = try TetherBinary.run(["db", "migrate", "--apply", "--relay-db", url])
         XCTAssertEqual(migrated, 0, migrateOutput)
-        let cluster = makeNodes(3)
+        let cluster = makeNodes(3, knownPorts: true)
         let thirds = [(0, 21844), (21845, 43689), (43690, 65535)]
         let ranges = zip(thirds, cluster).map { #"{"low":\#($0.0),"high":\#($0.1),"host":"\#($1.host)"}"# }
         let mapFile = scratch.appendingPathComponent("map.json")
@@ -199,6 +198,8 @@ extension RelayClusterEndToEndTests {
         let (survivors, dead) = (Array(cluster[0..<2]), cluster[2])
         let chat = try startChat(seconds: 14, survivors.map(\.url))
         let healthy = Double(Self.leaseTTLms + 5_000) / 1000 + 0.5 - Date().timeIntervalSince(started)   // a lease and the reconnect grace
+        // Must be sleeps: eligibility for failover is continuity by the database's clock, which
+        // no node reports; the second past it is margin.
         if healthy > 0 { Thread.sleep(forTimeInterval: healthy) }
         Thread.sleep(forTimeInterval: 1)
         let killedAt = Date().timeIntervalSince1970
@@ -282,9 +283,13 @@ extension RelayClusterEndToEndTests {
 
         let chat = try startChat(seconds: 34, cluster.map(\.url))
         let healthy = Double(Self.leaseTTLms + 5_000) / 1000 + 0.5 - Date().timeIntervalSince(started)   // a lease and the reconnect grace
+        // Must be a sleep: a whole lease of renewals is continuity by the database's clock, which no node reports.
         if healthy > 0 { Thread.sleep(forTimeInterval: healthy) }
         let stoppedAt = Date()
         try server.stop()
+        // Must be a sleep: it sets where the nodes' reconnect back-off stands when PostgreSQL
+        // returns; waiting on their "storage unavailable" lines instead (~1 s) left every node
+        // 4.5 s from admitting again after the restart instead of 0.5 s.
         Thread.sleep(forTimeInterval: 2)
 
         // Down: what needs storage is refused with the spec's answers, the splices go on.
@@ -311,7 +316,7 @@ extension RelayClusterEndToEndTests {
         }
 
         let outage = 20 - Date().timeIntervalSince(stoppedAt)
-        if outage > 0 { Thread.sleep(forTimeInterval: outage) }
+        if outage > 0 { Thread.sleep(forTimeInterval: outage) }   // must be a sleep: the 20 s outage is the scenario
         try server.start()
         let restartedAt = Date()
 
@@ -331,7 +336,8 @@ extension RelayClusterEndToEndTests {
 
         // Every lease lapsed by the database's clock during the outage; after a whole TTL of
         // renewals no node has lost a bucket: the map is still version 1 everywhere.
-        Thread.sleep(forTimeInterval: Double(Self.leaseTTLms + 5_000) / 1000 + 2)   // a lease and the reconnect grace
+        // Must be a sleep: "no bucket moves" for a lease and the reconnect grace (+2 s) is what is checked.
+        Thread.sleep(forTimeInterval: Double(Self.leaseTTLms + 5_000) / 1000 + 2)
         let placed = try driver(["placement", roomsFile()] + cluster.map(\.url))
         XCTAssertEqual(placed["versions"] as? [String: Int], Dictionary(uniqueKeysWithValues: cluster.map { ($0.host, 1) }))
         XCTAssertEqual(placed["served"] as? Int, 3)
@@ -421,8 +427,7 @@ extension RelayClusterEndToEndTests {
         process.standardError = FileHandle.nullDevice
         try process.runWithSignalsUnblocked()
         nginx = process
-        let deadline = Date().addingTimeInterval(10)
-        while !Self.accepts(port), Date() < deadline, process.isRunning { usleep(50_000) }
+        _ = Eventually.holds(within: 10) { Self.accepts(port) || !process.isRunning }
         XCTAssertTrue(Self.accepts(port), (try? String(contentsOfFile: "\(d)/error.log", encoding: .utf8)) ?? "nginx did not start")
         return directory
     }
@@ -461,6 +466,7 @@ extension RelayClusterEndToEndTests {
         guard FileManager.default.isExecutableFile(atPath: Self.nginxBinary) else { throw XCTSkip("nginx is not installed (scripts/install-deps)") }
         let server = try PostgresServer()
         let (certificate, key) = try selfSignedCertificate()
+        // Chosen before start: nginx is told its listen port in its config.
         return V1Setting(server: server, database: try server.createDatabase(), certificate: certificate, key: key, nginxPort: RelayProcess.freePort())
     }
 
@@ -470,7 +476,7 @@ extension RelayClusterEndToEndTests {
         let (database, certificate, key, nginxPort, origin) = (setting.database, setting.certificate, setting.key, setting.nginxPort, setting.origin)
 
         // One origin for all nodes (nginx's), open mode, no shard map, one shared database.
-        let cluster = makeNodes(3)
+        let cluster = makeNodes(3, knownPorts: false)
         for node in cluster {
             try start(node, ["--relay-db", database, "--attest-required", "false", "--relay-origin", origin,
                              "--relay-trust-proxy", "true", "--relay-ws-rate-limit", "0"])
@@ -545,12 +551,7 @@ extension RelayClusterEndToEndTests {
     }
 
     private func waitUntilOwning(_ node: Node, from: Int = 0, within seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        repeat {
-            if (ownedBuckets(node, from: from) ?? 0) > 0 { return true }
-            usleep(100_000)
-        } while Date() < deadline
-        return false
+        Eventually.holds(within: seconds, every: 0.05) { (ownedBuckets(node, from: from) ?? 0) > 0 }
     }
 
     /// `v1_parked`'s `check`: every room's phone reaches its parked Mac within `seconds`.
@@ -569,7 +570,8 @@ extension RelayClusterEndToEndTests {
         let setting = try v1Setting()
         defer { setting.server.shutdown() }
         let (database, certificate, key, nginxPort, origin) = (setting.database, setting.certificate, setting.key, setting.nginxPort, setting.origin)
-        let cluster = makeNodes(3)
+        let cluster = makeNodes(3, knownPorts: false)
+        // Chosen before start: each node is told its own cluster URL (--relay-node-url) up front.
         let clusterPorts = cluster.map { _ in RelayProcess.freePort() }
         for (node, port) in zip(cluster, clusterPorts) { try startV1Forwarding(node, clusterPort: port, database: database, origin: origin) }
         XCTAssertNotNil(cluster[0].logLines.first { $0.hasPrefix("relay: no shard map yet; published version 1 with this node") }, cluster[0].logText)
@@ -601,9 +603,9 @@ extension RelayClusterEndToEndTests {
                 // and gets its share back once settled.
                 kill9(node)
                 let lapsed = "relay: lease lapsed for 127.0.0.1:\(clusterPorts[round % cluster.count])"
-                let deadline = Date().addingTimeInterval(15)
-                while !cluster.contains(where: { $0 !== node && $0.logText.contains(lapsed) }), Date() < deadline { usleep(100_000) }
-                XCTAssertTrue(cluster.contains { $0 !== node && $0.logText.contains(lapsed) }, "restart \(round + 1): a survivor failed the node over")
+                eventually("restart \(round + 1): a survivor failed the node over", within: 15, poll: 0.05) {
+                    cluster.contains { $0 !== node && $0.logText.contains(lapsed) }
+                }
             }
             try startV1Forwarding(node, clusterPort: clusterPorts[round % cluster.count], database: database, origin: origin)
             taken += try check(driver, rooms: rooms, within: 30, "restart \(round + 1), at once")

@@ -3,17 +3,17 @@ import TetherRelay
 import TetherTestSupport
 import XCTest
 
-/// The README's configuration reference is generated from the relay's settings table.
+/// docs/configuration.md's relay reference is generated from the relay's settings table.
 final class RelayConfigurationReferenceTests: XCTestCase {
     static let begin = "<!-- BEGIN generated: tether relay --help-markdown (RelayConfigurationReferenceTests fails when stale) -->\n"
     static let end = "<!-- END generated -->"
 
     func testTheReadmeReferenceIsTheOneTheSettingsTableGenerates() throws {
-        let readme = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try XCTUnwrap(readme.range(of: Self.begin), "README.md lacks the generated configuration reference")
-        let stop = try XCTUnwrap(readme.range(of: Self.end, range: start.upperBound..<readme.endIndex))
-        XCTAssertEqual(String(readme[start.upperBound..<stop.lowerBound]), RelayConfiguration.markdownReference,
-                       "README.md is stale: replace its generated section with `tether relay --help-markdown`")
+        let page = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let start = try XCTUnwrap(page.range(of: Self.begin), "docs/configuration.md lacks the generated relay configuration reference")
+        let stop = try XCTUnwrap(page.range(of: Self.end, range: start.upperBound..<page.endIndex))
+        XCTAssertEqual(String(page[start.upperBound..<stop.lowerBound]), RelayConfiguration.markdownReference,
+                       "docs/configuration.md is stale: run scripts/update-readme-reference")
     }
 
     func testTheReferenceListsEverySettingAndFlag() {

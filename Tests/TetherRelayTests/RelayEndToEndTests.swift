@@ -11,22 +11,24 @@ final class RelayEndToEndTests: XCTestCase {
     /// The relay's stderr (its log), for the zero-PII and lifecycle-line checks.
     private var logFile: URL!
 
-    /// A port that was free a moment ago (local mode builds its origin from the configured port).
+    /// A port that was free a moment ago: only for a test that must know the relay's port before
+    /// it starts (a shard map naming it, pebble told where to validate); others start on port 0.
     func freePort() -> UInt16 { RelayProcess.freePort() }
 
     override func setUpWithError() throws {
         try startRelay(database: ":memory:")
     }
 
-    /// Starts `tether relay --local` on a fresh port with `database`; waits for its start-up line.
+    /// Starts `tether relay --local` with `database` on port 0 (or `fixed`); waits for its start-up
+    /// line and takes the port it bound from it.
     func startRelay(database: String, _ extra: [String] = [], port fixed: UInt16? = nil, local: Bool = true, host: String = "127.0.0.1") throws {
-        let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether")
+        let binary = TetherBinary.url
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Vectors.Failure.notFound("\(binary.path): build the tether product first (make test does)")
         }
         // A test that starts its own relay replaces setUp's, which must not outlive it.
         stopRelay()
-        port = fixed ?? freePort()
+        port = fixed ?? 0
         process = Process()
         process.executableURL = binary
         process.arguments = ["relay"] + (local ? ["--local"] : []) + (host == "127.0.0.1" ? [] : ["--relay-host", host])
@@ -38,6 +40,7 @@ final class RelayEndToEndTests: XCTestCase {
         process.standardError = try FileHandle(forWritingTo: logFile)
         try process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine()
+        if fixed == nil { port = RelayProcess.listeningPort(line) ?? 0 }
         XCTAssertTrue(line.hasPrefix("relay: listening on \(host):\(port) (db=\(StoreLocation(database).display), attest=\(local ? "false" : "required"))"),
                       line)
     }
@@ -66,11 +69,10 @@ final class RelayEndToEndTests: XCTestCase {
     func logLines() -> [String] {
         var previous = -1
         var text = ""
-        for _ in 0..<20 {
+        _ = Eventually.holds(within: 1, every: 0.05) {
             text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-            if text.utf8.count == previous { break }
-            previous = text.utf8.count
-            usleep(50_000)
+            defer { previous = text.utf8.count }
+            return text.utf8.count == previous
         }
         return text.split(separator: "\n").map(String.init)
     }
@@ -309,12 +311,12 @@ extension RelayEndToEndTests {
         let directory = try scratchDirectory()
         let database = directory.appendingPathComponent("relay.db").path
         let mapFile = directory.appendingPathComponent("map.json")
-        let port = freePort()
+        let port = freePort()   // known before start: the shard map names the node by it
         // Local mode's origin is http://127.0.0.1:<port>, so the node's map host is 127.0.0.1:<port>.
         let map = #"{"version":1,"ranges":[{"low":0,"high":32767,"host":"127.0.0.1:\#(port)"},{"low":32768,"high":65535,"host":"relay2.example"}]}"#
         try Data(map.utf8).write(to: mapFile)
         try startRelay(database: database, ["--relay-shard-map", mapFile.path], port: port)
-        let binary = Vectors.packageRoot().appendingPathComponent(".build/debug/tether").path
+        let binary = TetherBinary.url.path
         let result = try client("shard", [binary, database])
 
         let served = try XCTUnwrap(result["map"] as? [Any])

@@ -22,7 +22,7 @@ extension RelayEndToEndTests {
     func testAFullDiskRefusesWhatNeedsAWriteKeepsSplicingReportsItAndHealsWhenSpaceReturns() throws {
         guard let disk = try smallFilesystem(megabytes: 2) else { throw XCTSkip("mounting a tmpfs needs root") }
         tearDown()
-        let admin = freePort()
+        let admin = freePort()   // the admin port takes no 0; the restart below must reuse it too
         let database = disk.appendingPathComponent("relay.db").path
         try startRelay(database: database, ["--relay-admin-port", String(admin)])
 
@@ -88,17 +88,23 @@ extension RelayEndToEndTests {
         let directory = try scratchDirectory()
         let database = directory.appendingPathComponent("relay.db").path
         let registered = directory.appendingPathComponent("registered.jsonl").path
-        let fixed = freePort()
         let extra = ["--relay-ws-rate-limit", "0"]
-        try startRelay(database: database, extra, port: fixed)
+        try startRelay(database: database, extra)
+        let fixed = port   // the restarts come back where the load client connects
         let load = try PythonProcess(script: "relay_client.py", arguments: ["ws://127.0.0.1:\(fixed)/", "register_load", registered, "8"], timeout: 120)
+        // Under load: a few more registrations answered 200 (the client flushes each) since the last start.
+        func registeredCount() -> Int { ((try? String(contentsOfFile: registered, encoding: .utf8)) ?? "").split(separator: "\n").count }
+        func whileLoaded() {
+            let before = registeredCount()
+            eventually("8 more registrations under load (\(registeredCount() - before) so far)", within: 30) { registeredCount() >= before + 8 }
+        }
         for _ in 0..<3 {
-            usleep(1_500_000)
+            whileLoaded()
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             try startRelay(database: database, extra, port: fixed)
         }
-        usleep(1_500_000)
+        whileLoaded()
         try load.input.fileHandleForWriting.close()
         let counts = load.output.fileHandleForReading.readFirstLine()
         let rejoined = try client("rejoin_all", [registered])

@@ -56,7 +56,7 @@ extension RelayEndToEndTests {
         let url = try server.createDatabase()
         try server.stop()
         DispatchQueue.global().asyncAfter(deadline: .now() + 2) { try? server.start() }
-        let admin = freePort()
+        let admin = freePort()   // the admin port takes no 0 (and the relay names it only in its log)
         try startRelay(database: url, ["--relay-admin-port", String(admin)])
         let lines = logLines()
         XCTAssertEqual(lines.filter { $0.contains("waiting for it (retrying with back-off, not listening until it answers)") }.count, 1, "\(lines)")
@@ -74,10 +74,7 @@ extension RelayEndToEndTests {
         try server.pause()
         defer { try? server.resume() }
         let paused = Date()
-        var notReadyAfter: TimeInterval?
-        while notReadyAfter == nil, Date().timeIntervalSince(paused) < 10 {
-            if readiness() == "503" { notReadyAfter = Date().timeIntervalSince(paused) } else { usleep(200_000) }
-        }
+        let notReadyAfter = Eventually.poll(within: 10, every: 0.05) { readiness() == "503" ? Date().timeIntervalSince(paused) : nil }.0
         print("database hung: /readyz not ready after \(String(format: "%.2f", notReadyAfter ?? -1)) s")
         XCTAssertLessThanOrEqual(notReadyAfter ?? 99, 5, "not ready within 5 s of the hang")
         let asked = Date()
@@ -86,9 +83,7 @@ extension RelayEndToEndTests {
         XCTAssertTrue(refused.stderr.contains("received 1011 (internal error) internal error"), "the spec's answer: \(refused.stderr.suffix(400))")
 
         try server.resume()
-        let resumed = Date()
-        while readiness() != "200", Date().timeIntervalSince(resumed) < 15 { usleep(200_000) }
-        XCTAssertEqual(readiness(), "200", "ready again once the database answers")
+        eventually("ready again once the database answers (/readyz \(readiness()))", within: 15, poll: 0.05) { readiness() == "200" }
         let rejoined = try client("rejoin", [room, secret])
         XCTAssertEqual((rejoined["signed"] as? [String: Any])?["ok"] as? Bool, true, "nothing stored was lost: \(rejoined)")
     }

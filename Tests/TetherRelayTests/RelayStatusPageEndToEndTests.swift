@@ -28,7 +28,7 @@ final class RelayStatusPageEndToEndTests: XCTestCase {
 
     func testTheStatusPageShowsInABrowserTheFiguresMetricsGives() throws {
         guard Self.chromium != nil else { throw XCTSkip("chromium is not installed (scripts/install-deps)") }
-        let adminPort = RelayProcess.freePort()
+        let adminPort = RelayProcess.freePort()   // the admin port takes no 0
         let node = try RelayProcess(["--relay-admin-port", String(adminPort), "--relay-ws-rate-limit", "0"])
         defer { node.stop() }
         let clients = try PythonProcess(script: "relay_client.py", arguments: ["ws://127.0.0.1:\(node.port)/", "park", "3"], timeout: 120)

@@ -3,6 +3,7 @@ import TetherRelay
 import TetherStore
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class RoomEndpointsTests: XCTestCase {
     private let room = RoomName(header: String(repeating: "c", count: 64))!

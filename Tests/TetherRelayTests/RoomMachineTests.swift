@@ -3,6 +3,7 @@ import TetherRelay
 import TetherStore
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class RoomMachineTests: XCTestCase {
     private let room = RoomName(header: String(repeating: "a", count: 64))!

@@ -3,8 +3,10 @@ import Foundation
 @testable import TetherNet
 @testable import TetherRelay
 import TetherStore
+import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// A room driven without a socket: the relay's own room table adopts the server ends of
 /// `InMemoryTransport` pairs, and WebSocket clients on the other ends admit a mac and a phone
@@ -34,8 +36,7 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
         loop.execute { phone.socket?.close(code: 1000) }
         XCTAssertEqual(mac.next(), "close:1001:peer gone", "§3.13 over the in-memory pair as over TCP")
         // The mac's side ends once its close echo reaches the relay.
-        for _ in 0..<200 where relay.gate.openSockets > 0 { usleep(10_000) }
-        XCTAssertEqual(relay.gate.openSockets, 0, "both places given back")
+        eventually("both places given back (open sockets \(relay.gate.openSockets))", within: 2) { relay.gate.openSockets == 0 }
     }
 
     /// The store stops answering (a database that is down): a new admission is closed 1011

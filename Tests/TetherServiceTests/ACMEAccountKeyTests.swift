@@ -3,6 +3,7 @@ import TetherService
 import TetherWire
 import TetherTestSupport
 import XCTest
+import TetherEncoding
 
 final class ACMEAccountKeyTests: XCTestCase {
     private let key = ACMEAccountKey(try! P256.PrivateKey(rawRepresentation: [UInt8](repeating: 0x11, count: 32)))

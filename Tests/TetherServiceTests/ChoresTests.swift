@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 import TetherNet
 import TetherService
+import TetherTestSupport
 import XCTest
 
 final class ChoresTests: XCTestCase {
@@ -16,11 +17,6 @@ final class ChoresTests: XCTestCase {
     /// Waits until every task queued on the loop so far has run.
     private func settle() throws { try loop.submitAndWait {} }
 
-    private func waitUntil(_ condition: () -> Bool, timeout: Double = 5) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition(), Date() < deadline { usleep(2_000) }
-    }
-
     func testAChoreRunsOnItsLoopNowIfAskedAndThenEveryInterval() throws {
         let chores = Chores<Chore>(loop: loop)
         let runs = Atomic(0)
@@ -32,7 +28,7 @@ final class ChoresTests: XCTestCase {
         }
         try settle()
         XCTAssertGreaterThanOrEqual(runs.load(ordering: .relaxed), 1, "runNow ran it at once")
-        waitUntil { runs.load(ordering: .relaxed) >= 5 }
+        eventually("five runs", within: 5, poll: 0.002) { runs.load(ordering: .relaxed) >= 5 }
         XCTAssertGreaterThanOrEqual(runs.load(ordering: .relaxed), 5)
         XCTAssertTrue(onLoop.load(ordering: .relaxed))
         chores.stopAll()
@@ -54,13 +50,13 @@ final class ChoresTests: XCTestCase {
         let chores = Chores<Chore>(loop: loop)
         let runs = Atomic(0)
         chores.start(.sweep, every: 5) { runs.add(1, ordering: .relaxed) }
-        waitUntil { runs.load(ordering: .relaxed) >= 2 }
+        eventually("two runs", within: 5, poll: 0.002) { runs.load(ordering: .relaxed) >= 2 }
         chores.stop(.sweep)
         let atStop = runs.load(ordering: .relaxed)
-        usleep(60_000)
+        usleep(60_000)   // must be a sleep: "never runs again" over a dozen intervals is the check
         XCTAssertEqual(runs.load(ordering: .relaxed), atStop)
         chores.start(.sweep, every: 5) { runs.add(100, ordering: .relaxed) }
-        waitUntil { runs.load(ordering: .relaxed) > atStop }
+        eventually("the new body ran", within: 5, poll: 0.002) { runs.load(ordering: .relaxed) > atStop }
         XCTAssertEqual((runs.load(ordering: .relaxed) - atStop) % 100, 0, "only the new body runs")
         chores.stopAll()
     }
@@ -71,8 +67,8 @@ final class ChoresTests: XCTestCase {
         chores.start(.sweep, every: 5) {
             if runs.add(1, ordering: .relaxed).newValue == 3 { chores.stop(.sweep) }
         }
-        waitUntil { !chores.isRunning(.sweep) }
-        usleep(40_000)
+        eventually("the chore stopped itself", within: 5, poll: 0.002) { !chores.isRunning(.sweep) }
+        usleep(40_000)   // must be a sleep: no fourth run over eight intervals is the check
         XCTAssertEqual(runs.load(ordering: .relaxed), 3)
     }
 }

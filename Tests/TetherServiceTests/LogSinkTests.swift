@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 @testable import TetherService
 import TetherSync
+import TetherTestSupport
 import XCTest
 
 /// An output that records every call, and can be stalled like a stuck standard error.
@@ -14,7 +15,7 @@ final class RecordingOutput: Sendable {
         { [self] bytes in
             while !gate.withLock({ $0 }) {
                 stalled.store(1, ordering: .relaxed)
-                usleep(1_000)
+                usleep(1_000)   // must be a sleep: this is the stuck output, blocking its writer
             }
             calls.add(1, ordering: .relaxed)
             // One call carries one or more whole lines.
@@ -68,7 +69,7 @@ final class LogSinkTests: XCTestCase {
         let sink = LogSink(name: "relay", capacity: 10, output: output.write)
         output.stall()
         sink.log("first")
-        while !output.isStalled { usleep(1_000) }
+        eventually("the writer is stuck in the output", within: 5, poll: 0.001) { output.isStalled }
         // The writer is stuck inside the output with "first"; the queue holds 10 more.
         let clock = ContinuousClock()
         let elapsed = clock.measure {

@@ -1,6 +1,7 @@
 import Glibc
 import TetherService
 import TetherSync
+import TetherTestSupport
 import XCTest
 
 final class SignalWatcherTests: XCTestCase {
@@ -10,9 +11,8 @@ final class SignalWatcherTests: XCTestCase {
         func add(_ event: String) { events.withLock { $0.append(event) } }
         var all: [String] { events.withLock { $0 } }
 
-        func wait(for count: Int, timeout: Double = 5) {
-            let deadline = Date().addingTimeInterval(timeout)
-            while all.count < count, Date() < deadline { usleep(1_000) }
+        func wait(for count: Int, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) {
+            eventually("\(count) handler calls (saw \(all))", within: timeout, poll: 0.001, file: file, line: line) { all.count >= count }
         }
     }
 
@@ -48,7 +48,7 @@ final class SignalWatcherTests: XCTestCase {
         watcher.deliver(SIGTERM)
         watcher.deliver(SIGHUP)
         seen.wait(for: 2)
-        usleep(20_000)
+        usleep(20_000)   // must be a sleep: that the later signals do nothing is the check
         XCTAssertEqual(seen.all, ["shutdown TERM", "reload"])
         XCTAssertEqual(watcher.shutdownRequested, SIGTERM)
         XCTAssertEqual(watcher.waitForShutdown(), SIGTERM, "waiting again returns at once")

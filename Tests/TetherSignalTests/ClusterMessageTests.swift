@@ -1,6 +1,7 @@
 @testable import TetherSignal
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class ClusterMessageTests: XCTestCase {
     private let a = SignalingID(key: [UInt8](repeating: 0xA1, count: 32)), b = SignalingID(key: [UInt8](repeating: 0xB2, count: 32))

@@ -12,8 +12,8 @@ final class SignalClusterEndToEndTests: XCTestCase {
     static let leaseTTLms = 3_000
 
     private func node(_ database: String) throws -> (ServiceProcess, URL, UInt16) {
-        let clusterPort = RelayProcess.freePort()
-        let node = try ServiceProcess(TetherBinary.url, ["signal", "--local", "--signal-port", String(RelayProcess.freePort())], environment: [
+        let clusterPort = RelayProcess.freePort()   // known before start: the node is told its own cluster URL
+        let node = try ServiceProcess(TetherBinary.url, ["signal", "--local", "--signal-port", "0"], environment: [
             "SIGNAL_DB": database, "SIGNAL_NODE_URL": "ws://127.0.0.1:\(clusterPort)/cluster", "SIGNAL_CLUSTER_PORT": String(clusterPort),
             "SIGNAL_CLUSTER_SECRET": Self.secret, "SIGNAL_LEASE_TTL_MS": String(Self.leaseTTLms),
         ], expecting: "signal: listening on ")
@@ -104,7 +104,7 @@ final class SignalClusterEndToEndTests: XCTestCase {
 
         kill(first.process.processIdentifier, SIGCONT)
         let resumed = Date()
-        while !holder.capturedOutput.contains("CLOSED"), Date().timeIntervalSince(resumed) < 5 { usleep(50_000) }
+        _ = Eventually.holds(within: 5, every: 0.02) { holder.capturedOutput.contains("CLOSED") }
         XCTAssertTrue(holder.capturedOutput.contains("CLOSED 1013 unavailable"), "the stale registration ended: \(holder.capturedOutput)")
         XCTAssertLessThan(Date().timeIntervalSince(resumed), 3, "at the first renewal after the resume")
     }

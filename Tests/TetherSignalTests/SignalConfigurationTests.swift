@@ -101,11 +101,11 @@ final class SignalConfigurationTests: XCTestCase {
     }
 
     func testTheReadmeReferenceIsTheOneTheSettingsTableGenerates() throws {
-        let readme = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try XCTUnwrap(readme.range(of: Self.begin), "README.md lacks the signal configuration reference")
-        let stop = try XCTUnwrap(readme.range(of: "<!-- END generated -->", range: start.upperBound..<readme.endIndex))
-        XCTAssertEqual(String(readme[start.upperBound..<stop.lowerBound]), SignalConfiguration.markdownReference,
-                       "README.md is stale: run scripts/update-readme-reference")
+        let page = try String(contentsOf: Vectors.packageRoot().appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let start = try XCTUnwrap(page.range(of: Self.begin), "docs/configuration.md lacks the signal configuration reference")
+        let stop = try XCTUnwrap(page.range(of: "<!-- END generated -->", range: start.upperBound..<page.endIndex))
+        XCTAssertEqual(String(page[start.upperBound..<stop.lowerBound]), SignalConfiguration.markdownReference,
+                       "docs/configuration.md is stale: run scripts/update-readme-reference")
         for setting in SignalSetting.all { XCTAssertTrue(SignalConfiguration.markdownReference.contains("`\(setting.name)`"), setting.name) }
     }
 }

@@ -9,14 +9,13 @@ import XCTest
 final class SignalEndToEndTests: XCTestCase {
     /// `capturing`: the server's stdout and stderr are kept (`capturedOutput`), for the log checks.
     func signal(_ environment: [String: String] = [:], _ extra: [String] = [], capturing: Bool = false) throws -> ServiceProcess {
-        try ServiceProcess(TetherBinary.url, ["signal", "--signal-port", String(RelayProcess.freePort())] + extra,
+        try ServiceProcess(TetherBinary.url, ["signal", "--signal-port", "0"] + extra,
                            environment: environment, expecting: "signal: listening on", capturing: capturing)
     }
 
     /// Everything a capturing server wrote, once it has been stopped.
     func log(of server: ServiceProcess) -> String {
-        server.stop()
-        Thread.sleep(forTimeInterval: 0.2)
+        server.stop()   // reads a capturing server's pipes to their end
         return server.capturedOutput
     }
 
@@ -93,18 +92,18 @@ final class SignalEndToEndTests: XCTestCase {
     /// is 404 `not found`; on the admin port it is the Prometheus text of docs/metrics.md's signal
     /// families, and a forwarded request there is 403.
     func testMetricsAreServedOnTheAdminListenerOnly() throws {
-        let admin = RelayProcess.freePort()
+        let admin = RelayProcess.freePort()   // the admin port takes no 0
         let server = try signal(["SIGNAL_ADMIN_PORT": String(admin)], ["--local"])
         func curl(_ url: String, _ extra: [String] = []) throws -> String {
             try TetherBinary.run(URL(fileURLWithPath: "/usr/bin/curl"),
                                  ["-s", "-w", "\n%{http_code} %{content_type}", "--max-time", "10"] + extra + [url]).output
         }
         XCTAssertEqual(try curl("http://127.0.0.1:\(server.port)/metrics"), "not found\n404 text/plain")
-        var metrics = try curl("http://127.0.0.1:\(admin)/metrics")
-        for _ in 0..<50 where metrics.hasPrefix("\n000") {   // the admin listener starts after the public one
-            Thread.sleep(forTimeInterval: 0.1)
-            metrics = try curl("http://127.0.0.1:\(admin)/metrics")
-        }
+        // The admin listener starts after the public one.
+        let metrics = try eventuallyValue("the admin listener answers", within: 5, poll: 0.05) { () throws -> String? in
+            let answer = try curl("http://127.0.0.1:\(admin)/metrics")
+            return answer.hasPrefix("\n000") ? nil : answer
+        } ?? ""
         XCTAssertTrue(metrics.hasSuffix("\n200 text/plain; version=0.0.4"), String(metrics.suffix(200)))
         // The labelled families (refusals, signals, errors, issuances) show once they have a sample.
         for family in ["signal_upgrades_total counter", "signal_registrations_total counter", "signal_presence_queries_total counter",
@@ -122,7 +121,7 @@ final class SignalEndToEndTests: XCTestCase {
                                        (["TURN_MODE": "coturn", "TURN_URLS": "turn:127.0.0.1:3478", "CLOUDFLARE_TURN_API_TOKEN": "tok-unused"], "TURN_SECRET"),
                                        (["TURN_MODE": "cloudflare", "CLOUDFLARE_TURN_KEY_ID": "kid", "CLOUDFLARE_TURN_API_TOKEN": "tok-secret",
                                          "CLOUDFLARE_CA_FILE": "/nonexistent/ca.pem"], "CLOUDFLARE_CA_FILE")] {
-            let (status, output) = try TetherBinary.run(["signal", "--signal-port", String(RelayProcess.freePort())], environment: environment)
+            let (status, output) = try TetherBinary.run(["signal", "--signal-port", "0"], environment: environment)
             XCTAssertNotEqual(status, 0, "\(environment)")
             let lines = output.split(separator: "\n")
             XCTAssertEqual(lines.count, 1, "one line for \(environment): \(output)")

@@ -87,13 +87,14 @@ final class PostgresStoreTests: XCTestCase {
         }
         XCTAssertNotNil(try store.consumeTicket("t", in: room, now: 50), "still there")
         // Statements the store's connection ran: 10 admissions and the one consume.
-        try waitForStatistics()
-        let calls = try server.query("SELECT xact_commit FROM pg_stat_database WHERE datname = '\(database)'", database: database)
-        XCTAssertLessThanOrEqual(Int(calls) ?? .max, 11 + 2, "one transaction per admission (and psql's own)")
+        // The statistics arrive with a delay (a backend reports at most once a second): wait
+        // until the 11 are counted, so the bound is checked against the settled figure.
+        let calls = try eventuallyValue("the store's transactions in pg_stat_database", within: 5, poll: 0.05) { () throws -> Int? in
+            let text = try server.query("SELECT xact_commit FROM pg_stat_database WHERE datname = '\(database)'", database: database)
+            return Int(text).flatMap { $0 >= 11 ? $0 : nil }
+        }
+        XCTAssertLessThanOrEqual(calls ?? .max, 11 + 2, "one transaction per admission (and psql's own)")
     }
-
-    /// The statistics collector reports with a short delay.
-    private func waitForStatistics() throws { usleep(600_000) }
 
     /// The server goes away: calls fail with an error (never "absent"), quickly, and the store
     /// answers again by itself once the server is back — nothing stored is lost.
@@ -111,15 +112,7 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertTrue(store.pool.isBackingOff)
 
         try server.start()
-        var answer: String?
-        for _ in 0..<100 {
-            do {
-                answer = try store.verifier(of: room)
-                break
-            } catch {
-                usleep(100_000)
-            }
-        }
+        let answer = eventuallyValue("the store answers again", within: 10, poll: 0.05) { try? store.verifier(of: room) }
         XCTAssertEqual(answer, "V", "back without a restart, and nothing lost")
         XCTAssertFalse(store.pool.isBackingOff)
     }
@@ -146,18 +139,14 @@ final class PostgresStoreTests: XCTestCase {
         for _ in 0..<50 { XCTAssertThrowsError(try store.verifier(of: room)) }
         XCTAssertLessThan(Date().timeIntervalSince(started), 1, "calls in the stall back-off fail at once")
         // Past the back-off, every call that tries again is bounded by its deadline.
-        usleep(300_000)
+        usleep(300_000)   // must be a sleep: the pool shows nothing of when its back-off ends
         started = Date()
         for _ in 0..<3 { XCTAssertThrowsError(try store.touch(room, at: 2)) }
         XCTAssertLessThan(Date().timeIntervalSince(started), 2.5)
 
         try server.resume()
-        var answer: String?
         let resumed = Date()
-        while answer == nil, Date().timeIntervalSince(resumed) < 15 {
-            answer = try? store.verifier(of: room)
-            if answer == nil { usleep(50_000) }
-        }
+        let answer = eventuallyValue("the store answers again", within: 15, poll: 0.05) { try? store.verifier(of: room) }
         XCTAssertEqual(answer, "V", "back without a restart, and nothing lost")
         XCTAssertLessThan(Date().timeIntervalSince(resumed), 6, "within the longest back-off of the resume")
         XCTAssertFalse(store.pool.isBackingOff)
@@ -203,7 +192,8 @@ final class PostgresStoreTests: XCTestCase {
         let rules = LeaseRules(ttlMs: 1_000, reconnectGraceMs: 0)
         try renew(nodes, ["a.test", "b.test", "c.test"], rules)
         XCTAssertNil(try nodes[0].leaseRound(host: "a.test", rules: rules), "every lease is live: nothing to do")
-        // a and b keep renewing; c stops.
+        // a and b keep renewing; c stops. Must be sleeps: renewing every 200 ms past c's 1 s
+        // lease, on the database's clock, is the scenario.
         for _ in 0..<6 {
             usleep(200_000)
             try renew(nodes, ["a.test", "b.test"], rules)
@@ -237,15 +227,15 @@ final class PostgresStoreTests: XCTestCase {
         let rules = LeaseRules(ttlMs: 1_000, reconnectGraceMs: 500)
         for _ in 0..<4 {
             try renew(nodes, hosts, rules)
-            usleep(200_000)
+            usleep(200_000)   // must be a sleep: renewals 200 ms apart on the database's clock are the scenario
         }
-        usleep(1_300_000)   // the hang: nobody renews for longer than the lease
+        usleep(1_300_000)   // must be a sleep: the hang, nobody renewing for longer than the lease
         for (index, host) in hosts.enumerated() {
             try nodes[index].renewLease(host: host, rules: rules)
             for (other, otherHost) in hosts.enumerated() {
                 XCTAssertNil(try nodes[other].leaseRound(host: otherHost, rules: rules), "\(otherHost) acts after \(host) resumed")
             }
-            usleep(20_000)
+            usleep(20_000)   // must be a sleep: connections resuming a few milliseconds apart
         }
         XCTAssertEqual(try nodes[0].shardMap()?.version, 1, "no bucket moved")
     }
@@ -260,19 +250,18 @@ final class PostgresStoreTests: XCTestCase {
         let rules = LeaseRules(ttlMs: 1_000, reconnectGraceMs: 0)
         try renew(nodes, hosts, rules)
         for _ in 0..<6 {
-            usleep(200_000)
+            usleep(200_000)   // must be a sleep: a and b renewing past c's 1 s lease is the scenario
             try renew(nodes, ["a.test", "b.test"], rules)
         }
         XCTAssertEqual(try nodes[0].leaseRound(host: "a.test", rules: rules)?.change, .failover(lapsed: ["c.test"]))
 
         // c comes back: it owns nothing at first, and gets its share after 2 s of renewals.
         let back = Date()
-        var restored: LeaseRound?
-        while restored == nil, Date().timeIntervalSince(back) < 5 {
+        // Renewing every 200 ms (the cadence is the scenario) until a round gives c its share.
+        let restored = try Eventually.poll(within: 5, every: 0.2) { () throws -> LeaseRound? in
             try renew(nodes, hosts, rules)
-            restored = try nodes[0].leaseRound(host: "a.test", rules: rules)
-            if restored == nil { usleep(200_000) }
-        }
+            return try nodes[0].leaseRound(host: "a.test", rules: rules)
+        }.0
         let waited = Date().timeIntervalSince(back)
         let round = try XCTUnwrap(restored)
         XCTAssertEqual(round.change, .restored(["c.test"]))
@@ -282,7 +271,7 @@ final class PostgresStoreTests: XCTestCase {
         for _ in 0..<3 {
             try renew(nodes, hosts, rules)
             XCTAssertNil(try nodes[1].leaseRound(host: "b.test", rules: rules), "a share is given back once")
-            usleep(200_000)
+            usleep(200_000)   // must be a sleep: more renewal rounds, 200 ms apart, that must not restore again
         }
     }
 
@@ -296,19 +285,15 @@ final class PostgresStoreTests: XCTestCase {
         let watch = watcher.watchShardMap { heard.add("changed") }
         defer { watch.stop() }
         func waitFor(_ count: Int, within seconds: Double) -> TimeInterval? {
-            let started = Date()
-            while Date().timeIntervalSince(started) < seconds {
-                if heard.counts["changed", default: 0] >= count { return Date().timeIntervalSince(started) }
-                usleep(5_000)
-            }
-            return nil
+            let (heardThem, waited) = Eventually.poll(within: seconds, every: 0.005) { heard.counts["changed", default: 0] >= count ? true : nil }
+            return heardThem == nil ? nil : waited
         }
         XCTAssertNotNil(waitFor(1, within: 5), "the catch-up call on connecting")
         XCTAssertTrue(try publisher.publishShardMap(XCTUnwrap(ShardPlan.even(hosts: ["a.test", "b.test"], version: 1))))
         let latency = try XCTUnwrap(waitFor(2, within: 2), "announced")
         XCTAssertLessThan(latency, 0.5, "at the commit, not at a poll")
         XCTAssertFalse(try publisher.publishShardMap(XCTUnwrap(ShardPlan.even(hosts: ["a.test"], version: 1))))
-        usleep(300_000)
+        usleep(300_000)   // must be a sleep: that nothing is announced is the check
         XCTAssertEqual(heard.counts["changed"], 2, "a refused publication announces nothing")
 
         try server.stop()
@@ -329,7 +314,7 @@ final class PostgresStoreTests: XCTestCase {
         // A window that has run out starts again.
         XCTAssertEqual(try nodes[0].hitSharedPushWindow(token: "t3", limit: 1, windowMs: 200), true)
         XCTAssertEqual(try nodes[1].hitSharedPushWindow(token: "t3", limit: 1, windowMs: 200), false)
-        usleep(300_000)
+        usleep(300_000)   // must be a sleep: the 200 ms window runs out by the database's clock
         XCTAssertEqual(try nodes[1].hitSharedPushWindow(token: "t3", limit: 1, windowMs: 200), true)
         XCTAssertNil(try InMemoryPushStore().hitSharedPushWindow(token: "t1", limit: 10, windowMs: 60_000), "one node counts in memory")
     }

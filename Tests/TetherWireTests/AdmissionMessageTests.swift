@@ -1,5 +1,6 @@
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class AdmissionMessageTests: XCTestCase {
     private func hello(_ text: String) -> Hello? { Hello.parse(Array(text.utf8)) }

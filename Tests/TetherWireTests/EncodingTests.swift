@@ -1,6 +1,7 @@
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class Base64Tests: XCTestCase {
     private let rfc4648 = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]

@@ -1,6 +1,7 @@
 import Foundation
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class PairingLinkTests: XCTestCase {
     private let rs = "YFpyXSpK3-6xop4X7dYhwbdZPujNvESsbEq24vgF0jw"

@@ -2,6 +2,7 @@ import TetherCrypto
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class PushCryptoTests: XCTestCase {
     private let secret7 = try! RoomSecret(bytes: [UInt8](repeating: 0x07, count: 32))

@@ -2,6 +2,7 @@ import TetherCrypto
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 /// signaling.md §2, §3.1, §5 and the §12 vectors, for the messages server and clients share.
 final class SignalingWireTests: XCTestCase {

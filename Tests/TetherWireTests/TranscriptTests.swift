@@ -2,6 +2,7 @@ import TetherCrypto
 import TetherTestSupport
 import TetherWire
 import XCTest
+import TetherEncoding
 
 final class TranscriptTests: XCTestCase {
     private let exampleOrigin = "https://relay.example.com"

@@ -36,6 +36,4 @@ gboolean tether_nice_get_boolean(NiceAgent *agent, const char *name);
 void tether_nice_set_uint(NiceAgent *agent, const char *name, guint value);
 void tether_nice_set_string(NiceAgent *agent, const char *name, const char *value);
 
-/// Names the calling thread (Linux keeps 15 bytes) for top -H and /proc/self/task/*/comm.
-void tether_nice_name_thread(const char *name);
 #endif

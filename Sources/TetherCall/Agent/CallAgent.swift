@@ -12,7 +12,7 @@ import Glibc
 /// transports report from threads of their own (libnice's, usrsctp's, a test queue); their
 /// events are carried onto the loop, and the events of a transport whose call has ended are
 /// dropped there by the machine.
-public final class CallAgent: @unchecked Sendable {  // every mutable member is touched only on `loop`
+public final class CallAgent: Sendable {
     public enum Event: Sendable {
         /// Registered with the signaling server: calls can be made and received.
         case online(SignalingRegistration)
@@ -32,11 +32,38 @@ public final class CallAgent: @unchecked Sendable {  // every mutable member is 
     private let makeMedia: MediaFactory
     private let unixSeconds: @Sendable () -> Int64
     private let onEvent: @Sendable (Event) -> Void
-    private var machine: CallMachine
-    private var transports: [CallUUID: (transport: any CallMediaTransport, reports: MediaReports)] = [:]
-    private var iceServers: [ICEServer] = []
-    private var tickTimer: EventLoop.TimerID?
-    private var tickDue: UInt64?
+
+    // Everything that changes lives on `loop`, asserted at each access.
+    private struct State {
+        var machine: CallMachine
+        var transports: [CallUUID: (transport: any CallMediaTransport, reports: MediaReports)] = [:]
+        var iceServers: [ICEServer] = []
+        var tickTimer: EventLoop.TimerID?
+        var tickDue: UInt64?
+    }
+
+    private let state: LoopBound<State>
+
+    private var machine: CallMachine {
+        get { state.value.machine }
+        _modify { yield &state.value.machine }
+    }
+    private var transports: [CallUUID: (transport: any CallMediaTransport, reports: MediaReports)] {
+        get { state.value.transports }
+        _modify { yield &state.value.transports }
+    }
+    private var iceServers: [ICEServer] {
+        get { state.value.iceServers }
+        _modify { yield &state.value.iceServers }
+    }
+    private var tickTimer: EventLoop.TimerID? {
+        get { state.value.tickTimer }
+        _modify { yield &state.value.tickTimer }
+    }
+    private var tickDue: UInt64? {
+        get { state.value.tickDue }
+        _modify { yield &state.value.tickDue }
+    }
 
     /// - Parameters:
     ///   - unixSeconds: the wall clock, read only for the TURN credential margin (§7.5).
@@ -47,13 +74,14 @@ public final class CallAgent: @unchecked Sendable {  // every mutable member is 
         self.makeMedia = media
         self.unixSeconds = unixSeconds ?? { Int64(time(nil)) }
         self.onEvent = onEvent
-        machine = CallMachine(identity: identity)
+        self.identity = identity
+        state = LoopBound(State(machine: CallMachine(identity: identity)), loop: loop)
         let box = WeakAgent()
         signaling = try SignalingClient(endpoint: endpoint, identity: identity, loop: loop, tls: tls) { event in box.agent?.signalingEvent(event) }
         box.agent = self
     }
 
-    public var identity: CallIdentity { machine.identity }
+    public let identity: CallIdentity
 
     public func start() { signaling.start() }
 

@@ -1,4 +1,5 @@
 import TetherWire
+import TetherEncoding
 
 extension CallSignalBody {
     /// The body's JSON bytes: keys in code-point order, no whitespace, so one body always gives

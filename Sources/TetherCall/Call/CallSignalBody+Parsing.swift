@@ -1,4 +1,5 @@
 public import TetherWire
+public import TetherEncoding
 
 extension CallSignalBody {
     /// The body of a `kind` signal from its JSON bytes, checked against the kind's schema (§7.1,

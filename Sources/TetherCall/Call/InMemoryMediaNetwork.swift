@@ -1,12 +1,13 @@
 import Dispatch
 import TetherCrypto
 import TetherWire
+import TetherEncoding
 
 /// Where `InMemoryMediaTransport`s find each other: the offerer's fake SDP carries a token the
 /// answerer's `acceptOffer` looks up here. One serial queue runs every transport of the network
 /// and every report, so messages arrive reliably and in order, and never inside the call that
 /// sent them.
-public final class InMemoryMediaNetwork: @unchecked Sendable {
+public final class InMemoryMediaNetwork: @unchecked Sendable { // the registry and every transport's state only on `queue`, a serial queue
     /// Every transport's state and this registry are touched only on this queue.
     let queue: DispatchQueue
     /// Offers not yet closed, by token (weakly: a dropped transport leaves the network).

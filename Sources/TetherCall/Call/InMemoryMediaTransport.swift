@@ -1,5 +1,6 @@
 import Dispatch
 import TetherNet
+import TetherSync
 
 /// A `CallMediaTransport` in memory: two ends on one `InMemoryMediaNetwork` behave like two
 /// WebRTC peer connections with one reliable, ordered data channel, so machines and drivers run
@@ -13,10 +14,13 @@ import TetherNet
 /// Commands that WebRTC would refuse (a second offer, an answer that is not the peer's, a
 /// candidate before the remote description, a message before the channel opened) report
 /// `.failed`. Test hooks: `tamperNextMessage`, `simulateFailure`, `simulateChannelClose`.
-public final class InMemoryMediaTransport: CallMediaTransport, @unchecked Sendable {
+public final class InMemoryMediaTransport: CallMediaTransport, @unchecked Sendable { // state only on the network's serial queue; the delegate under its lock
     let network: InMemoryMediaNetwork
-    private let delegateLock = NetLock()
-    private weak var storedDelegate: (any CallMediaTransportDelegate)?
+    private struct WeakDelegate {
+        weak var delegate: (any CallMediaTransportDelegate)?
+    }
+
+    private let storedDelegate = Locked(WeakDelegate())
 
     // Confined to the network's queue.
     var token: String?
@@ -36,8 +40,8 @@ public final class InMemoryMediaTransport: CallMediaTransport, @unchecked Sendab
     }
 
     public var delegate: (any CallMediaTransportDelegate)? {
-        get { delegateLock.withLock { storedDelegate } }
-        set { delegateLock.withLock { storedDelegate = newValue } }
+        get { storedDelegate.withLock { $0.delegate } }
+        set { storedDelegate.withLock { $0.delegate = newValue } }
     }
 
     public func perform(_ command: CallMediaCommand) {

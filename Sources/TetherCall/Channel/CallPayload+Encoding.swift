@@ -1,4 +1,5 @@
 import TetherWire
+import TetherEncoding
 
 extension CallPayload {
     /// The JSON bytes, fields in the order §9.5 and the §12 vector write them.

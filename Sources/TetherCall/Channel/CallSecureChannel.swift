@@ -1,6 +1,7 @@
 public import TetherCrypto
 public import TetherWire
 import TetherNoise
+public import TetherEncoding
 
 /// The call's end-to-end channel (signaling.md §9, §10) as a pure state machine: frames and user
 /// requests in, frames to send and things to show out, the monotonic time (nanoseconds) passed

@@ -1,5 +1,5 @@
 import Foundation
-public import TetherClient
+public import TetherDevice
 
 /// The SDK's calling identity in its state directory (signaling.md §3.3): the 64 bytes
 /// `seed ‖ agreement private key` in one owner-only file, made on first use and the same ever

@@ -1,6 +1,6 @@
 public import TetherNet
 public import TetherWire
-import TetherClient
+public import TetherDevice
 
 /// The SDK's connection to a `tether signal` server (signaling.md §4-§6): it answers the
 /// challenge, registers the identity, keeps the socket alive (a ping every 15 s, §4), sends
@@ -9,7 +9,7 @@ import TetherClient
 ///
 /// Confined to `loop`: events are delivered there, and public methods may be called from any
 /// thread (they hop onto it).
-public final class SignalingClient: @unchecked Sendable {  // every mutable member is touched only on `loop`
+public final class SignalingClient: Sendable {
     public enum Event: Sendable {
         /// Registered (again, after a reconnect): the ID is routable and calls may use these
         /// ICE servers.
@@ -54,16 +54,58 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
     private let reconnects: Bool
     private let onEvent: @Sendable (Event) -> Void
 
-    private var socket: WebSocketConnection?
-    private var session: SignalingSession?
-    private var registrationTimer: EventLoop.TimerID?
-    private var reconnectTimer: EventLoop.TimerID?
-    private var backoff = ReconnectBackoff()
-    private var stopped = false
-    private var started = false
-    private var presenceWaiters: [CheckedContinuation<Result<[SignalingID: Bool], QueryError>, Never>] = []
-    /// The registration of the open connection (nil while connecting or disconnected).
-    public private(set) var registration: SignalingRegistration?
+    // Everything that changes lives on `loop`, asserted at each access.
+    private struct State {
+        var socket: WebSocketConnection?
+        var session: SignalingSession?
+        var registrationTimer: EventLoop.TimerID?
+        var reconnectTimer: EventLoop.TimerID?
+        var backoff = ReconnectBackoff()
+        var stopped = false
+        var started = false
+        var presenceWaiters: [CheckedContinuation<Result<[SignalingID: Bool], QueryError>, Never>] = []
+        /// The registration of the open connection (nil while connecting or disconnected).
+        var registration: SignalingRegistration?
+    }
+
+    private let state: LoopBound<State>
+
+    private var socket: WebSocketConnection? {
+        get { state.value.socket }
+        _modify { yield &state.value.socket }
+    }
+    private var session: SignalingSession? {
+        get { state.value.session }
+        _modify { yield &state.value.session }
+    }
+    private var registrationTimer: EventLoop.TimerID? {
+        get { state.value.registrationTimer }
+        _modify { yield &state.value.registrationTimer }
+    }
+    private var reconnectTimer: EventLoop.TimerID? {
+        get { state.value.reconnectTimer }
+        _modify { yield &state.value.reconnectTimer }
+    }
+    private var backoff: ReconnectBackoff {
+        get { state.value.backoff }
+        _modify { yield &state.value.backoff }
+    }
+    private var stopped: Bool {
+        get { state.value.stopped }
+        _modify { yield &state.value.stopped }
+    }
+    private var started: Bool {
+        get { state.value.started }
+        _modify { yield &state.value.started }
+    }
+    private var presenceWaiters: [CheckedContinuation<Result<[SignalingID: Bool], QueryError>, Never>] {
+        get { state.value.presenceWaiters }
+        _modify { yield &state.value.presenceWaiters }
+    }
+    private var registration: SignalingRegistration? {
+        get { state.value.registration }
+        _modify { yield &state.value.registration }
+    }
 
     /// - Parameters:
     ///   - endpoint: the server, its URL already held to the rules of §3.5.
@@ -75,6 +117,7 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
         self.endpoint = endpoint
         self.identity = identity
         self.loop = loop
+        state = LoopBound(State(), loop: loop)
         self.reconnects = reconnects
         self.onEvent = onEvent
         if url.secure {
@@ -121,6 +164,12 @@ public final class SignalingClient: @unchecked Sendable {  // every mutable memb
     }
 
     /// Which of `ids` (1-16, distinct) are routable now (§5.5).
+    /// The registration of the open connection (nil while connecting or disconnected), read on
+    /// the loop.
+    public func currentRegistration() async -> SignalingRegistration? {
+        await withCheckedContinuation { continuation in onLoop { continuation.resume(returning: $0.registration) } }
+    }
+
     public func presence(_ ids: [SignalingID]) async -> Result<[SignalingID: Bool], QueryError> {
         await withCheckedContinuation { continuation in
             onLoop { client in

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Monotonic time in nanoseconds. Loops, timers and state machines read time only through a
 /// clock, so tests can drive expiry with `ManualClock`.
@@ -17,15 +18,14 @@ public struct MonotonicClock: NetClock {
 }
 
 /// A clock that moves only when told to.
-public final class ManualClock: NetClock, @unchecked Sendable {
-    private let lock = NetLock()
-    private var current: UInt64
+public final class ManualClock: NetClock, Sendable {
+    private let current: Atomic<UInt64>
 
-    public init(start: UInt64 = 1_000_000_000) { current = start }
+    public init(start: UInt64 = 1_000_000_000) { current = Atomic(start) }
 
-    public func now() -> UInt64 { lock.withLock { current } }
+    public func now() -> UInt64 { current.load(ordering: .acquiring) }
 
-    public func advance(by nanoseconds: UInt64) { lock.withLock { current += nanoseconds } }
+    public func advance(by nanoseconds: UInt64) { current.add(nanoseconds, ordering: .acquiringAndReleasing) }
 }
 
 public extension UInt64 {

@@ -1,6 +1,7 @@
 import CTetherSystem
 import Glibc
 import Synchronization
+import TetherSync
 
 /// Something registered with a loop for readiness events. Called only on the loop's thread.
 public protocol EventLoopHandler: AnyObject {
@@ -21,27 +22,28 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     public let clock: any NetClock
     private let epoll: Int32
     private let wakeFD: Int32
+    // Loop-confined state (one thread touches it), so exclusivity is not checked at run time:
+    // on the splice path those checks were a quarter of the instructions (callgrind).
     /// Handlers in slots; a token is (generation << 32 | slot), so an event for a slot that has
     /// since been reused is recognised as stale. An array slot costs 16 bytes where a dictionary
     /// entry costs several times that, for every connection.
-    private var slots: [(generation: UInt32, handler: (any EventLoopHandler)?)] = []
-    private var freeSlots: [Int] = []
-    private var liveHandlers = 0
-    private var timers = TimerQueue<TimerTask>()
-    private let pendingLock = NetLock()
-    private var pending: [@Sendable () -> Void] = []
-    private var stopping = false
+    @exclusivity(unchecked) private var slots: [(generation: UInt32, handler: (any EventLoopHandler)?)] = []
+    @exclusivity(unchecked) private var freeSlots: [Int] = []
+    @exclusivity(unchecked) private var liveHandlers = 0
+    @exclusivity(unchecked) private var timers = TimerQueue<TimerTask>()
+    private let pending = Locked<[@Sendable () -> Void]>([])
+    @exclusivity(unchecked) private var stopping = false
     /// Keepalive sweeps by interval (loop thread only).
-    var sweeps: [UInt64: KeepaliveSweep] = [:]
+    @exclusivity(unchecked) var sweeps: [UInt64: KeepaliveSweep] = [:]
     /// Writers that gathered output since the last flush point (the end of an iteration, or
     /// between two of its events once handlers have run `flushBudget`); a writer that leaves
     /// the loop (a handoff) clears its own slot.
-    private var pendingFlushes: [(any FlushPointWriter)?] = []
+    @exclusivity(unchecked) private var pendingFlushes: [(any FlushPointWriter)?] = []
     /// Work that must wait until the iteration's writes are out and no handler is running (a
     /// handoff's transfer to another loop).
-    private var flushPointTasks: [() -> Void] = []
+    @exclusivity(unchecked) private var flushPointTasks: [() -> Void] = []
     /// The thread `start()` made, for `shutdown` to join (touched by the starting thread).
-    private var thread: pthread_t?
+    @exclusivity(unchecked) private var thread: pthread_t?
     /// The thread inside `run()`, 0 while none is.
     private let runner = Atomic<UInt>(0)
     /// From `start()` until its thread leaves `run()`: the loop is promised to that thread.
@@ -53,10 +55,10 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     let plaintextBuffer: UnsafeMutableRawBufferPointer
     /// Where a TLS connection gathers an iteration's small writes into one `SSL_write`;
     /// allocated by the first TLS flush, so a loop without TLS never has one.
-    private var tlsGatherStorage: UnsafeMutableRawBufferPointer?
+    @exclusivity(unchecked) private var tlsGatherStorage: UnsafeMutableRawBufferPointer?
 
     /// A timer's work; it runs on the loop that scheduled it.
-    public struct TimerTask: @unchecked Sendable {
+    public struct TimerTask: @unchecked Sendable { // a body run only on the loop that scheduled it, never carried elsewhere
         let body: () -> Void
     }
 
@@ -97,16 +99,8 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     /// Starts the loop on a new thread.
     public func start() {
         started.store(true, ordering: .releasing)
-        let unmanaged = Unmanaged.passRetained(self)
-        var handle = pthread_t()
-        pthread_create(&handle, nil, { context in
-            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
-            // Named for `top -H` and /proc/PID/task/*/comm: an operator sees each loop's share.
-            _ = tether_set_thread_name("tether-loop-\(loop.index)")
-            loop.run()
-            return nil
-        }, unmanaged.toOpaque())
-        thread = handle
+        // Named for `top -H` and /proc/PID/task/*/comm: an operator sees each loop's share.
+        thread = DedicatedThread.start(name: "tether-loop-\(index)") { [self] in run() }
     }
 
     /// True on the thread running the loop.
@@ -134,7 +128,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
 
     /// Runs `task` on the loop thread (soon, in submission order). Safe from any thread.
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        let first = pendingLock.withLock { () -> Bool in
+        let first = pending.withLock { pending -> Bool in
             pending.append(task)
             return pending.count == 1
         }
@@ -185,7 +179,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
             runTimers()
             flushWrites()
         }
-        while pendingLock.withLock({ !pending.isEmpty }) { runPending(limit: .max) }
+        while pending.withLock({ !$0.isEmpty }) { runPending(limit: .max) }
         flushWrites()
     }
 
@@ -237,7 +231,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     static let retainedFlushSlots = 1024
 
     private func waitTimeout() -> Int32 {
-        if !pendingFlushes.isEmpty || !flushPointTasks.isEmpty || pendingLock.withLock({ !pending.isEmpty }) { return 0 }
+        if !pendingFlushes.isEmpty || !flushPointTasks.isEmpty || pending.withLock({ !$0.isEmpty }) { return 0 }
         guard let deadline = timers.nextDeadline() else { return -1 }
         let now = clock.now()
         guard deadline > now else { return 0 }
@@ -283,7 +277,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     /// stay in order) and wait for the next pass or iteration, which then does not block in
     /// epoll_wait.
     private func runPending(limit: Int = EventLoop.maxTasksPerIteration, until deadline: UInt64? = nil) {
-        let tasks = pendingLock.withLock { () -> [@Sendable () -> Void] in
+        let tasks = pending.withLock { pending -> [@Sendable () -> Void] in
             guard pending.count > limit else {
                 defer { pending = [] }
                 return pending
@@ -294,7 +288,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
         for (index, task) in tasks.enumerated() {
             task()
             if let deadline, index + 1 < tasks.count, clock.now() >= deadline {
-                pendingLock.withLock { pending.insert(contentsOf: tasks[(index + 1)...], at: 0) }
+                pending.withLock { $0.insert(contentsOf: tasks[(index + 1)...], at: 0) }
                 return
             }
         }

@@ -1,11 +1,12 @@
 import CTetherSystem
 import Glibc
+import Synchronization
+import TetherSync
 
 /// N loops, each on its own thread.
-public final class EventLoopGroup: @unchecked Sendable {
+public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
-    private let counter = NetLock()
-    private var nextIndex = 0
+    private let turns = Atomic<Int>(0)
 
     /// `count` loops (default: one per CPU).
     public init(count: Int? = nil, clock: any NetClock = MonotonicClock()) throws {
@@ -18,10 +19,7 @@ public final class EventLoopGroup: @unchecked Sendable {
 
     /// Loops in turn.
     public func next() -> EventLoop {
-        counter.withLock {
-            defer { nextIndex = (nextIndex + 1) % loops.count }
-            return loops[nextIndex]
-        }
+        loops[Int(UInt(bitPattern: turns.add(1, ordering: .relaxed).oldValue) % UInt(loops.count))]
     }
 
     /// The loop a stable 64-bit hash (a room's bucket, say) always maps to.
@@ -37,54 +35,18 @@ extension EventLoop {
     /// Runs `body` on this loop and waits for its result (never call from this loop).
     public func submitAndWait<R: Sendable>(_ body: @escaping @Sendable () throws -> R) throws -> R {
         precondition(!inEventLoop, "submitAndWait from the loop itself would deadlock")
-        let done = DispatchSemaphoreLite()
+        let done = ThreadSemaphore()
         let box = ResultBox<R>()
         execute {
-            box.result = Result { try body() }
+            let result = Result { try body() }
+            box.result.withLock { $0 = result }
             done.signal()
         }
         done.wait()
-        return try box.result!.get()
+        return try box.result.withLock { $0 }!.get()
     }
 }
 
-final class ResultBox<R>: @unchecked Sendable {
-    var result: Result<R, any Error>?
-}
-
-/// A counting semaphore on a pthread condition variable. The mutex and condition live in
-/// their own heap allocations: pthread needs them at fixed addresses, which a class's stored
-/// property passed by `&` is not promised to be.
-final class DispatchSemaphoreLite: @unchecked Sendable {   // `value` is only touched under `mutex`
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var value = 0
-
-    init() {
-        mutex.initialize(to: pthread_mutex_t())
-        condition.initialize(to: pthread_cond_t())
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
-
-    func signal() {
-        pthread_mutex_lock(mutex)
-        value += 1
-        pthread_cond_signal(condition)
-        pthread_mutex_unlock(mutex)
-    }
-
-    func wait() {
-        pthread_mutex_lock(mutex)
-        while value == 0 { pthread_cond_wait(condition, mutex) }
-        value -= 1
-        pthread_mutex_unlock(mutex)
-    }
+final class ResultBox<R: Sendable>: Sendable {
+    let result = Locked<Result<R, any Error>?>(nil)
 }

@@ -2,6 +2,7 @@ import COpenSSL
 import CTetherSystem
 import Foundation
 import Glibc
+import TetherSync
 
 /// Why TLS set-up or a TLS connection failed.
 public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -27,7 +28,7 @@ public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// One SSL_CTX. Immutable once built; OpenSSL allows sharing it across threads.
-final class SSLContextBox: @unchecked Sendable {
+final class SSLContextBox: @unchecked Sendable { // an SSL_CTX immutable once built, which OpenSSL lets threads share
     let ctx: OpaquePointer
     init(_ ctx: OpaquePointer) { self.ctx = ctx }
     deinit { SSL_CTX_free(ctx) }
@@ -37,7 +38,7 @@ final class SSLContextBox: @unchecked Sendable {
 /// `http/1.1`, buffers released while a connection is idle. `load` installs a new chain and
 /// key, `reload()` re-reads the current files; connections that are already open keep the
 /// context they started with.
-public final class TLSServerContext: @unchecked Sendable {   // `lock` guards the mutable state
+public final class TLSServerContext: Sendable {
     /// The certificate to serve, instead of the usual one, to a ClientHello that offers ALPN
     /// `acme-tls/1` for a server name: ACME's TLS-ALPN-01 validation (RFC 8737). Nil fails that
     /// handshake (no_application_protocol).
@@ -46,21 +47,20 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
     /// Server-side handshakes that failed, in this process (each service is a process of its own).
     public static let handshakeFailures = NetCounter()
 
-    private let lock = NetLock()
-    private var current: SSLContextBox
-    private var paths: (chain: String, key: String)
+    /// The context serving new connections, and the files it was built from.
+    private let loaded: Locked<(context: SSLContextBox, chain: String, key: String)>
     /// Kept for the process's life: every SSL_CTX built points at it.
     private let challenges: ChallengeHook?
 
     public init(certificateChainPath: String, privateKeyPath: String, challengeCertificates: ChallengeCertificates? = nil) throws(TLSError) {
-        paths = (certificateChainPath, privateKeyPath)
-        challenges = challengeCertificates.map(ChallengeHook.init)
-        current = try Self.build(chain: certificateChainPath, key: privateKeyPath, challenges: challenges)
+        let challenges = challengeCertificates.map(ChallengeHook.init)
+        self.challenges = challenges
+        loaded = Locked((try Self.build(chain: certificateChainPath, key: privateKeyPath, challenges: challenges), certificateChainPath, privateKeyPath))
     }
 
     /// The chain and key in use (the last ones loaded).
-    public var certificateChainPath: String { lock.withLock { paths.chain } }
-    public var privateKeyPath: String { lock.withLock { paths.key } }
+    public var certificateChainPath: String { loaded.withLock { $0.chain } }
+    public var privateKeyPath: String { loaded.withLock { $0.key } }
 
     private static func build(chain: String, key: String, challenges: ChallengeHook?) throws(TLSError) -> SSLContextBox {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw .configuration("SSL_CTX_new: \(TLSError.lastError())") }
@@ -95,20 +95,17 @@ public final class TLSServerContext: @unchecked Sendable {   // `lock` guards th
     /// current pair stays in use. Safe from any thread (a SIGHUP watcher, an admin request).
     public func load(certificateChainPath: String, privateKeyPath: String) throws(TLSError) {
         let fresh = try Self.build(chain: certificateChainPath, key: privateKeyPath, challenges: challenges)
-        lock.withLock {
-            current = fresh
-            paths = (certificateChainPath, privateKeyPath)
-        }
+        loaded.withLock { $0 = (fresh, certificateChainPath, privateKeyPath) }
     }
 
     /// Re-reads the current certificate chain and key files (renewed in place). On failure the
     /// old context stays in use.
     public func reload() throws(TLSError) {
-        let (chain, key) = lock.withLock { paths }
+        let (chain, key) = loaded.withLock { ($0.chain, $0.key) }
         try load(certificateChainPath: chain, privateKeyPath: key)
     }
 
-    var context: SSLContextBox { lock.withLock { current } }
+    var context: SSLContextBox { loaded.withLock { $0.context } }
 }
 
 /// The TLS-ALPN-01 lookup, as the client-hello callback reaches it.
@@ -137,7 +134,7 @@ final class ChallengeHook: Sendable {
 /// Client-side TLS: peers are verified against the system trust store or a given CA file,
 /// with SNI and hostname verification always on. There is deliberately no way to turn
 /// verification off.
-public final class TLSClientContext: @unchecked Sendable {
+public final class TLSClientContext: @unchecked Sendable { // holds only an immutable SSL_CTX box
     let box: SSLContextBox
 
     /// - Parameters:

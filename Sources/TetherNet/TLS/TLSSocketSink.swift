@@ -7,7 +7,7 @@ import COpenSSL
 /// connection's queue and water marks do the back-pressure.
 enum TLSSocketSink {
     /// A BIO_METHOD is immutable once made and OpenSSL shares it between threads.
-    private final class Method: @unchecked Sendable {
+    private final class Method: @unchecked Sendable { // an immutable BIO_METHOD, which OpenSSL shares between threads
         let pointer: OpaquePointer
         init(_ pointer: OpaquePointer) { self.pointer = pointer }
     }

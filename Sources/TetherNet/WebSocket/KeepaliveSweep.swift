@@ -4,9 +4,11 @@
 final class KeepaliveSweep {
     let loop: EventLoop
     let interval: UInt64
-    private(set) var head: WebSocketConnection?
-    private(set) var count = 0
-    private var timer: EventLoop.TimerID?
+    // Loop-confined state (one thread touches it), so exclusivity is not checked at run time:
+    // on the splice path those checks were a quarter of the instructions (callgrind).
+    @exclusivity(unchecked) private(set) var head: WebSocketConnection?
+    @exclusivity(unchecked) private(set) var count = 0
+    @exclusivity(unchecked) private var timer: EventLoop.TimerID?
 
     init(loop: EventLoop, interval: UInt64) {
         self.loop = loop

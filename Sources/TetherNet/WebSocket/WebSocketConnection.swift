@@ -1,4 +1,5 @@
 import TetherCrypto
+import TetherSync
 
 /// What a WebSocket connection tells its owner. Called on the connection's loop.
 public protocol WebSocketDelegate: AnyObject {
@@ -62,49 +63,51 @@ public final class WebSocketConnection: TransportDelegate {
     // Every open socket holds one of these, so its layout is kept lean (relay.md's parked macs
     // are mostly this object): rarely used state lives out of line, flags sit together.
     public let connection: any Transport
+    // Loop-confined state (one thread touches it), so exclusivity is not checked at run time:
+    // on the splice path those checks were a quarter of the instructions (callgrind).
     /// Held strongly until the socket closes (then released), so no weak side table slows the
     /// reference counting of the splice path.
-    public var delegate: (any WebSocketDelegate)?
-    private var parser: WebSocketFrameParser
-    private var assembler: WebSocketMessageAssembler
+    @exclusivity(unchecked) public var delegate: (any WebSocketDelegate)?
+    @exclusivity(unchecked) private var parser: WebSocketFrameParser
+    @exclusivity(unchecked) private var assembler: WebSocketMessageAssembler
     private let closeTimeout: UInt64
-    private var receivedCloseStorage = OutOfLine<(code: UInt16, reason: String)>()
+    @exclusivity(unchecked) private var receivedCloseStorage = OutOfLine<(code: UInt16, reason: String)>()
     private var receivedClose: (code: UInt16, reason: String)? {
         get { receivedCloseStorage.value }
         set { receivedCloseStorage.value = newValue }
     }
-    private var sweep: KeepaliveSweep?
+    @exclusivity(unchecked) private var sweep: KeepaliveSweep?
     /// Links in the loop's keepalive list (see `KeepaliveSweep`).
     unowned(unsafe) var sweepNext: WebSocketConnection?
     unowned(unsafe) var sweepPrevious: WebSocketConnection?
     /// Out of line: only a connection waiting for the peer's close answer has one.
-    private var closeTimerStorage = OutOfLine<EventLoop.TimerID>()
+    @exclusivity(unchecked) private var closeTimerStorage = OutOfLine<EventLoop.TimerID>()
     private var closeTimer: EventLoop.TimerID? {
         get { closeTimerStorage.value }
         set { closeTimerStorage.value = newValue }
     }
     /// Out of line: only a socket whose output is backed up has one.
-    private var stallTimerStorage = OutOfLine<EventLoop.TimerID>()
+    @exclusivity(unchecked) private var stallTimerStorage = OutOfLine<EventLoop.TimerID>()
     /// The most recent ping's payload while a pong cannot be queued yet (the output is backed up).
-    private var pendingPongStorage = OutOfLine<[UInt8]>()
+    @exclusivity(unchecked) private var pendingPongStorage = OutOfLine<[UInt8]>()
     private let stallTimeout: UInt64
     private let outputReadLimit: Int
     /// Strong self-reference while open, so a socket lives as long as its TCP connection.
-    private var retainSelf: WebSocketConnection?
+    @exclusivity(unchecked) private var retainSelf: WebSocketConnection?
     public let role: WebSocketFrameParser.Role
     /// Why reading is paused: the owner (`pauseReading`), the output bound, a close that dropped
     /// unsent output; each lifts only its own.
-    private var pauses = ReadingPauses()
+    @exclusivity(unchecked) private var pauses = ReadingPauses()
     /// The output bound stopped a read with frames left in the parser.
-    private var framesLeftUnread = false
+    @exclusivity(unchecked) private var framesLeftUnread = false
     /// The stall timeout passed: a close from now on drops what the peer has not begun to take.
-    private var stalled = false
-    private var sentClose = false
+    @exclusivity(unchecked) private var stalled = false
+    @exclusivity(unchecked) private var sentClose = false
     /// True once the connection ended because the peer broke the protocol (1002/1007/1009 from
     /// this side), so an application can tell a transport error from a close the peer chose.
-    public private(set) var failedWithProtocolError = false
-    private var finished = false
-    private var awaitingPong = false
+    @exclusivity(unchecked) public private(set) var failedWithProtocolError = false
+    @exclusivity(unchecked) private var finished = false
+    @exclusivity(unchecked) private var awaitingPong = false
 
     /// The options the connection was opened with.
     public var options: Options {

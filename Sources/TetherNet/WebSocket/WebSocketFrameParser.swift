@@ -1,3 +1,4 @@
+import TetherSync
 /// Parses WebSocket frames from a byte stream (RFC 6455 §5.2), with no I/O.
 ///
 /// Enforced here, per frame: the mask rule of the role (a server requires masked frames, a

@@ -1,5 +1,5 @@
 import TetherCrypto
-import TetherWire
+import TetherEncoding
 
 /// The opening handshake (RFC 6455 §4).
 public enum WebSocketHandshake {

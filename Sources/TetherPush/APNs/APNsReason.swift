@@ -1,4 +1,5 @@
 import TetherWire
+import TetherEncoding
 
 /// What Tether does about an APNs failure (push.md §4.5's class column).
 public enum APNsFailureClass: String, Sendable, Equatable {

@@ -12,7 +12,7 @@ import TetherSync
 /// TLS: certificate and host name always verified, against the system roots plus, when given,
 /// the extra roots of `APNS_CA_FILE` (never instead of them). Only `https`, no redirects, ALPN
 /// `h2` required: an answer over HTTP/1.1 counts as a failure.
-public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable {
+public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable { // curl handles only on the client's thread; other threads use the lock and atomics
     // @unchecked: `multi`, `idle` and `inflight` are touched only on the client's thread (and in
     // deinit, after it exited); what other threads touch is the `submissions` lock and atomics.
 

@@ -3,6 +3,7 @@ import Synchronization
 public import TetherCrypto
 import TetherSync
 import TetherWire
+import TetherEncoding
 
 /// The APNs provider authentication token (push.md §4.4): a JWT signed ES256 with the team's
 /// `.p8` key, `{"alg":"ES256","kid":<key id>}.{"iss":<team id>,"iat":<seconds>}`, each part compact

@@ -1,6 +1,7 @@
 public import TetherCrypto
 public import TetherStore
 import TetherWire
+import TetherEncoding
 
 /// Profile I, the iTerm2 push relay (push.md §3 with the Tether definitions of §1.1 and §3.7):
 /// every check, answer and APNs byte, as pure steps `PushServer` runs in order.

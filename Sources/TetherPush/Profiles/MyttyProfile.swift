@@ -2,6 +2,7 @@ public import TetherCrypto
 public import TetherNet
 public import TetherStore
 import TetherWire
+import TetherEncoding
 
 /// Profile M, the Mytty push relay (push.md §2): every check, answer and APNs byte, as pure
 /// steps. `PushServer` runs them in §2.5's order, with the store read and the APNs call between.

@@ -1,5 +1,6 @@
 public import TetherNet
 import TetherWire
+import TetherEncoding
 
 /// A push relay answer: a status and a JSON body (every answer of both profiles is JSON with
 /// `content-type: application/json`, push.md §2.1, §3.7).

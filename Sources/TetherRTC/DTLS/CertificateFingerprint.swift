@@ -1,5 +1,6 @@
 public import TetherCrypto
 import TetherWire
+import TetherEncoding
 
 /// The SDP `a=fingerprint` of a DTLS certificate (RFC 8122 §5, as JSEP uses it): the hash
 /// function's name and the hash of the certificate's DER as uppercase hex pairs joined by `:`.

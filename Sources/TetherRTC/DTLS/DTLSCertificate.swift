@@ -2,6 +2,7 @@ import COpenSSL
 import Glibc
 public import TetherCrypto
 import TetherWire
+import TetherEncoding
 
 /// This side's DTLS identity: a fresh ECDSA P-256 key and a self-signed certificate
 /// (ECDSA-SHA256), and the fingerprint the signed SDP carries for it.
@@ -42,7 +43,7 @@ public struct DTLSCertificate: Sendable {
 
     /// The certificate and key as OpenSSL objects, made once and lent (up-referenced) to every
     /// SSL_CTX that uses them. OpenSSL allows read-only sharing of both across threads.
-    final class Credential: @unchecked Sendable {
+    final class Credential: @unchecked Sendable { // an immutable X509 and EVP_PKEY, which OpenSSL lets threads share
         let x509: OpaquePointer
         let pkey: OpaquePointer
 

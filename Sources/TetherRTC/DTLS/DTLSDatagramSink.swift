@@ -42,7 +42,7 @@ final class DTLSDatagramSink {
     }
 
     /// A BIO_METHOD is immutable once made and OpenSSL shares it between threads.
-    private final class Method: @unchecked Sendable {
+    private final class Method: @unchecked Sendable { // an immutable BIO_METHOD, which OpenSSL shares between threads
         let pointer: OpaquePointer
         init(_ pointer: OpaquePointer) { self.pointer = pointer }
     }

@@ -32,7 +32,7 @@ public final class ICEAgent: Sendable {
     private let slot = SessionSlot()
 
     /// The ICE thread's session; touched only by jobs running there.
-    private final class SessionSlot: @unchecked Sendable {
+    private final class SessionSlot: @unchecked Sendable { // touched only by jobs on the ICE thread, one at a time
         var session: NiceSession?
     }
 

@@ -8,7 +8,7 @@ import TetherSync
 /// work through a mailbox that one idle source drains in order, so jobs posted from any thread
 /// run one at a time, first in first out, and never inside a libnice call already on the stack
 /// (`g_main_context_invoke` would run them inline when posted from this thread).
-final class ICEThread: @unchecked Sendable {
+final class ICEThread: @unchecked Sendable { // immutable GLib pointers whose calls used here are thread-safe; the mailbox is locked
     // @unchecked: the pointers never change, GLib's context and loop calls used here are
     // thread-safe, and everything mutable is behind the mailbox's mutex.
     let context: OpaquePointer
@@ -33,24 +33,11 @@ final class ICEThread: @unchecked Sendable {
     }
 
     func start() {
-        var all = sigset_t()
-        sigfillset(&all)
-        var previous = sigset_t()
-        // Blocked in the creator around pthread_create, so the new thread starts with every
-        // signal blocked: process-directed signals belong to the owner's signal handling.
-        pthread_sigmask(SIG_BLOCK, &all, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { context in
-            Unmanaged<ICEThread>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, Unmanaged.passRetained(self).toOpaque())
-        precondition(status == 0, "pthread_create failed: \(status)")
+        let thread = DedicatedThread.start(name: name) { [self] in run() }
         handle.withLock { $0 = thread }
     }
 
     private func run() {
-        tether_nice_name_thread(name)
         g_main_context_push_thread_default(context)
         g_main_loop_run(loop)
         g_main_context_pop_thread_default(context)
@@ -142,7 +129,7 @@ final class ICEThread: @unchecked Sendable {
 }
 
 /// A C pointer carried into a `@Sendable` job that only ever runs on the ICE thread.
-struct UncheckedPointer: @unchecked Sendable {
+struct UncheckedPointer: @unchecked Sendable { // a libnice pointer used only by jobs on the ICE thread
     let pointer: OpaquePointer
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }

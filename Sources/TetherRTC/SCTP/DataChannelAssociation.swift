@@ -21,7 +21,7 @@ import TetherSync
 ///   callbacks only copy and hop onto the queue (`SCTPStack`).
 /// - After `close`, no event is reported; `sendPacket` may still get the ABORT that `close`
 ///   makes, and is then released (and `onEvent` with it), breaking any cycle through the owner.
-public final class DataChannelAssociation: @unchecked Sendable {
+public final class DataChannelAssociation: @unchecked Sendable { // usrsctp state only on the association's serial queue; callbacks hop onto it
     public let configuration: DataChannelConfiguration
 
     /// The path MTU inside DTLS: IPv6's minimum 1280 less IPv6 (40), UDP (8), a DTLS 1.2 GCM

@@ -1,4 +1,5 @@
 import TetherWire
+import TetherEncoding
 
 extension DataChannelSDP {
     /// The largest description read: the whole signal body is at most 32,768 bytes

@@ -148,6 +148,7 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
     // MARK: ICE
 
     private func iceEvent(_ event: ICEEvent) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !closed else { return }
         switch event {
         case let .localCandidate(value):
@@ -241,6 +242,7 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
     }
 
     private func sctpEvent(_ event: DataChannelEvent) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !closed else { return }
         switch event {
         case .channelOpen: report(.channelOpen)

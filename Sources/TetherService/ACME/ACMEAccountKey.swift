@@ -1,5 +1,5 @@
 public import TetherCrypto
-import TetherWire
+import TetherEncoding
 
 /// The ACME account's key and the requests it signs (RFC 8555 §6.2): flattened JWS objects over
 /// ES256 (RFC 7518 §3.4: the raw 64-byte r‖s, not DER), with the account's JWK in the first

@@ -1,6 +1,6 @@
 public import TetherCrypto
 public import TetherNet
-import TetherWire
+import TetherEncoding
 
 /// One certificate issuance over ACME (RFC 8555): directory, nonce, account, order, each
 /// authorization's challenge answered through `ACMEChallenges`, finalize with a CSR, and the

@@ -1,6 +1,6 @@
 extension SettingsTable {
     /// The configuration reference as a Markdown table (`tether <service> --help-markdown`), for
-    /// a README or an operator's guide; a test compares it with the README so neither drifts.
+    /// docs/configuration.md; a test per service compares it with that page so neither drifts.
     public var markdownReference: String {
         var text = "| Environment / config-file name | Flag | Default | Meaning |\n|---|---|---|---|\n"
         for entry in entries {

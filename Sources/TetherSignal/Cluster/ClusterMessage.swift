@@ -1,4 +1,5 @@
 import TetherWire
+import TetherEncoding
 
 /// What signaling nodes tell each other over a cluster connection (JSON text frames): a signal
 /// for an ID the receiving node holds, forwarded unchanged, and — when that ID has gone from it

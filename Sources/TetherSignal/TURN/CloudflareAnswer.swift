@@ -1,5 +1,6 @@
 import Foundation
 public import TetherWire
+public import TetherEncoding
 
 /// Reading Cloudflare's `generate-ice-servers` answer (signaling.md §8.3, §13.1): the current
 /// array form or the older single object; URLs kept only for `stun`/`turn`/`turns` on exactly

@@ -1,5 +1,6 @@
 public import TetherCrypto
 public import TetherWire
+public import TetherEncoding
 
 /// coturn's REST credentials (signaling.md §8.2; draft-uberti-behave-turn-rest-00 as coturn
 /// implements `use-auth-secret`): username `<expiry>:<32 random hex>`, password

@@ -23,9 +23,7 @@ final class PostgresCanceller: Sendable {
     private let wake = DispatchSemaphore(value: 0)
 
     private init() {
-        let thread = Thread { [self] in run() }
-        thread.name = "tether-pg-cancel"
-        thread.start()
+        DedicatedThread.start(name: "tether-pg-cancel", joinable: false) { [self] in run() }
     }
 
     /// Asks the server to cancel what `connection` runs. Copies what the request needs now, so

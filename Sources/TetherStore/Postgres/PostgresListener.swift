@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TetherSync
 
 /// One connection that `LISTEN`s on a channel, on a thread of its own, and calls `changed` when
 /// a notification arrives — how every relay node learns a new shard map within milliseconds of
@@ -16,9 +17,7 @@ public final class PostgresListener: Sendable {
     static let waitMs: Int32 = 1_000
 
     public init(url: String, channel: String, changed: @escaping @Sendable () -> Void) {
-        let thread = Thread { [self] in run(url: url, channel: channel, changed: changed) }
-        thread.name = "tether-pg-listen"
-        thread.start()
+        DedicatedThread.start(name: "tether-pg-listen", joinable: false) { [self] in run(url: url, channel: channel, changed: changed) }
     }
 
     /// The thread ends within a second.

@@ -1,3 +1,4 @@
+import TetherEncoding
 /// The Mac's verdict on a fresh pairing (client.md §11): the first application frame, bare (not
 /// an envelope), exactly `{"pairing":"accepted"}` or `{"pairing":"rejected"}`.
 public enum PairingVerdict: Sendable, Equatable {
@@ -141,7 +142,7 @@ public struct CompanionEnvelope: Sendable, Equatable {
     }
 
     /// A JSON string literal.
-    static func quote(_ text: String) -> String { "\"" + AdmissionReply.jsonEscaped(text) + "\"" }
+    static func quote(_ text: String) -> String { "\"" + JSONValue.escaped(text) + "\"" }
 }
 
 /// The phone's push state as it couriers it to the Mac in `pushStatus` (client.md §12.6,

@@ -1,4 +1,5 @@
 import Foundation
+import TetherEncoding
 
 /// The pairing link a Mac shows as a QR code (client.md §2):
 /// `iterm2://pair?v=…&proto=…&rs=…&pid=…&relay=…` (v1) or `…&resolver=…` (v2).

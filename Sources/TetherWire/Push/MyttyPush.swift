@@ -1,4 +1,5 @@
 import TetherCrypto
+import TetherEncoding
 
 /// The Mytty push relay's cryptography (push.md §2.4, §2.8).
 public enum MyttyPush {

@@ -1,4 +1,5 @@
 import TetherCrypto
+import TetherEncoding
 
 /// The sealed push nonce of the iTerm2 push path (client.md §15): the only secret an iTerm2
 /// push carries. The Mac seals a 32-hex-character nonce under a key derived from `roomSecret`;

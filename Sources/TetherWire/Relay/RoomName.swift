@@ -1,4 +1,5 @@
 import TetherCrypto
+import TetherEncoding
 
 /// A room's name: lowercase hex of SHA-256(canonical("iterm2-room", [rs, UTF-8(pid)])).
 ///

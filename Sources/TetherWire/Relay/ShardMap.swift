@@ -1,3 +1,4 @@
+import TetherEncoding
 /// The resolver v2 shard map (relay.md §8.2, client.md §5): which host owns each of the 65,536
 /// room buckets. A value of this type has passed every rule a client applies, so a node can only
 /// ever publish a map that clients will adopt.

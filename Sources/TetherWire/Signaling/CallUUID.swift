@@ -1,4 +1,5 @@
 public import TetherCrypto
+import TetherEncoding
 
 /// A call's id (signaling.md §2): a UUID in lowercase canonical 8-4-4-4-12 form. The server
 /// checks the form only (§13.1); clients make version 4 ids.

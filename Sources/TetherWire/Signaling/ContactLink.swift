@@ -1,4 +1,5 @@
 import TetherCrypto
+import TetherEncoding
 
 /// The contact link (signaling.md §3.4): `cryptext://contact/v2/<ID>[?relay=<endpoint>]`.
 ///

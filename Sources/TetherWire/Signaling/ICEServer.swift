@@ -1,3 +1,4 @@
+public import TetherEncoding
 /// One WebRTC `RTCIceServer` as delivered in `registered` (signaling.md §8.4): STUN entries carry
 /// only URLs; TURN entries also the username and credential. At most 4 URLs per entry.
 public struct ICEServer: Sendable, Equatable {

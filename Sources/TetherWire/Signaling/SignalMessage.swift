@@ -1,3 +1,4 @@
+public import TetherEncoding
 /// A `signal` envelope (signaling.md §5.4) as a sender writes it and the server forwards it:
 /// exactly eight fields, values unchanged.
 public struct SignalMessage: Sendable, Equatable {

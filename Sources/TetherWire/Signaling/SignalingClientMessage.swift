@@ -1,3 +1,4 @@
+public import TetherEncoding
 /// What a client sends the signaling server (signaling.md §5.2, §5.4, §5.5), read as strictly
 /// as §2 and §13.1 say. Reading happens in two steps because the server answers by state: first
 /// the type (`classify`: not a JSON object with a known client type is `bad_message`), then the

@@ -1,4 +1,5 @@
 import Glibc
+import TetherEncoding
 
 /// A signaling server's URL as a client may use it (signaling.md §3.5): `wss://HOST[:PORT]/signal`
 /// with nothing else, or `ws://` to a loopback host where the caller allows it (debug builds and

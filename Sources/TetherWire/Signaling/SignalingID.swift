@@ -1,3 +1,4 @@
+import TetherEncoding
 /// An identity's public ID (signaling.md §3.1): the whole 32-byte Ed25519 signing key. On the wire
 /// (JSON fields, signed strings, prologues, contact links) only the canonical form is used: 64
 /// uppercase hex characters, nothing else.

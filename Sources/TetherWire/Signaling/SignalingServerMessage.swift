@@ -1,3 +1,4 @@
+import TetherEncoding
 /// What the signaling server sends (signaling.md §5.1, §5.3–§5.6): always a text frame holding
 /// one JSON object. Encoders for the server; `parse` for clients.
 public enum SignalingServerMessage: Sendable, Equatable {
