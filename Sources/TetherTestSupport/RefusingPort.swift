@@ -10,6 +10,11 @@ public final class RefusingPort: @unchecked Sendable {  // the descriptor is set
     private let fd: Int32
 
     public init(datagram: Bool = false) {
+        (fd, port) = Self.bindLoopback(datagram: datagram)
+    }
+
+    /// A socket bound to 127.0.0.1 on a port the kernel picks, and that port.
+    static func bindLoopback(datagram: Bool = false) -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32((datagram ? SOCK_DGRAM : SOCK_STREAM).rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -17,8 +22,7 @@ public final class RefusingPort: @unchecked Sendable {  // the descriptor is set
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        port = UInt16(bigEndian: address.sin_port)
-        self.fd = fd
+        return (fd, UInt16(bigEndian: address.sin_port))
     }
 
     deinit { close(fd) }

@@ -1,13 +1,15 @@
 import Foundation
 import Glibc
+import TetherSync
 
 /// The terminal or pipes a peer command talks through. Interactive (both standard input and
 /// output are terminals): narration, the QR code and the chat share the screen. Scriptable
 /// (either is not a terminal): standard output carries only the pairing link, the code and the
 /// received chat lines, each on a line of its own; narration goes to standard error.
-final class Console: @unchecked Sendable {
+final class Console: Sendable {
     let interactive: Bool
-    private let lock = NSLock()
+    /// One line at a time, so lines from different threads never interleave.
+    private let writing = Locked(())
 
     init() {
         interactive = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
@@ -24,7 +26,7 @@ final class Console: @unchecked Sendable {
 
     private func write(_ fd: Int32, _ line: String) {
         let bytes = Array((line + "\n").utf8)
-        lock.withLock {
+        writing.withLock { _ in
             var offset = 0
             while offset < bytes.count {
                 let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
@@ -49,64 +51,66 @@ final class Console: @unchecked Sendable {
 
 /// Lines from standard input, read on a thread of their own, for whichever part of the command
 /// asks next (the Mac's code entry, then the chat). Waiting is cancellation-aware.
-final class LineQueue: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    private var finished = false
-    private var waiters: [Int: CheckedContinuation<String?, Never>] = [:]
-    private var nextID = 0
+final class LineQueue: Sendable {
+    private struct Queue {
+        var lines: [String] = []
+        var finished = false
+        var waiters: [Int: CheckedContinuation<String?, Never>] = [:]
+        var nextID = 0
+    }
+
+    private let queue = Locked(Queue())
 
     /// Starts reading standard input; `atEnd` runs once it ends (after the last line is queued).
     func startReadingStandardInput(atEnd: @escaping @Sendable () -> Void = {}) {
-        let thread = Thread { [self] in
+        DedicatedThread.start(name: "tether-stdin", joinable: false) { [self] in
             while let line = readLine(strippingNewline: true) {
                 push(line.hasSuffix("\r") ? String(line.dropLast()) : line)
             }
             finish()
             atEnd()
         }
-        thread.start()
     }
 
     func push(_ line: String) {
-        let waiter: CheckedContinuation<String?, Never>? = lock.withLock {
-            if let (id, waiter) = waiters.min(by: { $0.key < $1.key }) {
-                waiters[id] = nil
+        let waiter: CheckedContinuation<String?, Never>? = queue.withLock { queue in
+            if let (id, waiter) = queue.waiters.min(by: { $0.key < $1.key }) {
+                queue.waiters[id] = nil
                 return waiter
             }
-            lines.append(line)
+            queue.lines.append(line)
             return nil
         }
         waiter?.resume(returning: line)
     }
 
     func finish() {
-        let all: [CheckedContinuation<String?, Never>] = lock.withLock {
-            finished = true
-            defer { waiters = [:] }
-            return Array(waiters.values)
+        let all: [CheckedContinuation<String?, Never>] = queue.withLock { queue in
+            queue.finished = true
+            defer { queue.waiters = [:] }
+            return Array(queue.waiters.values)
         }
         for waiter in all { waiter.resume(returning: nil) }
     }
 
     /// The next line; nil at the end of input or when the waiting task is cancelled.
     func next() async -> String? {
-        let id = lock.withLock {
-            nextID += 1
-            return nextID
+        let id = queue.withLock { queue in
+            queue.nextID += 1
+            return queue.nextID
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let ready: String?? = lock.withLock {
-                    if !lines.isEmpty { return .some(lines.removeFirst()) }
-                    if finished || Task.isCancelled { return .some(nil) }
-                    waiters[id] = continuation
+                let ready: String?? = queue.withLock { queue in
+                    if !queue.lines.isEmpty { return .some(queue.lines.removeFirst()) }
+                    if queue.finished || Task.isCancelled { return .some(nil) }
+                    queue.waiters[id] = continuation
                     return .none
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = lock.withLock { waiters.removeValue(forKey: id) }
+            let waiter = queue.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume(returning: nil)
         }
     }

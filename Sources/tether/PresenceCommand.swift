@@ -2,6 +2,7 @@ import Foundation
 import TetherCall
 import TetherNet
 import TetherWire
+import TetherSync
 
 /// `tether presence <contact>… --signal URL`: which contacts are online at a signaling server
 /// (signaling.md §5.5), for scripts. Presence is asked from a registered connection, so the
@@ -89,17 +90,16 @@ private enum PresenceFailure: Error, CustomStringConvertible {
 }
 
 /// The query's one answer: the first of a disconnect or a presence reply wins.
-private final class ResumeOnce: @unchecked Sendable {  // `lock` guards `continuation`; `client` is set before the client starts
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Result<[SignalingID: Bool], PresenceFailure>, Never>?
+private final class ResumeOnce: @unchecked Sendable {  // `client` is set before the client starts; the continuation is locked
+    private let continuation: Locked<CheckedContinuation<Result<[SignalingID: Bool], PresenceFailure>, Never>?>
     var client: SignalingClient?
 
-    init(_ continuation: CheckedContinuation<Result<[SignalingID: Bool], PresenceFailure>, Never>) { self.continuation = continuation }
+    init(_ continuation: CheckedContinuation<Result<[SignalingID: Bool], PresenceFailure>, Never>) { self.continuation = Locked(continuation) }
 
     func resume(_ result: Result<[SignalingID: Bool], PresenceFailure>) {
-        guard let continuation = lock.withLock({ () -> CheckedContinuation<Result<[SignalingID: Bool], PresenceFailure>, Never>? in
-            defer { self.continuation = nil }
-            return self.continuation
+        guard let continuation = continuation.withLock({ held in
+            defer { held = nil }
+            return held
         }) else { return }
         continuation.resume(returning: result)
     }

@@ -10,7 +10,8 @@
 /// where `loop.assertInEventLoop()` holds.
 public final class LoopBound<Value>: @unchecked Sendable { // the value is touched only on `loop`, asserted
     public let loop: EventLoop
-    @usableFromInline var stored: Value
+    // One thread touches it (asserted), so exclusivity is not checked at run time as well.
+    @exclusivity(unchecked) @usableFromInline var stored: Value
 
     public init(_ value: Value, loop: EventLoop) {
         self.loop = loop

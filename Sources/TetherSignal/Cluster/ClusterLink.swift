@@ -5,7 +5,7 @@ import TetherWire
 /// it and again after it drops. Confined to its loop. Signals wait while it connects (at most
 /// `maxQueued`: beyond that, and when connecting fails, they are answered `offline` — a signal
 /// is never held for long); replies (`offline` bounces) come back over the same connection.
-final class ClusterLink: WebSocketDelegate, @unchecked Sendable {   // every field only on `loop`
+final class ClusterLink: WebSocketDelegate, Sendable {
     /// Signals waiting for the connection: a burst's worth, not a backlog.
     static let maxQueued = 1_024
     static let connectTimeout: UInt64 = .seconds(3)
@@ -14,15 +14,35 @@ final class ClusterLink: WebSocketDelegate, @unchecked Sendable {   // every fie
     let loop: EventLoop
     private let secret: [UInt8]
     private unowned let cluster: SignalCluster
-    private var connection: WebSocketConnection?
-    private var connecting = false
-    private var queued: [SignalMessage] = []
+
+    // Everything that changes lives on `loop`, asserted at each access.
+    private struct State {
+        var connection: WebSocketConnection?
+        var connecting = false
+        var queued: [SignalMessage] = []
+    }
+
+    private let state: LoopBound<State>
+
+    private var connection: WebSocketConnection? {
+        get { state.value.connection }
+        _modify { yield &state.value.connection }
+    }
+    private var connecting: Bool {
+        get { state.value.connecting }
+        _modify { yield &state.value.connecting }
+    }
+    private var queued: [SignalMessage] {
+        get { state.value.queued }
+        _modify { yield &state.value.queued }
+    }
 
     init(url: String, secret: [UInt8], loop: EventLoop, cluster: SignalCluster) {
         self.url = url
         self.secret = secret
         self.loop = loop
         self.cluster = cluster
+        state = LoopBound(State(), loop: loop)
     }
 
     /// Sends from any thread.

@@ -22,18 +22,27 @@ final class ClusterListener: HTTPServerDelegate {
             return .refuse(.text(400, "bad upgrade"))
         }
         return .accept { [cluster] transport, leftover in
-            let peer = ClusterPeer(cluster: cluster)
+            let peer = ClusterPeer(cluster: cluster, loop: transport.loop)
             peer.connection = WebSocketConnection(connection: transport, role: .server, delegate: peer, leftover: leftover)
         }
     }
 }
 
 /// One inbound cluster connection; confined to its loop.
-final class ClusterPeer: WebSocketDelegate, @unchecked Sendable {   // `connection` only on its loop
+final class ClusterPeer: WebSocketDelegate, Sendable {
     private unowned let cluster: SignalCluster
-    var connection: WebSocketConnection?
+    private let held: LoopBound<WebSocketConnection?>
 
-    init(cluster: SignalCluster) { self.cluster = cluster }
+    init(cluster: SignalCluster, loop: EventLoop) {
+        self.cluster = cluster
+        held = LoopBound(nil, loop: loop)
+    }
+
+    /// The inbound connection, on its loop.
+    var connection: WebSocketConnection? {
+        get { held.value }
+        set { held.value = newValue }
+    }
 
     func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) {
         guard let message = ClusterMessage.parse(text) else { return socket.close(code: WebSocketCloseCode.policyViolation, reason: "bad message") }
