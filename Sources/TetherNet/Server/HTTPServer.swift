@@ -235,8 +235,8 @@ final class ConnectionSet: Sendable {
 final class HTTPServerConnection: TransportDelegate {
     private let connection: any Transport
     private let server: HTTPServer
-    // Loop-confined state (one thread touches it), so exclusivity is not checked at run time:
-    // on the splice path those checks were a quarter of the instructions (callgrind).
+    // Loop-confined state (one thread touches it), so exclusivity is not checked at run time,
+    // as on the relay's splice path (where those checks were a quarter of the instructions).
     @exclusivity(unchecked) private var parser: HTTPRequestParser
     @exclusivity(unchecked) private var pendingHead: HTTPRequestHead?
     @exclusivity(unchecked) private var timer: EventLoop.TimerID?
