@@ -5,8 +5,14 @@ public import Glibc
 /// writer, the signal watcher, the APNs client, PostgreSQL's listener and canceller, the ICE
 /// thread. One way to start them, so each is named and none can take a process-directed signal.
 public enum DedicatedThread {
-    /// Starts `body` on a new thread with every signal blocked, so a process-directed signal is
-    /// never delivered to it: signals are taken only by `SignalWatcher`, synchronously.
+    /// Raised by a fault on the thread that faulted (a trap, a bad access, an arithmetic fault).
+    public static let synchronousSignals: [Int32] = [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS]
+
+    /// Starts `body` on a new thread with every asynchronous signal blocked, so a process-directed
+    /// signal is never delivered to it: signals are taken only by `SignalWatcher`, synchronously.
+    /// The signals a fault raises on the faulting thread (`synchronousSignals`) stay unblocked:
+    /// blocking one is undefined by POSIX, and Linux then kills the process with the default
+    /// action, before the Swift runtime can print where a trap or a bad access happened.
     ///
     /// - Parameters:
     ///   - name: what `top -H` and /proc show for the thread (Linux keeps 15 bytes).
@@ -22,6 +28,7 @@ public enum DedicatedThread {
         }
         var all = sigset_t()
         sigfillset(&all)
+        for signal in synchronousSignals { sigdelset(&all, signal) }
         var previous = sigset_t()
         // Block in the creator around pthread_create: the new thread inherits the mask from its
         // first instruction, with no window in which a signal could land on it.
