@@ -17,6 +17,7 @@ build: build-deps
 	$(SWIFT) build
 
 test: deps
+	scripts/check-imports
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --parallel --xunit-output .build/test-results.xml
 	@./scripts/test-summary .build/test-results.xml

@@ -108,7 +108,7 @@ let package = Package(
 
         // The WebRTC data channel for Linux (the SDK's media transport): ICE (libnice), DTLS 1.2
         // (OpenSSL), SCTP (usrsctp) and DCEP, and the data-only SDP; the glue only.
-        .target(name: "TetherRTC", dependencies: ["TetherSync", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "COpenSSL", "CTetherNice", "CTetherSCTP", "TetherEncoding"],
+        .target(name: "TetherRTC", dependencies: ["TetherSync", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto", "COpenSSL", "CNice", "CTetherNice", "CTetherSCTP", "TetherEncoding"],
                 swiftSettings: strict),
 
         // MARK: Programs
@@ -135,7 +135,7 @@ let package = Package(
         // MARK: Test support and tests
         .target(name: "TetherTestSupport", dependencies: ["TetherSync", "TetherCrypto"], swiftSettings: strict),
         .testTarget(name: "TetherSyncTests", dependencies: ["TetherSync"], swiftSettings: strict),
-        .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
+        .testTarget(name: "TetherCryptoTests", dependencies: ["TetherCrypto", "CSodium", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherWireTests", dependencies: ["TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
         .testTarget(name: "TetherNoiseTests", dependencies: ["TetherNoise", "TetherCrypto", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "TetherNetTests", dependencies: ["TetherNet", "TetherCrypto", "TetherTestSupport", "TetherSync"], swiftSettings: strict),
@@ -143,7 +143,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
         .testTarget(name: "TetherServiceTests", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
-        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
+        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherAttest", "TetherService", "TetherStore", "CSQLite", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
         .testTarget(name: "TetherPushTests", dependencies: ["TetherSync", "TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"],
                     swiftSettings: strict),
         .testTarget(name: "TetherSignalTests", dependencies: ["TetherSync", "TetherSignal", "TetherStore", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"],

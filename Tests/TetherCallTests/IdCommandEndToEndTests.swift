@@ -1,6 +1,5 @@
 import Foundation
 import TetherCall
-import TetherClient
 import TetherTestSupport
 import TetherWire
 import XCTest

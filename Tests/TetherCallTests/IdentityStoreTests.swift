@@ -1,6 +1,5 @@
 import Foundation
 import TetherCall
-import TetherClient
 import TetherCrypto
 import TetherSync
 import TetherTestSupport
