@@ -129,7 +129,7 @@ let package = Package(
                           swiftSettings: strict),
         // The WebRTC data channel beside aiortc on loopback: setup time, raw and secure-channel
         // throughput (`make bench-rtc`).
-        .executableTarget(name: "tether-rtcbench", dependencies: ["TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto"],
+        .executableTarget(name: "tether-rtcbench", dependencies: ["TetherSync", "TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto"],
                           swiftSettings: strict),
 
         // MARK: Test support and tests
@@ -143,7 +143,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "TetherAttestTests", dependencies: ["TetherAttest", "TetherCrypto", "TetherWire", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
         .testTarget(name: "TetherServiceTests", dependencies: ["TetherSync", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
-        .testTarget(name: "TetherRelayTests", dependencies: ["TetherRelay", "TetherAttest", "TetherService", "TetherStore", "CSQLite", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
+        .testTarget(name: "TetherRelayTests", dependencies: ["TetherSync", "TetherRelay", "TetherAttest", "TetherService", "TetherStore", "CSQLite", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"], swiftSettings: strict),
         .testTarget(name: "TetherPushTests", dependencies: ["TetherSync", "TetherPush", "TetherClient", "TetherService", "TetherStore", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"],
                     swiftSettings: strict),
         .testTarget(name: "TetherSignalTests", dependencies: ["TetherSync", "TetherSignal", "TetherStore", "TetherCall", "TetherRTC", "TetherService", "TetherNet", "TetherWire", "TetherCrypto", "TetherTestSupport", "TetherEncoding"],

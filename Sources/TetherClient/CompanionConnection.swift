@@ -30,20 +30,20 @@ public final class CompanionConnection: Sendable {
     }
 
     /// The phone's liveness check of the other end of the channel, not just of the relay path:
-    /// a `ping` request every `interval` seconds, and no `pong` within `timeout` closes the
+    /// a `ping` request every `interval`, and no `pong` within `timeout` closes the
     /// channel so a fresh handshake follows. It matters when the relay re-splices the phone to
     /// a newer Mac (relay.md §3.5: "stale Noise state is left to the end-to-end layer"): that Mac
     /// waits for a handshake the idle phone would otherwise never start. Request ids continue
     /// after the setup requests (client.md §12.2).
-    func startPinging(every interval: Double, timeout: Double, firstRequestID: UInt64, clock: any DeviceClock) -> Task<Void, Never> {
+    func startPinging(every interval: Duration, timeout: Duration, firstRequestID: UInt64, clock: any DeviceClock) -> Task<Void, Never> {
         Task { [weak self] in
             var id = firstRequestID
             while !Task.isCancelled {
-                await clock.sleep(seconds: interval)
+                await clock.sleep(for: interval)
                 guard let self, !Task.isCancelled else { return }
                 self.unansweredPing.withLock { $0 = id }
                 try? self.channel.send(CompanionEnvelope(requestID: id, .ping).frame)
-                await clock.sleep(seconds: timeout)
+                await clock.sleep(for: timeout)
                 guard !Task.isCancelled else { return }
                 if self.unansweredPing.withLock({ $0 == id }) {
                     self.channel.close()

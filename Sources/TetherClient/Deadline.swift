@@ -1,15 +1,15 @@
 import TetherDevice
 
-/// Runs `body` with a time limit on `clock`: past `seconds` the body's task is cancelled (which
+/// Runs `body` with a time limit on `clock`: past `limit` the body's task is cancelled (which
 /// ends any frame wait in it, closing its socket) and `onTimeout` is thrown.
-func racingDeadline<T: Sendable>(clock: any DeviceClock, seconds: Double, onTimeout: CompanionError,
+func racingDeadline<T: Sendable>(clock: any DeviceClock, after limit: Duration, onTimeout: CompanionError,
                               _ body: @escaping @Sendable () async throws(CompanionError) -> T) async throws(CompanionError) -> T {
     let outcome: Result<T, CompanionError> = await withTaskGroup(of: Result<T, CompanionError>?.self) { group in
         group.addTask {
             do throws(CompanionError) { return .success(try await body()) } catch { return .failure(error) }
         }
         group.addTask {
-            await clock.sleep(seconds: seconds)
+            await clock.sleep(for: limit)
             return Task.isCancelled ? nil : .failure(onTimeout)
         }
         var first: Result<T, CompanionError>?

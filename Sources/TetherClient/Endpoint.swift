@@ -30,7 +30,7 @@ public enum EndpointEvent: Sendable, Equatable {
     /// An application frame from the other device.
     case message([UInt8])
     /// The session or an attempt ended; the next attempt follows in `retryIn` seconds.
-    case disconnected(reason: String, retryIn: Double)
+    case disconnected(reason: String, retryIn: Duration)
 }
 
 /// The pieces both endpoints share: where to connect from, the state directory, the event sink,
@@ -122,53 +122,53 @@ extension EndpointContext {
         }
     }
 
-    /// Sleeps `seconds` (returns early only when the task is cancelled).
-    func pause(_ seconds: Double) async {
-        await clock.sleep(seconds: seconds)
+    /// Sleeps `duration` (returns early only when the task is cancelled).
+    func pause(_ duration: Duration) async {
+        await clock.sleep(for: duration)
     }
 
-    /// How often a waiting v2 client refetches the map during the first `mapWatchFastSeconds` of
+    /// How often a waiting v2 client refetches the map during the first `mapWatchFast` of
     /// a wait, and how far apart later fetches may grow: a node that died sends no 4421, and its
     /// rooms move to a survivor when its lease lapses (relay.md §8, 10 s by default). Watching the
     /// map each second puts the client back within about a second of that, where a back-off alone
     /// retried after 16 s or more; the interval grows after the first half-minute, so a relay that
     /// is down altogether is not polled every second by every client for as long as it is down.
-    static let mapWatchSeconds = 1.0
-    static let mapWatchFastSeconds = 30.0
-    static let mapWatchLongestSeconds = 15.0
+    static let mapWatchInterval: Duration = .seconds(1)
+    static let mapWatchFast: Duration = .seconds(30)
+    static let mapWatchLongest: Duration = .seconds(15)
 
-    /// Sleeps `seconds`, but on a v2 link (a shard map) refetches the map meanwhile and returns as
+    /// Sleeps `duration`, but on a v2 link (a shard map) refetches the map meanwhile and returns as
     /// soon as it names another owner for the room than when the wait began: the client then
     /// reconnects to the new owner at once instead of at the end of its back-off. True when it
     /// returned for that reason: the caller starts its back-off over, since failures before the
     /// move said nothing about the new owner.
     @discardableResult
-    func pause(_ seconds: Double, watching resolver: RelayResolver, _ name: RoomName) async -> Bool {
-        guard case .resolved = resolver.transport, seconds > Self.mapWatchSeconds,
+    func pause(_ duration: Duration, watching resolver: RelayResolver, _ name: RoomName) async -> Bool {
+        guard case .resolved = resolver.transport, duration > Self.mapWatchInterval,
               let before = try? await resolver.origin(for: name) else {
-            await pause(seconds)
+            await pause(duration)
             return false
         }
         let start = clock.now
-        var interval = Self.mapWatchSeconds
+        var interval = Self.mapWatchInterval
         while !Task.isCancelled {
-            let elapsed = (clock.now - start).seconds
-            guard elapsed < seconds else { return false }
+            let elapsed = clock.now - start
+            guard elapsed < duration else { return false }
             // Jitter spreads the fetches of every client that lost the same node at once.
-            await pause(min(seconds - elapsed, interval * Double.random(in: 1...1.5)))
+            await pause(min(duration - elapsed, interval * Double.random(in: 1...1.5)))
             if let owner = try? await resolver.origin(for: name, forceFresh: true), owner != before { return true }
-            if (clock.now - start).seconds >= Self.mapWatchFastSeconds { interval = min(Self.mapWatchLongestSeconds, interval * 1.5) }
+            if clock.now - start >= Self.mapWatchFast { interval = min(Self.mapWatchLongest, interval * 1.5) }
         }
         return false
     }
 
 
     /// The delay before the next attempt after `error`, or nil if retrying cannot help.
-    static func retryDelay(after signal: RelaySignal, backoff: inout ReconnectBackoff) -> Double? {
+    static func retryDelay(after signal: RelaySignal, backoff: inout ReconnectBackoff) -> Duration? {
         switch signal {
         case .fatal: nil
         case .reResolve: backoff.nextAfterReResolve()
-        case .displaced, .quotaExceeded: signal.fixedDelaySeconds
+        case .displaced, .quotaExceeded: signal.fixedDelay
         case .transient: backoff.next()
         }
     }
@@ -222,9 +222,9 @@ public class CompanionEndpoint: @unchecked Sendable { // open to the Mac and pho
     var state: StateDirectory { context.state }
 
     /// Runs `body` with a time limit on the endpoint's clock (see `racingDeadline`).
-    func withDeadline<T: Sendable>(seconds: Double, onTimeout: CompanionError,
+    func withDeadline<T: Sendable>(after limit: Duration, onTimeout: CompanionError,
                                    _ body: @escaping @Sendable () async throws(CompanionError) -> T) async throws(CompanionError) -> T {
-        try await racingDeadline(clock: context.clock, seconds: seconds, onTimeout: onTimeout, body)
+        try await racingDeadline(clock: context.clock, after: limit, onTimeout: onTimeout, body)
     }
 
     /// Sends an application frame to the other device (held until a session is up).
@@ -247,7 +247,7 @@ public class CompanionEndpoint: @unchecked Sendable { // open to the Mac and pho
     /// Serves one session until it ends, waits as its end says (`delay` picks the wait for a
     /// relay close), and returns what the relay's close signalled. The other device's farewell
     /// or a deleted room end the pairing (thrown).
-    func serveSession(_ connection: CompanionConnection, delay: (RelaySignal) -> Double) async throws(CompanionError) -> RelaySignal {
+    func serveSession(_ connection: CompanionConnection, delay: (RelaySignal) -> Duration) async throws(CompanionError) -> RelaySignal {
         events(.connected)
         switch await context.serve(connection, outbox: outbox, greeting: { greeting() }, pushStatus: { received($0) }) {
         case .peerUnpaired:
@@ -263,7 +263,7 @@ public class CompanionEndpoint: @unchecked Sendable { // open to the Mac and pho
         case let .failed(error):
             // An AEAD failure tears the channel down; a fresh handshake follows at once (§9.6).
             connection.close()
-            events(.disconnected(reason: error.description, retryIn: 0))
+            events(.disconnected(reason: error.description, retryIn: .zero))
             return .transient
         }
     }

@@ -13,14 +13,14 @@ import TetherSync
 /// paired, it parks with signed joins and serves the session, re-parking whenever it ends.
 public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // CompanionEndpoint is not final; every stored property is a let of a Sendable type
     /// How long a pairing link lives without a phone using it (client.md §2.6).
-    public static let pairingLinkLifetime: Double = 120
+    public static let pairingLinkLifetime: Duration = .seconds(120)
     /// Routine re-park delay: 5 s doubling to a 60 s cap, reset by a successful park (§14).
-    static func reparkDelay(failures: Int) -> Double { min(60, 5 * Double(1 << min(failures, 4))) }
+    static func reparkDelay(failures: Int) -> Duration { min(.seconds(60), .seconds(5 * (1 << min(failures, 4)))) }
 
     /// Where a new pairing lives (ignored once paired: the stored pairing names its relay).
     public let transport: PairingLink.Transport?
     /// How long this endpoint's pairing link lives (set once, at init).
-    public let pairingLinkLifetime: Double
+    public let pairingLinkLifetime: Duration
     private let enterCode: @Sendable (Int) async -> String?
     /// Whether any park has succeeded in this run: before that, an unreachable relay is the
     /// user's mistake to hear about at once (a wrong URL), not something to wait out.
@@ -28,7 +28,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
     private let lastPushStatus = Locked<PushStatus?>(nil)
 
     /// `enterCode(attempt)` returns the code the user typed, or nil if no more input will come.
-    public init(context: EndpointContext, transport: PairingLink.Transport?, pairingLinkLifetime: Double = MacEndpoint.pairingLinkLifetime,
+    public init(context: EndpointContext, transport: PairingLink.Transport?, pairingLinkLifetime: Duration = MacEndpoint.pairingLinkLifetime,
                 enterCode: @escaping @Sendable (Int) async -> String?) {
         self.transport = transport
         self.pairingLinkLifetime = pairingLinkLifetime
@@ -74,13 +74,13 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
         do { link = try PairingLink(transport: transport, responderStaticKey: key.publicKey.rawRepresentation, pairingID: pid, allowLoopbackHTTP: true) }
         catch { throw .invalidLink(error) }
         let resolver = RelayResolver(transport: transport, loop: context.loop, tls: context.tls)
-        let expiry = context.clock.now.advanced(by: .seconds(pairingLinkLifetime))
+        let expiry = context.clock.now.advanced(by: pairingLinkLifetime)
         var announced = false
         var failures = 0
         var parks = 0
         while !Task.isCancelled {
-            let remaining = context.clock.seconds(until: expiry)
-            guard remaining > 0 else { return events(.pairingRestarted(CompanionError.pairingExpired.description)) }
+            let remaining = expiry - context.clock.now
+            guard remaining > .zero else { return events(.pairingRestarted(CompanionError.pairingExpired.description)) }
             let socket: AdmittedSocket
             let room: RelayRoom
             do {
@@ -91,7 +91,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
             } catch {
                 if error.signal == .fatal { throw error }
                 if !everParked.load(ordering: .acquiring), case .relay(.unreachable) = error { throw error }
-                let delay = min(Self.reparkDelay(failures: failures), max(0, remaining))
+                let delay = min(Self.reparkDelay(failures: failures), max(.zero, remaining))
                 failures += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
                 if await context.pause(delay, watching: resolver, link.roomName) { failures = 0 }
@@ -105,7 +105,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
             events(.waitingForPeer)
             let channel: SecureChannel
             do throws(CompanionError) {
-                channel = try await withDeadline(seconds: remaining, onTimeout: .pairingExpired) { () throws(CompanionError) in
+                channel = try await withDeadline(after: remaining, onTimeout: .pairingExpired) { () throws(CompanionError) in
                     try await Self.respond(socket, key: key, pairingID: pid, pinnedPeer: nil)
                 }
             } catch .pairingExpired {
@@ -116,9 +116,9 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
                 // once the first time, then with the re-park backoff, so a relay that keeps
                 // closing parks is not hammered.
                 socket.close()
-                let delay = failures == 0 ? 0 : min(Self.reparkDelay(failures: failures - 1), max(0, context.clock.seconds(until: expiry)))
+                let delay = failures == 0 ? .zero : min(Self.reparkDelay(failures: failures - 1), max(.zero, expiry - context.clock.now))
                 failures += 1
-                if delay > 0 {
+                if delay > .zero {
                     events(.disconnected(reason: error.description, retryIn: delay))
                     await context.pause(delay)
                 }
@@ -180,14 +180,14 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
         let pairing = MacPairing(transport: link.transport, pairingID: link.pairingID, phoneStaticKey: phoneKey)
         let state = self.state
         do {
-            _ = try await withDeadline(seconds: 30, onTimeout: .timedOut("the phone's room secret")) { () throws(CompanionError) in
+            _ = try await withDeadline(after: .seconds(30), onTimeout: .timedOut("the phone's room secret")) { () throws(CompanionError) in
                 try await CompanionSession.acceptRoomSecret(channel) { secret in
                     // The secret first: a stored pairing always has its secret.
                     try state.storeRoomSecret(secret)
                     try state.storeMacPairing(pairing)
                 }
             }
-            try await withDeadline(seconds: 30, onTimeout: .timedOut("the phone's hello")) { () throws(CompanionError) in
+            try await withDeadline(after: .seconds(30), onTimeout: .timedOut("the phone's hello")) { () throws(CompanionError) in
                 try await CompanionSession.helloOnMac(channel)
             }
         } catch {
@@ -196,7 +196,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
                 return events(.pairingRestarted(error.description))
             }
             events(.paired)
-            return events(.disconnected(reason: error.description, retryIn: 0))
+            return events(.disconnected(reason: error.description, retryIn: .zero))
         }
         events(.paired)
         _ = try await session(CompanionConnection(role: .mac, channel: channel, socket: socket))
@@ -237,12 +237,12 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
             do throws(CompanionError) {
                 let channel = try await Self.respond(socket, key: key, pairingID: pairing.pairingID, pinnedPeer: pairing.phoneStaticKey)
                 let state = self.state
-                _ = try await withDeadline(seconds: 15, onTimeout: .timedOut("the phone's room secret")) { () throws(CompanionError) in
+                _ = try await withDeadline(after: .seconds(15), onTimeout: .timedOut("the phone's room secret")) { () throws(CompanionError) in
                     try await CompanionSession.acceptRoomSecret(channel) { couriered in
                         if couriered != secret { try state.storeRoomSecret(couriered) }
                     }
                 }
-                try await withDeadline(seconds: 15, onTimeout: .timedOut("the phone's hello")) { () throws(CompanionError) in
+                try await withDeadline(after: .seconds(15), onTimeout: .timedOut("the phone's hello")) { () throws(CompanionError) in
                     try await CompanionSession.helloOnMac(channel)
                 }
                 connection = CompanionConnection(role: .mac, channel: channel, socket: socket)
@@ -254,8 +254,8 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
                 // quota spent (30 min), resharded (re-resolve at once); else the re-park backoff.
                 let signal = RelaySignal.close(code: close.code, reason: close.reason)
                 if case .reResolve = signal { forceResolve = true }
-                let delay = signal.fixedDelaySeconds
-                    ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : lostParks == 0 ? 0 : Self.reparkDelay(failures: lostParks - 1))
+                let delay = signal.fixedDelay
+                    ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : lostParks == 0 ? .zero : Self.reparkDelay(failures: lostParks - 1))
                 lostParks += 1
                 events(.disconnected(reason: error.description, retryIn: delay))
                 await context.pause(delay, watching: resolver, name)
@@ -271,7 +271,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
     /// Serves one session; after a relay close the Mac re-parks at once (or after the long
     /// backoff of a displacement or spent quota).
     private func session(_ connection: CompanionConnection) async throws(CompanionError) -> RelaySignal {
-        try await serveSession(connection) { $0.fixedDelaySeconds ?? 0 }
+        try await serveSession(connection) { $0.fixedDelay ?? .zero }
     }
 
     private func wait(after error: CompanionError, failures: inout Int, forceResolve: inout Bool,
@@ -280,7 +280,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
         if signal == .fatal { throw error }
         // After a reshard the Mac re-parks with the reconnect backoff (client.md §14).
         if case .reResolve = signal { forceResolve = true }
-        let delay = signal.fixedDelaySeconds ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : Self.reparkDelay(failures: failures))
+        let delay = signal.fixedDelay ?? (forceResolve ? reshardBackoff.nextAfterReResolve() : Self.reparkDelay(failures: failures))
         failures += 1
         events(.disconnected(reason: error.description, retryIn: delay))
         if await context.pause(delay, watching: resolver, name) {

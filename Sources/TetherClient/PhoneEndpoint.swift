@@ -13,13 +13,13 @@ import TetherSync
 /// re-couriers the secret and re-runs `hello` on every connection, and classifies every close.
 public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // CompanionEndpoint is not final; every stored property is a let of a Sendable type
     /// How long the code is shown while the Mac decides (client.md §14).
-    public static let verdictTimeout: Double = 180
+    public static let verdictTimeout: Duration = .seconds(180)
     /// Re-resolves allowed for one attempt when the map is stale (client.md §14).
     static let reResolveMaxAttempts = 3
     /// The end-to-end liveness ping (see `CompanionConnection.startPinging`): as often as the
     /// WebSocket keepalive, and as patient.
-    public let pingInterval: Double
-    public let pongTimeout: Double
+    public let pingInterval: Duration
+    public let pongTimeout: Duration
 
     public let attester: (any Attester)?
     private let configuredPushStatus = Locked<PushStatus?>(nil)
@@ -39,7 +39,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
         pushStatus.map { CompanionEnvelope(.pushStatus($0)).frame }
     }
 
-    public init(context: EndpointContext, attester: (any Attester)? = nil, pingInterval: Double = 15, pongTimeout: Double = 10) {
+    public init(context: EndpointContext, attester: (any Attester)? = nil, pingInterval: Duration = .seconds(15), pongTimeout: Duration = .seconds(10)) {
         self.attester = attester
         self.pingInterval = pingInterval
         self.pongTimeout = pongTimeout
@@ -69,7 +69,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
                 let room = RelayRoom(origin: try await context.resolve(resolver, link.roomName, force: resolved), name: link.roomName)
                 resolved = true
                 let socket = try await context.join(room, role: .phone, proof: .signed(secret))
-                let connection = try await establish(socket, room: room, link: link, key: key, secret: secret, deadline: 6)
+                let connection = try await establish(socket, room: room, link: link, key: key, secret: secret, deadline: .seconds(6))
                 backoff.reset()
                 try await session(connection, backoff: &backoff)
             } catch {
@@ -99,7 +99,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
         guard let socket else { throw .relay(.unreachable("no attempt left")) }
         let channel: SecureChannel
         do throws(CompanionError) {
-            channel = try await withDeadline(seconds: 15, onTimeout: .timedOut("the secure handshake")) { () throws(CompanionError) in
+            channel = try await withDeadline(after: .seconds(15), onTimeout: .timedOut("the secure handshake")) { () throws(CompanionError) in
                 try await Self.initiate(socket, key: key, link: link)
             }
         } catch {
@@ -108,7 +108,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
         }
         events(.showCode(channel.sas))
         do throws(CompanionError) {
-            try await withDeadline(seconds: Self.verdictTimeout, onTimeout: .timedOut("the Mac's confirmation")) { () throws(CompanionError) in
+            try await withDeadline(after: Self.verdictTimeout, onTimeout: .timedOut("the Mac's confirmation")) { () throws(CompanionError) in
                 try await CompanionSession.awaitVerdict(channel)
             }
         } catch {
@@ -134,7 +134,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
         } catch {
             // Paired: the reconnect loop finishes the courier and registration.
             socket.close()
-            return events(.disconnected(reason: error.description, retryIn: 0))
+            return events(.disconnected(reason: error.description, retryIn: .zero))
         }
         var backoff = ReconnectBackoff()
         try await session(connection, backoff: &backoff)
@@ -165,9 +165,9 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
 
     /// Handshake (pinned Mac key from the link), then the setup messages.
     private func establish(_ socket: AdmittedSocket, room: RelayRoom, link: PairingLink, key: X25519.PrivateKey, secret: RoomSecret,
-                           deadline: Double) async throws(CompanionError) -> CompanionConnection {
+                           deadline: Duration) async throws(CompanionError) -> CompanionConnection {
         do throws(CompanionError) {
-            let channel = try await withDeadline(seconds: deadline, onTimeout: .timedOut("the secure handshake")) { () throws(CompanionError) in
+            let channel = try await withDeadline(after: deadline, onTimeout: .timedOut("the secure handshake")) { () throws(CompanionError) in
                 try await Self.initiate(socket, key: key, link: link)
             }
             return try await setUp(channel, socket: socket, room: room, link: link, secret: secret)
@@ -181,14 +181,14 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
     /// (request 2); `pushStatus` follows as the greeting (client.md §12.4–§12.6).
     private func setUp(_ channel: SecureChannel, socket: AdmittedSocket, room: RelayRoom, link: PairingLink,
                        secret: RoomSecret) async throws(CompanionError) -> CompanionConnection {
-        try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's acknowledgement")) { () throws(CompanionError) in
+        try await withDeadline(after: .seconds(15), onTimeout: .timedOut("the Mac's acknowledgement")) { () throws(CompanionError) in
             try await CompanionSession.courierRoomSecret(channel, secret, requestID: 1)
         }
         if state.registeredRoom != room.name.hex, let token = socket.registrationToken {
             try await register(room, token: token, secret: secret)
             do { try state.markRegistered(room.name) } catch { throw .state(error) }
         }
-        try await withDeadline(seconds: 15, onTimeout: .timedOut("the Mac's hello")) { () throws(CompanionError) in
+        try await withDeadline(after: .seconds(15), onTimeout: .timedOut("the Mac's hello")) { () throws(CompanionError) in
             try await CompanionSession.helloFromPhone(channel, requestID: 2)
         }
         // The configured pushStatus follows as the session's greeting, read when the session
@@ -228,15 +228,15 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
         let pinging = connection.startPinging(every: pingInterval, timeout: pongTimeout, firstRequestID: 3, clock: context.clock)
         defer { pinging.cancel() }
         var local = backoff
-        _ = try await serveSession(connection) { EndpointContext.retryDelay(after: $0, backoff: &local) ?? 0 }
+        _ = try await serveSession(connection) { EndpointContext.retryDelay(after: $0, backoff: &local) ?? .zero }
         backoff = local
     }
 
     /// How long after following its room to a new owner the phone retries `mac offline` every
     /// `macCatchUpDelay` instead of backing off: both ends lost the same node and raced to the new
     /// owner, and the Mac parks there a moment after the phone when it loses the race.
-    static let macCatchUpSeconds = 5.0
-    static let macCatchUpDelay = 0.5
+    static let macCatchUpWindow: Duration = .seconds(5)
+    static let macCatchUpDelay: Duration = .milliseconds(500)
 
     private func wait(after error: CompanionError, backoff: inout ReconnectBackoff, movedAt: inout ContinuousClock.Instant?,
                       watching resolver: RelayResolver, _ name: RoomName) async throws(CompanionError) {
@@ -246,7 +246,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
             throw .needsRepairing(reason)
         }
         if case let .relay(.closed(_, reason)) = error { try checkRoomExists(closeReason: reason) }
-        let catchingUp = movedAt.map { context.clock.now - $0 < .seconds(Self.macCatchUpSeconds) } ?? false
+        let catchingUp = movedAt.map { context.clock.now - $0 < Self.macCatchUpWindow } ?? false
         if catchingUp, case .relay(.refused("mac offline")) = error {
             events(.disconnected(reason: error.description, retryIn: Self.macCatchUpDelay))
             return await context.pause(Self.macCatchUpDelay)

@@ -124,7 +124,7 @@ public struct InboundFrames: AsyncSequence, Sendable {
 public enum RelayAdmission {
     public static func join(_ room: RelayRoom, role: RelayRole, proof: JoinProof, nonDisplacing: Bool = false,
                             on loop: EventLoop, tls: TLSClientContext? = nil,
-                            timeout: UInt64 = .seconds(30)) async throws(AdmissionError) -> AdmittedSocket {
+                            timeout: Duration = .seconds(30)) async throws(AdmissionError) -> AdmittedSocket {
         let outcome: Result<AdmittedSocket, AdmissionError> = await withCheckedContinuation { continuation in
             let session = AdmissionSession(room: room, role: role, proof: proof, nonDisplacing: nonDisplacing) { continuation.resume(returning: $0) }
             WebSocketClient.connect(room.webSocketURL, headers: HTTPHeaders(room.headers), tls: tls, delegate: session, on: loop,
@@ -267,8 +267,8 @@ final class AdmissionSession: WebSocketDelegate, @unchecked Sendable { // stage 
 
     /// Pings every 15 s keep NAT state alive and meet the relay's 30 s sweep; a ping without a
     /// pong within 10 s means the path is dead: the socket is closed 1001 (client.md §14).
-    static let keepaliveInterval: UInt64 = .seconds(15)
-    static let pongTimeout: UInt64 = .seconds(10)
+    static let keepaliveInterval: Duration = .seconds(15)
+    static let pongTimeout: Duration = .seconds(10)
 
     private func scheduleKeepalive() {
         guard let loop = connection?.connection.loop else { return }

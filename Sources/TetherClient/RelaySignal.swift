@@ -13,11 +13,11 @@ public enum RelaySignal: Sendable, Equatable {
     /// An HTTP refusal that retrying will not fix: surface it.
     case fatal
 
-    /// How long the long-backoff classes wait before the next attempt, in seconds.
-    public var fixedDelaySeconds: Double? {
+    /// How long the long-backoff classes wait before the next attempt.
+    public var fixedDelay: Duration? {
         switch self {
-        case .quotaExceeded: 30 * 60
-        case .displaced: 60
+        case .quotaExceeded: .seconds(30 * 60)
+        case .displaced: .seconds(60)
         default: nil
         }
     }

@@ -17,17 +17,6 @@ extension DeviceClock {
         guard duration > .zero else { return }
         await sleep(until: now.advanced(by: duration))
     }
-
-    /// Suspends for `seconds`, the unit of the SDK's public settings and events.
-    public func sleep(seconds: Double) async { await sleep(for: .seconds(seconds)) }
-
-    /// The seconds from now until `deadline` (negative once it passed).
-    public func seconds(until deadline: ContinuousClock.Instant) -> Double { (deadline - now).seconds }
-}
-
-extension Duration {
-    /// This duration in seconds, for the SDK's settings and events, which speak seconds.
-    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// The process's monotonic clock: what every endpoint uses unless a test gives it another.

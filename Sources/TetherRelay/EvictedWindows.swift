@@ -1,4 +1,5 @@
 import TetherService
+import TetherSync
 
 /// Admission windows (relay.md §3.4 step 1) of rooms evicted while their window still ran, by the
 /// room's per-process seeded hash, so that an attacker retrying on fresh sockets still meets the
@@ -39,7 +40,7 @@ struct EvictedWindows {
 
     /// Keeps `window` for `key` unless it has already run out; drops what has expired, and past
     /// `capacity` the oldest kept.
-    mutating func keep(_ window: FixedWindow, for key: Int, now: UInt64) {
+    mutating func keep(_ window: FixedWindow, for key: Int, now: MonotonicInstant) {
         dropExpired(now: now)
         guard !window.isExpired(now: now) else { return }
         if windows[key] == nil {
@@ -67,7 +68,7 @@ struct EvictedWindows {
     }
 
     /// Drops front entries that are stale or whose window has run out.
-    private mutating func dropExpired(now: UInt64) {
+    private mutating func dropExpired(now: MonotonicInstant) {
         while head < order.count {
             let front = order[head]
             if let kept = windows[front.key], kept.sequence == front.sequence, !kept.window.isExpired(now: now) { return }

@@ -1,5 +1,5 @@
 public import TetherService
-import TetherSync
+public import TetherSync
 
 /// The relay's Prometheus counters (relay.md §2.10), on the chassis's registry. Names, order and
 /// appearance rules are the reference's, so its dashboard and monitor read a Tether relay
@@ -110,15 +110,15 @@ public final class RelayMetrics: Sendable {
     }
 
     /// One observation per accepted socket, when it closes.
-    public func socketLifetime(milliseconds: UInt64) { lifetime.observe(Double(milliseconds) / 1000) }
+    public func socketLifetime(_ lived: Duration) { lifetime.observe(lived.secondsDouble) }
 
     /// Failed outbound pushes (§2.11).
     public func pushFailed() { pushErrors.increment() }
 
     /// The §2.11 push body: a flat JSON object of the headline counters and the two live gauges.
-    public func pushBody(timestamp: UInt64, roomsLive: Int, socketsLive: Int) -> String {
+    public func pushBody(timestamp: WallInstant, roomsLive: Int, socketsLive: Int) -> String {
         let fields: [(String, String)] = [
-            ("ts", String(timestamp)), ("ws_upgrades_total", String(wsUpgrades.value)),
+            ("ts", String(timestamp.unixMilliseconds)), ("ws_upgrades_total", String(wsUpgrades.value)),
             ("ws_upgrades_rejected_total", String(rejected.values.reduce(0) { $0 + $1.value })),
             ("http_requests_total", String(httpRequests.value)), ("http_errors_total", String(httpErrors.value)),
             ("process_exceptions_total", String(processExceptions.value)), ("quota_exceeded_total", String(quotaExceeded.value)),

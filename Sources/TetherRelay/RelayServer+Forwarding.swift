@@ -40,10 +40,10 @@ extension RelayServer {
 
     /// Connecting to the owner: on a private network a live node answers at once; one that
     /// stopped answering has a lapsed lease within the TTL, and the client retries meanwhile.
-    static let forwardConnectTimeout: UInt64 = .seconds(2)
+    static let forwardConnectTimeout: Duration = .seconds(2)
     /// A passed request's whole exchange: the owner's own storage calls are bounded at 2 s each
     /// (`PostgresPool.Settings.callTimeoutMs`), and an endpoint makes at most two.
-    static let forwardRequestTimeout: UInt64 = .seconds(5)
+    static let forwardRequestTimeout: Duration = .seconds(5)
 
     /// Hop-by-hop fields (RFC 9110 §7.6.1) and the ones `HTTPClient` writes itself: never passed.
     static let hopByHop: Set<String> = ["connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",

@@ -77,7 +77,7 @@ extension RelayServer {
         let table = rooms[index]
         let body = request.body
         storage.submit(RoomKey(room)) { [self] store in
-            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: clock.wallMs()) { SecureRandom.bytes($0) }
+            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: clock.wall()) { SecureRandom.bytes($0) }
             if outcome.status == 500 { metrics.httpError() }
             if let failure = outcome.storageFailure { storageFailed(failure) }
             diagnostic("relay \(room.logTag) POST \(path) -> \(outcome.status)\(outcome.diagnostic.map { " (\($0))" } ?? "")")

@@ -1,17 +1,17 @@
 import TetherNet
 import TetherStore
-import TetherSync
+public import TetherSync
 
 extension RelayServer {
     /// §6.3: the reference's per-room alarm cadence. One store-wide sweep at this cadence replaces
     /// per-room alarms, so a 30-day idle deadline needs no long timer: it can neither fire early
     /// nor spin, it is simply noticed by the first sweep after it passes (at most 15 s late).
-    static let housekeepingIntervalMs: UInt64 = 15_000
+    static let housekeepingInterval: Duration = .seconds(15)
     /// Rooms reaped per sweep; the rest wait for the next one, so a backlog never stalls a loop.
     static let reapBatch = 512
 
     func startHousekeeping() {
-        start(.housekeeping, every: Self.housekeepingIntervalMs) { $0.housekeep(now: $0.clock.wallMs()) }
+        start(.housekeeping, every: Self.housekeepingInterval) { $0.housekeep(now: $0.clock.wall()) }
     }
 
     /// One sweep (§6.4 steps 2–3), all of it storage work, so none of it on a loop: expired
@@ -19,10 +19,10 @@ extension RelayServer {
     /// `RELAY_ESTABLISHED_IDLE_TTL_MS` is re-checked and deleted on its own store lane — after any
     /// signed join or `/register` of that room already queued there — and its sockets are closed
     /// on its loop. (Step 1, the pre-auth deadline, is each resident room's own timer.) `now` is
-    /// wall-clock ms (activity is persisted); `done` runs once every part has finished.
-    public func housekeep(now: UInt64, done: (@Sendable () -> Void)? = nil) {
+    /// wall time (activity is persisted); `done` runs once every part has finished.
+    public func housekeep(now wall: WallInstant, done: (@Sendable () -> Void)? = nil) {
         storage.submit(lane: 0) { [self] store in
-            let ttl = UInt64(configuration.establishedIdleTTLms)
+            let ttl = UInt64(configuration.establishedIdleTTLms), now = wall.unixMilliseconds
             let idle: [RoomKey]
             do throws(StoreError) {
                 try store.pruneExpired(now: now)

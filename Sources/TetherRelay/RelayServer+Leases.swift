@@ -1,3 +1,4 @@
+import TetherSync
 import TetherStore
 
 extension RelayServer {
@@ -6,7 +7,7 @@ extension RelayServer {
     /// (the 1 s poll stays as the fallback), so survivors stop pointing at the dead node at once.
     func startLeases() {
         guard let leases = store as? any NodeLeases else { return }
-        start(.lease, every: UInt64(LeaseRules.renewMs), runNow: true) { server in
+        start(.lease, every: .milliseconds(LeaseRules.renewMs), runNow: true) { server in
             server.storage.submit(lane: 0) { _ in server.renewLease(leases) }
         }
         let watch = leases.watchShardMap { [weak self] in
@@ -23,7 +24,7 @@ extension RelayServer {
     /// buckets.
     func renewLease(_ leases: any NodeLeases) {
         let rules = leaseRules
-        let started = clock.monotonicMs()
+        let started = clock.monotonic()
         do throws(StoreError) {
             renewed(try leases.renewLease(host: sharding.host, rules: rules), startedAt: started)
             storageAnswered()
@@ -51,8 +52,8 @@ extension RelayServer {
     /// A renewal that began at `started` succeeded: who is live now, and until when this node's
     /// own lease surely is — counted from before the call, since the database may have applied it
     /// at any moment after.
-    func renewed(_ liveHosts: [String], startedAt started: UInt64) {
-        sharding.setLiveHosts(Set(liveHosts), at: clock.monotonicMs())
-        leaseSurelyLiveUntil.store(started + UInt64(configuration.leaseTTLms), ordering: .relaxed)
+    func renewed(_ liveHosts: [String], startedAt started: MonotonicInstant) {
+        sharding.setLiveHosts(Set(liveHosts), at: clock.monotonic())
+        leaseSurelyLiveUntil.store((started + .milliseconds(configuration.leaseTTLms)).nanoseconds, ordering: .relaxed)
     }
 }

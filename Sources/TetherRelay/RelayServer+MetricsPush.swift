@@ -7,7 +7,7 @@ extension RelayServer {
     /// error text is not ours to put in the relay's log.
     func startMetricsPush() {
         guard let url = configuration.metricsPushURL, let token = configuration.metricsPushToken else { return }
-        start(.metricsPush, every: UInt64(configuration.metricsPushMs), runNow: true) { $0.pushMetrics(to: url, token: token) }
+        start(.metricsPush, every: .milliseconds(configuration.metricsPushMs), runNow: true) { $0.pushMetrics(to: url, token: token) }
     }
 
 
@@ -15,7 +15,7 @@ extension RelayServer {
         let socketsLive = self.socketsLive
         let loop = group.loops[0]
         occupancy { [metrics, clock] occupancy in
-            let body = metrics.pushBody(timestamp: clock.wallMs(), roomsLive: occupancy.rooms, socketsLive: socketsLive)
+            let body = metrics.pushBody(timestamp: clock.wall(), roomsLive: occupancy.rooms, socketsLive: socketsLive)
             loop.execute {
                 HTTPClient.postJSON(url, body: Array(body.utf8), headers: HTTPHeaders([("Authorization", "Bearer \(token)")]), on: loop) { result in
                     if case let .success(response) = result, (200..<300).contains(response.status) { return }

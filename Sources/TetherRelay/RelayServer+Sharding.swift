@@ -6,7 +6,7 @@ extension RelayServer {
     /// How often a node reads the shared map (§8.5 step 2: the old owner stops serving a moved
     /// bucket "immediately"). One single-row read a second is nothing next to the traffic, and a
     /// moved bucket is dropped within a second of the new map's commit.
-    static let shardMapPollMs: UInt64 = 1_000
+    static let shardMapPollInterval: Duration = .seconds(1)
 
     /// §8.4: where a room-scoped request or upgrade goes — served here; passed to the owner
     /// (a v1 cluster, `RELAY_NODE_URL`); or refused: 421 naming the owner (resolver v2), or 503
@@ -21,8 +21,8 @@ extension RelayServer {
     /// room is. A request another node passed here is never passed on again: while two nodes'
     /// maps disagree (for the moment a new one takes to reach both), it is the same 503.
     func route(_ room: RoomName, ingress: Ingress) -> RoomRoute {
-        let now = clock.monotonicMs()
-        if now > leaseSurelyLiveUntil.load(ordering: .relaxed) { return .refuse(Self.ownerUnavailableResponse) }
+        let now = clock.monotonic()
+        if now.nanoseconds > leaseSurelyLiveUntil.load(ordering: .relaxed) { return .refuse(Self.ownerUnavailableResponse) }
         guard let owner = sharding.foreignOwner(of: room) else { return .serve }
         guard !sharding.hasLapsed(owner, now: now) else { return .refuse(Self.ownerUnavailableResponse) }
         if configuration.cluster != nil {
@@ -65,7 +65,7 @@ extension RelayServer {
     }
 
     func startShardMapWatch() {
-        start(.shardMapPoll, every: Self.shardMapPollMs) { server in
+        start(.shardMapPoll, every: Self.shardMapPollInterval) { server in
             server.storage.submit(lane: 0) { store in
                 server.adoptStoredMap(from: store)
                 server.probeStorage(store)

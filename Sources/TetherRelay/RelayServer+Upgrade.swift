@@ -67,7 +67,7 @@ extension RelayServer {
         let table = rooms[index]
         // Connect time and order are taken here, on arrival: a socket handed off from another
         // loop may reach its room after a later one, and the pre-auth cap evicts by arrival.
-        let connectedAt = clock.monotonicMs(), id = SocketID(arrival)
+        let connectedAt = clock.monotonic(), id = SocketID(arrival)
         return .accept { [self] transport, leftover in
             let attach: @Sendable (any Transport) -> Void = { [self] transport in
                 table.attach(transport, leftover: leftover, room: room, server: self, ip: ip, id: id, connectedAt: connectedAt)

@@ -77,7 +77,7 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         storage = StoreExecutor(store: store, lanes: storeLanes)
         self.clock = clock
         runtime = ServiceRuntime(name: "relay", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
-        gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: clock.monotonicNetClock)
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: clock)
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
                                   verifier: Self.appAttestVerifier(configuration))
         rooms = group.loops.map { RoomTable(loop: $0, clock: clock) }
@@ -104,14 +104,14 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     public func fault(_ kind: String, _ message: String) {
         metrics.processException()
         write("relay: \(kind) (continuing): \(message)", level: .error)
-        let now = clock.monotonicMs()
+        let now = clock.monotonic()
         let (exceeded, budget) = faults.withLock { state -> (Bool, FaultBudget) in
             guard state.budget.record(now: now), !state.exceeded else { return (false, state.budget) }
             state.exceeded = true
             return (true, state.budget)
         }
         guard exceeded else { return }
-        write("relay: more than \(budget.limit) internal faults within \(budget.window / 1000) s; exiting for a clean restart", level: .error)
+        write("relay: more than \(budget.limit) internal faults within \(budget.window.components.seconds) s; exiting for a clean restart", level: .error)
         runtime.flushLog()
         onFaultBudgetExceeded()
     }
@@ -128,13 +128,13 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     /// The gate's limits and refusals, each exactly relay.md §2.3/§2.5's answer.
     static func gateLimits(_ configuration: RelayConfiguration) -> ConnectionGate.Limits {
         var limits = ConnectionGate.Limits()
-        limits.socketRate = .init(limit: configuration.wsRateLimit, windowMs: configuration.wsRateWindowMs)
+        limits.socketRate = .init(limit: configuration.wsRateLimit, window: .milliseconds(configuration.wsRateWindowMs))
         limits.socketRateRefusal = .text(429, "rate limited")
         limits.maxSocketsPerIP = configuration.maxSocketsPerIP
         limits.perIPRefusal = .text(429, "too many connections")
         limits.maxTotalSockets = configuration.maxTotalSockets
         limits.totalRefusal = .text(503, "capacity")
-        limits.requestLimits[Self.attestLimiter] = .init(.init(limit: configuration.attestRateLimit, windowMs: configuration.attestRateWindowMs), refusal: .text(429, "rate limited"))
+        limits.requestLimits[Self.attestLimiter] = .init(.init(limit: configuration.attestRateLimit, window: .milliseconds(configuration.attestRateWindowMs)), refusal: .text(429, "rate limited"))
         return limits
     }
 
@@ -158,7 +158,7 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         // A node holds a live lease before it accepts a socket, so no survivor has to count an
         // owner it was told about as lapsed.
         if let leases = store as? any NodeLeases {
-            let started = clock.monotonicMs()
+            let started = clock.monotonic()
             renewed(try leases.renewLease(host: sharding.host, rules: leaseRules), startedAt: started)
             // A v1 cluster needs a map before any node can pass a room on: the first node to
             // start takes every bucket, and the others their shares as they settle.
@@ -252,8 +252,8 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     static func machineContext(_ configuration: RelayConfiguration) -> RoomMachine.Context {
         var machine = RoomMachine.Configuration(origin: configuration.origin, attestationRequired: configuration.attestationRequired)
         machine.dailyByteQuota = configuration.dailyByteQuota
-        // 1% of the idle TTL, however long or short (`activityGranularityMs`).
-        machine.activityGranularityMs = UInt64(max(0, configuration.establishedIdleTTLms)) / 100
+        // 1% of the idle TTL, however long or short (`activityGranularity`).
+        machine.activityGranularity = .milliseconds(max(0, configuration.establishedIdleTTLms)) / 100
         machine.maxFramesPerSecond = configuration.maxFramesPerSecond
         return RoomMachine.Context(configuration: machine)
     }
@@ -264,8 +264,8 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         // The transport cap (§2.7): above it the socket closes 1009 before the room sees the frame.
         options.maxFramePayload = 524_288
         options.maxMessageSize = 524_288
-        options.keepaliveInterval = .milliseconds(UInt64(configuration.keepaliveMs))
-        options.stallTimeout = .milliseconds(UInt64(configuration.stallTimeoutMs))
+        options.keepaliveInterval = .milliseconds(configuration.keepaliveMs)
+        options.stallTimeout = .milliseconds(configuration.stallTimeoutMs)
         return options
     }
 

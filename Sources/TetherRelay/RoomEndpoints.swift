@@ -1,3 +1,4 @@
+public import TetherSync
 public import TetherAttest
 import TetherCrypto
 public import TetherStore
@@ -58,8 +59,10 @@ public struct RoomEndpoints: Sendable {
     /// to any exception), so nothing is ever reported done that was not stored; what the request
     /// wrote before the failure is only what a retry can take again (a spent challenge, a minted
     /// one), never a verifier.
-    public func handle(path: String, body: [UInt8], room: RoomName, store: any RoomStore, now: UInt64,
+    public func handle(path: String, body: [UInt8], room: RoomName, store: any RoomStore, now wall: WallInstant,
                        random: (Int) -> [UInt8]) -> Outcome {
+        // The store keeps wall time as UNIX milliseconds (its columns).
+        let now = wall.unixMilliseconds
         do throws(StoreError) {
             switch path {
             case "/attest/challenge": return try challenge(room: room, store: store, now: now, random: random)

@@ -12,7 +12,7 @@ final class RoomHost: WebSocketDelegate {
         var connection: WebSocketConnection?
         let ip: String
         /// Monotonic ms.
-        let openedAt: UInt64
+        let openedAt: MonotonicInstant
         /// Why reading is paused (`Hold` bits); read again when none is left.
         var holds: UInt8 = 0
         /// The close the relay started, if it did (for the disconnect line); out of line, as
@@ -40,7 +40,7 @@ final class RoomHost: WebSocketDelegate {
     @exclusivity(unchecked) private var members = SmallMap<SocketID, Member>()
     /// The admission deadline's timer and when it fires: out of line, since only a room with a
     /// pending socket has one.
-    @exclusivity(unchecked) private var deadlineTimerStorage = OutOfLine<(timer: EventLoop.TimerID, at: UInt64)>()
+    @exclusivity(unchecked) private var deadlineTimerStorage = OutOfLine<(timer: EventLoop.TimerID, at: MonotonicInstant)>()
     private var deadlineTimer: EventLoop.TimerID? { deadlineTimerStorage.value?.timer }
 
     var loop: EventLoop { table.loop }
@@ -53,7 +53,7 @@ final class RoomHost: WebSocketDelegate {
         self.table = table
     }
 
-    func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String, connectedAt: UInt64) {
+    func adopt(_ transport: any Transport, id: SocketID, leftover: [UInt8], ip: String, connectedAt: MonotonicInstant) {
         table.assertOnLoop()
         // The member holds its connection before the room acts on it, so what the room answers
         // (a too-many-pending close, a Hello's challenge for a frame that came with the upgrade
@@ -110,7 +110,7 @@ final class RoomHost: WebSocketDelegate {
     // MARK: Events
 
     private func frame(from id: SocketID, isText: Bool, payload: [UInt8]) {
-        switch machine.receive(from: id, isText: isText, payload: payload, now: table.clock.now()) {
+        switch machine.receive(from: id, isText: isText, payload: payload, now: table.clock.roomTime()) {
         case let .forward(target): forward(payload, isText: isText, from: id, to: target)
         case .none: return
         case let .actions(actions):
@@ -133,12 +133,12 @@ final class RoomHost: WebSocketDelegate {
     private func gone(_ id: SocketID, code: UInt16, reason: String, failedWithProtocolError: Bool) {
         guard let member = members.removeValue(forKey: id) else { return }
         server.release(member.ip)
-        let lived = table.clock.monotonicMs() &- member.openedAt
-        server.metrics.socketLifetime(milliseconds: lived)
+        let lived = table.clock.monotonic().elapsed(since: member.openedAt)
+        server.metrics.socketLifetime(lived)
         let tag = machine.key.logTag, role = machine.role(of: id)?.rawValue ?? "?"
         if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
             server.metrics.keepaliveTermination()
-            server.write("relay \(tag) keepalive no-pong; terminating role=\(role) lived=\(lived)ms")
+            server.write("relay \(tag) keepalive no-pong; terminating role=\(role) lived=\(lived.millisecondsClamped)ms")
         }
         // §9.1: one line per severed socket. Only the relay's own reasons are written — a
         // client's close reason is its text, and client text never reaches the log.
@@ -150,7 +150,7 @@ final class RoomHost: WebSocketDelegate {
         } else {
             line = "initiator=remote role=\(role) state=\(machine.stateName(of: id)) code=\(code)"
         }
-        server.write("relay \(tag) disconnect \(line) lived=\(lived)ms")
+        server.write("relay \(tag) disconnect \(line) lived=\(lived.millisecondsClamped)ms")
         // Whoever waited for this socket to drain waits no more.
         releaseHolds(Hold.peer, except: id)
         perform(machine.disconnected(id))
@@ -208,7 +208,7 @@ final class RoomHost: WebSocketDelegate {
             }
             loop.execute {
                 let room = host.value
-                let now = room.table.clock.now()
+                let now = room.table.clock.roomTime()
                 room.perform(answer.map { room.machine.admissionLoaded($0, now: now) } ?? room.machine.admissionFailed(now: now))
                 room.armDeadline()
             }
@@ -241,12 +241,12 @@ final class RoomHost: WebSocketDelegate {
         if let deadlineTimer { loop.cancel(deadlineTimer) }
         deadlineTimerStorage.value = nil
         guard let deadline else { return }
-        let now = table.clock.monotonicMs()
+        let now = table.clock.monotonic()
         // A strong capture (no weak side table per room): the timer is cancelled when the room
         // empties, which releases it.
-        let timer = loop.schedule(after: .milliseconds(deadline > now ? deadline - now : 0)) { [self] in
+        let timer = loop.schedule(after: deadline.elapsed(since: now)) { [self] in
             self.deadlineTimerStorage.value = nil
-            self.perform(self.machine.tick(now: self.table.clock.monotonicMs()))
+            self.perform(self.machine.tick(now: self.table.clock.monotonic()))
             self.armDeadline()
         }
         deadlineTimerStorage.value = (timer, deadline)

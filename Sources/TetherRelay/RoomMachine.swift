@@ -1,7 +1,7 @@
 public import TetherStore
 public import TetherWire
 import TetherCrypto
-import TetherSync
+public import TetherSync
 public import TetherService
 public import TetherEncoding
 
@@ -64,11 +64,11 @@ public struct RoomMachine {
         public var origin: String
         public var attestationRequired: Bool
         public var preAuthCap = 4
-        public var admissionDeadlineMs: UInt64 = 15_000
+        public var admissionDeadline: Duration = .seconds(15)
         public var admissionLimit = 40
-        public var admissionWindowMs: UInt64 = 10_000
+        public var admissionWindow: Duration = .seconds(10)
         public var pairingCycleCap = 8
-        public var tokenTTLms: UInt64 = 300_000
+        public var tokenTTL: Duration = .seconds(300)
         public var preAuthFrameCap = 8_192
         public var admittedFrameCap = 262_144
         /// Spliced frames per room per second (0 = off).
@@ -82,7 +82,7 @@ public struct RoomMachine {
         /// reaping is that much less precise, and a reconnect storm (a failover, a deploy: every
         /// parked Mac rejoins at once) writes nothing for rooms joined in the last hours — a
         /// write per join would double the primary's load exactly when it is busiest.
-        public var activityGranularityMs: UInt64 = 60_000
+        public var activityGranularity: Duration = .seconds(60)
 
         public init(origin: String, attestationRequired: Bool) {
             self.origin = origin
@@ -98,7 +98,7 @@ public struct RoomMachine {
 
     struct Socket {
         var state: State
-        let connectedAt: UInt64
+        let connectedAt: MonotonicInstant
     }
 
     /// What every room of a relay shares: held once, referenced by each machine, so a resident
@@ -159,7 +159,7 @@ public struct RoomMachine {
         @exclusivity(unchecked) var quotaPersistedBytes: Int64 = 0
 
         init(maxFramesPerSecond: Int, quota: QuotaRecord?) {
-            frameWindow = FixedWindow(limit: maxFramesPerSecond, window: 1_000)
+            frameWindow = FixedWindow(limit: maxFramesPerSecond, window: .seconds(1))
             self.quota = quota
             quotaPersistedBytes = quota?.bytes ?? 0
         }
@@ -174,7 +174,7 @@ public struct RoomMachine {
         key = RoomKey(room)
         self.context = context
         self.admissionWindow = admissionWindow
-            ?? FixedWindow(limit: context.configuration.admissionLimit, window: context.configuration.admissionWindowMs)
+            ?? FixedWindow(limit: context.configuration.admissionLimit, window: context.configuration.admissionWindow)
     }
 
     /// A machine with a context of its own (tests).
@@ -222,7 +222,7 @@ public struct RoomMachine {
 
     /// A socket was upgraded into this room (§2.3, §3.9) at `now` (monotonic ms, its arrival): it
     /// waits for a Hello; the pre-auth cap evicts the oldest pending sockets.
-    public mutating func connected(_ id: SocketID, now: UInt64) -> [RoomAction] {
+    public mutating func connected(_ id: SocketID, now: MonotonicInstant) -> [RoomAction] {
         sockets[id] = Socket(state: .hello, connectedAt: now)
         var actions: [RoomAction] = [.log("relay \(key.logTag) connect")]
         let pending = sockets.filter { if case .admitted = $0.value.state { return false } else { return true } }
@@ -282,21 +282,21 @@ public struct RoomMachine {
     }
 
     /// Housekeeping (§3.9): a socket still pre-auth more than the deadline after connecting is
-    /// closed 1008 `admission timeout`. `now` is monotonic ms.
-    public mutating func tick(now: UInt64) -> [RoomAction] {
+    /// closed 1008 `admission timeout`.
+    public mutating func tick(now: MonotonicInstant) -> [RoomAction] {
         var actions: [RoomAction] = []
         for (id, socket) in sockets.sorted(by: { $0.key < $1.key }) {
             if case .admitted = socket.state { continue }
-            if now &- socket.connectedAt > configuration.admissionDeadlineMs { actions += close(id, 1008, "admission timeout") }
+            if now.elapsed(since: socket.connectedAt) > configuration.admissionDeadline { actions += close(id, 1008, "admission timeout") }
         }
         return actions
     }
 
-    /// The earliest monotonic time `tick` has work: the oldest pre-auth socket's deadline.
-    public var nextDeadline: UInt64? {
-        sockets.values.compactMap { socket -> UInt64? in
+    /// The earliest instant `tick` has work: the oldest pre-auth socket's deadline.
+    public var nextDeadline: MonotonicInstant? {
+        sockets.values.compactMap { socket -> MonotonicInstant? in
             if case .admitted = socket.state { return nil }
-            return socket.connectedAt + configuration.admissionDeadlineMs + 1
+            return socket.connectedAt + configuration.admissionDeadline + .nanoseconds(1)
         }.min()
     }
 
@@ -366,11 +366,11 @@ public struct RoomMachine {
         // Only a phone with a Mac to splice to can be admitted, so only then is a token written
         // (a phone retrying while its Mac sleeps costs no write).
         let token = hello.role == .phone && admitted(.mac) != nil
-            ? RegistrationTokenIssue(token: Base64.encode(random(24)), expiresAt: now.wall + configuration.tokenTTLms,
+            ? RegistrationTokenIssue(token: Base64.encode(random(24)), expiresAt: (now.wall + configuration.tokenTTL).unixMilliseconds,
                                      attestationRequired: configuration.attestationRequired)
             : nil
         admission = Admission(id: id, nonce: nonce, hello: hello, proof: proof, token: token)
-        return [.load(AdmissionLoad(query: AdmissionQuery(ticket: ticket, now: now.wall), join: join, registrationToken: token))]
+        return [.load(AdmissionLoad(query: AdmissionQuery(ticket: ticket, now: now.wall.unixMilliseconds), join: join, registrationToken: token))]
     }
 
     /// Storage answered the outstanding `.load`: the Proof continues (§3.4 step 3 on), then the
@@ -441,8 +441,8 @@ public struct RoomMachine {
             guard joinVerified else { return refuse(id, "bad signature") }
             // Refreshed before the slot checks, so even a refused join keeps the room alive; a
             // stored activity newer than the granularity (or ahead of this node's clock) stands.
-            if read.lastActivity.map({ $0 &+ configuration.activityGranularityMs <= now.wall }) ?? true {
-                actions.append(.persist(.touch(at: now.wall)))
+            if read.lastActivity.map({ WallInstant(unixMilliseconds: $0) + configuration.activityGranularity <= now.wall }) ?? true {
+                actions.append(.persist(.touch(at: now.wall.unixMilliseconds)))
             }
             credential = .signed
         } else if configuration.attestationRequired {
@@ -531,10 +531,11 @@ public struct RoomMachine {
     /// and the record to persist, if any (on roll-over, on a trip, and after each flush step). The
     /// day is wall time (it is persisted), read so that a backwards clock step never rolls it.
     private func chargeQuota(_ size: Int, now: RoomTime, _ splice: Splice) -> (Bool, QuotaRecord?) {
-        var record = splice.quota ?? QuotaRecord(dayStart: now.wall, bytes: 0)
+        let today = now.wall.unixMilliseconds
+        var record = splice.quota ?? QuotaRecord(dayStart: today, bytes: 0)
         var rolled = false
-        if now.wall > record.dayStart, now.wall - record.dayStart >= QuotaRecord.window {
-            record = QuotaRecord(dayStart: now.wall, bytes: 0)
+        if today > record.dayStart, today - record.dayStart >= QuotaRecord.window {
+            record = QuotaRecord(dayStart: today, bytes: 0)
             rolled = true
         }
         record.bytes += Int64(size)

@@ -1,3 +1,4 @@
+import TetherSync
 import TetherNet
 import TetherService
 import TetherStore
@@ -31,7 +32,7 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
     }
 
     func attach(_ transport: any Transport, leftover: [UInt8], room: RoomName, server: RelayServer, ip: String,
-                id: SocketID, connectedAt: UInt64) {
+                id: SocketID, connectedAt: MonotonicInstant) {
         assertOnLoop()
         let host = rooms[room] ?? {
             let window = evictedWindows.isEmpty ? nil : evictedWindows.take(room.hashValue)
@@ -50,7 +51,7 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
         let room = host.machine.room
         rooms.remove(room)
         server?.roomLeft(room)
-        evictedWindows.keep(host.machine.admissionWindow, for: room.hashValue, now: clock.monotonicMs())
+        evictedWindows.keep(host.machine.admissionWindow, for: room.hashValue, now: clock.monotonic())
     }
 
     /// Store lanes this iteration queued work for and has not woken yet (bit per lane).

@@ -1,7 +1,7 @@
 import TetherNet
 import TetherStore
 public import TetherWire
-import TetherSync
+public import TetherSync
 
 /// Which buckets this node serves (relay.md §8.3): all of them until a shard map is published,
 /// then those of the ranges whose host is this node's own (`RELAY_ORIGIN` without its scheme).
@@ -12,9 +12,8 @@ public final class ShardOwnership: Sendable {
 
     private struct Held {
         var map: ShardMap?
-        /// Hosts with a live lease as of this node's last renewal, and when that was (monotonic
-        /// ms); nil without leases (one node, a SQLite store), when every owner counts as reachable.
-        var live: (hosts: Set<String>, at: UInt64)?
+        /// Hosts with a live lease as of this node's last renewal, and when that was; nil without leases (one node, a SQLite store), when every owner counts as reachable.
+        var live: (hosts: Set<String>, at: MonotonicInstant)?
     }
 
     private let held: Locked<Held>
@@ -22,7 +21,7 @@ public final class ShardOwnership: Sendable {
     /// How old a renewal's list of live hosts may be and still show an owner lapsed: three
     /// renewals. A node whose own renewals lag (a busy store lane, a database outage) knows
     /// nothing fresh, and then names the owner as the map does.
-    static let liveHostsFreshMs: UInt64 = 3 * UInt64(LeaseRules.renewMs)
+    static let liveHostsFresh: Duration = .milliseconds(3 * LeaseRules.renewMs)
 
     public init(host: String, map: ShardMap? = nil) {
         self.host = host
@@ -50,15 +49,15 @@ public final class ShardOwnership: Sendable {
         }
     }
 
-    /// Records who holds a live lease (each renewal, at monotonic `now`).
-    public func setLiveHosts(_ hosts: Set<String>, at now: UInt64) { held.withLock { $0.live = (hosts, now) } }
+    /// Records who holds a live lease (each renewal, at `now`).
+    public func setLiveHosts(_ hosts: Set<String>, at now: MonotonicInstant) { held.withLock { $0.live = (hosts, now) } }
 
     /// Whether `owner` let its lease lapse (dead, or cut off from the database), by a renewal at
-    /// most `liveHostsFreshMs` old: its rooms are about to move, and naming it would send
+    /// most `liveHostsFresh` old: its rooms are about to move, and naming it would send
     /// clients to a node that cannot serve them.
-    public func hasLapsed(_ owner: String, now: UInt64) -> Bool {
+    public func hasLapsed(_ owner: String, now: MonotonicInstant) -> Bool {
         held.withLock {
-            guard let live = $0.live, now &- live.at <= Self.liveHostsFreshMs else { return false }
+            guard let live = $0.live, now.elapsed(since: live.at) <= Self.liveHostsFresh else { return false }
             return !live.hosts.contains(owner)
         }
     }

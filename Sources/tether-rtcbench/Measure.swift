@@ -1,3 +1,4 @@
+import TetherSync
 import Dispatch
 import Foundation
 import TetherCall
@@ -108,7 +109,7 @@ enum Identities {
         try! X25519.PrivateKey(rawRepresentation: [UInt8](repeating: byte, count: 32))
     }
 
-    static func channels(now: UInt64) -> (initiator: CallSecureChannel, responder: CallSecureChannel) {
+    static func channels(now: MonotonicInstant) -> (initiator: CallSecureChannel, responder: CallSecureChannel) {
         let aliceKey = key(0xA2), bobKey = key(0xB2)
         return (CallSecureChannel(role: .initiator, callID: callID, localID: alice, remoteID: bob, localAgreementKey: aliceKey,
                                   remoteAgreementKey: bobKey.publicKey, now: now),
@@ -131,10 +132,10 @@ struct SecureThroughput {
 
 /// How the benchmark hands texts to the caller's channel.
 enum SecureSending {
-    /// One text every `interval` nanoseconds, after a quiet second so the handshake's frames
+    /// One text every `interval`, after a quiet second so the handshake's frames
     /// are out of the receiver's first window: the pacer never has to hold one back, and the
     /// receiver's fixed window sees at most one frame per interval whatever the latency.
-    case spaced(interval: UInt64)
+    case spaced(interval: Duration)
     /// Every text at once, left to the channel's own pacer (the §9.6 sender rule).
     case burst
 }
@@ -190,18 +191,18 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
         self.pair = pair
         self.texts = texts
         self.sending = sending
-        (initiator, responder) = Identities.channels(now: monotonicNow())
+        (initiator, responder) = Identities.channels(now: channelNow())
     }
 
     var outcome: Outcome { condition.withLock { state } }
 
     func start() {
-        queue.async { [self] in absorb(initiator.start(now: monotonicNow()), from: .offerer) }
+        queue.async { [self] in absorb(initiator.start(now: channelNow()), from: .offerer) }
     }
 
     func frame(_ bytes: [UInt8], to role: TransportPair.Role) {
         queue.async { [self] in
-            let now = monotonicNow()
+            let now = channelNow()
             if role == .offerer { absorb(initiator.receive(bytes, now: now), from: .offerer) } else {
                 absorb(responder.receive(bytes, now: now), from: .answerer)
             }
@@ -255,10 +256,10 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
             update { $0.start = monotonicNow() }
             for _ in 0..<texts { sendText() }
         case let .spaced(interval):
-            let first = monotonicNow() + CallChannelLimits.rateWindow + CallChannelLimits.rateWindow / 10
+            let first = monotonicNow() + UInt64((CallChannelLimits.rateWindow * 11 / 10).nanosecondsClamped)
             update { $0.start = first }
             for index in 0..<texts {
-                queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: first + UInt64(index) * interval)) { [self] in sendText() }
+                queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: first + UInt64(index) * UInt64(interval.nanosecondsClamped))) { [self] in sendText() }
             }
         }
     }
@@ -266,7 +267,7 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
     private func sendText() {
         guard outcome.failure == nil else { return }
         do throws(CallSendError) {
-            absorb(try initiator.sendText(Identities.largestText, id: .random(), sentAt: 1_700_000_000_000, now: monotonicNow()),
+            absorb(try initiator.sendText(Identities.largestText, id: .random(), sentAt: 1_700_000_000_000, now: channelNow()),
                    from: .offerer)
         } catch {
             update { if $0.failure == nil { $0.failure = "sendText: \(error)" } }
@@ -277,9 +278,9 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
         tickGeneration += 1
         let generation = tickGeneration
         guard let due = [initiator.nextTick, responder.nextTick].compactMap(\.self).min() else { return }
-        queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: due)) { [self] in
+        queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: due.nanoseconds)) { [self] in
             guard generation == tickGeneration else { return }
-            let now = monotonicNow()
+            let now = channelNow()
             absorb(initiator.tick(now: now), from: .offerer)
             absorb(responder.tick(now: now), from: .answerer)
         }
@@ -291,7 +292,7 @@ final class SecureLink: @unchecked Sendable {  // every var is touched only on `
 /// and the wall time of the work (Noise encryption, payload encoding and validation, decryption,
 /// the receipts back). What it would carry if the protocol did not pace it.
 func measureSecureCPU(texts: Int) throws(BenchFailure) -> SecureThroughput {
-    var now: UInt64 = 5_000_000_000
+    var now = MonotonicInstant(nanoseconds: 5_000_000_000)
     var (initiator, responder) = Identities.channels(now: now)
     var toResponder = initiator.start(now: now).frames
     var toInitiator: [[UInt8]] = []
@@ -314,7 +315,7 @@ func measureSecureCPU(texts: Int) throws(BenchFailure) -> SecureThroughput {
     pump()
     // One frame per interval slightly longer than the sender's pacing (40 per 1.25 s), so the
     // pacer never holds one back: at 1/40 s it held a growing queue and the run ended closed.
-    let step = CallChannelLimits.pacingWindow / UInt64(CallChannelLimits.framesPerWindow) + 1_000_000
+    let step = CallChannelLimits.pacingWindow / CallChannelLimits.framesPerWindow + .milliseconds(1)
     let start = monotonicNow()
     for _ in 0..<texts {
         now += step

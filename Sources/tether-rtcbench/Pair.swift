@@ -1,3 +1,4 @@
+import TetherSync
 import Dispatch
 import Foundation
 import TetherCall
@@ -6,6 +7,9 @@ import TetherWire
 
 /// Monotonic nanoseconds: the one clock every measurement and the secure channel use.
 func monotonicNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// The same clock as the secure channel reads it (`DispatchTime` is CLOCK_MONOTONIC on Linux).
+func channelNow() -> MonotonicInstant { MonotonicInstant(nanoseconds: monotonicNow()) }
 
 /// Two RTCMediaTransports in one process wired to each other the way two signaling clients would
 /// be, but with no server in between: each description and candidate is handed to the other side

@@ -1,3 +1,4 @@
+import TetherSync
 import Foundation
 import TetherCall
 import TetherRTC
@@ -184,7 +185,7 @@ do throws(BenchFailure) {
     // a second itself: left to the channel's pacer, a burst is released at exactly the edge of
     // the sender's window, and the receiver's fixed window (anchored at the first frame's
     // arrival) counts 41 whenever a later frame had less latency than the first (step 3b).
-    let interval = CallChannelLimits.rateWindow / UInt64(CallChannelLimits.framesPerWindow - 1)
+    let interval = CallChannelLimits.rateWindow / (CallChannelLimits.framesPerWindow - 1)
     let spaced = try measureSecureThroughput(texts: options.texts, sending: .spaced(interval: interval), options: direct)
     if let failure = spaced.failure { throw BenchFailure("the spaced secure-channel run ended: \(failure)") }
     let secure = spaced.result

@@ -146,7 +146,7 @@ final class Ring: @unchecked Sendable {
                 sendNext(now: now)
                 scheduled += 1
             }
-            if now < until { loop.schedule(after: 200_000) { tick() } }
+            if now < until { loop.schedule(after: .microseconds(200)) { tick() } }
         }
         tick()
     }

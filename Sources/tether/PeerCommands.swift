@@ -163,7 +163,7 @@ nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
 let shuttingDown = Locked(false)
 
 /// Narrates endpoint events for a person (interactive) or a script (scripted).
-func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role, linkLifetime: Double = MacEndpoint.pairingLinkLifetime) {
+func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role, linkLifetime: Duration = MacEndpoint.pairingLinkLifetime) {
     if shuttingDown.withLock({ $0 }) { return }
     switch event {
     case let .pairingLink(link):
@@ -202,7 +202,7 @@ func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role,
     case let .message(frame):
         console.output(Console.printable(frame))
     case let .disconnected(reason, delay):
-        console.say("Disconnected: \(reason). Retrying in \(String(format: "%.0f", delay.rounded(.up))) s.")
+        console.say("Disconnected: \(reason). Retrying in \(String(format: "%.0f", delay.secondsDouble.rounded(.up))) s.")
         if role == .phone, reason.contains("mac offline") {
             console.say("The Mac is not waiting on the relay yet: start `tether mac` (or wait for it to reconnect).")
         }
@@ -265,7 +265,7 @@ func runMacCommand(_ arguments: [String]) async -> Never {
     var linkLifetime = MacEndpoint.pairingLinkLifetime
     if let lifetime = options.values["link-lifetime"] {
         guard let seconds = Double(lifetime), seconds > 0 else { fail("mac: --link-lifetime needs a positive number of seconds") }
-        linkLifetime = seconds
+        linkLifetime = .seconds(seconds)
     }
     let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { [linkLifetime] event in
         narrate(event, console: console, role: .mac, linkLifetime: linkLifetime)
@@ -447,8 +447,8 @@ func runUnpairCommand(_ arguments: [String]) async -> Never {
 }
 
 /// "2 minutes", "3 seconds", "1 minute 30 seconds": how long a pairing link lives, in words.
-func describeLifetime(_ seconds: Double) -> String {
-    let whole = Int(seconds.rounded())
+func describeLifetime(_ lifetime: Duration) -> String {
+    let whole = Int(lifetime.secondsDouble.rounded())
     func unit(_ count: Int, _ name: String) -> String { "\(count) \(name)\(count == 1 ? "" : "s")" }
     let (minutes, rest) = (whole / 60, whole % 60)
     switch (minutes, rest) {

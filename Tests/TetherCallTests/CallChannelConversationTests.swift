@@ -1,6 +1,7 @@
 import TetherCall
 import TetherTestSupport
 import TetherWire
+import TetherSync
 import XCTest
 
 /// Two channels talking: handshake, confirmation, chat, receipts, rotation and pacing (§9, §10,
@@ -219,9 +220,9 @@ final class CallChannelConversationTests: XCTestCase {
         // 1.25 s, not the peer's 1 s (jitter margin), and one nanosecond more: windows include
         // their last instant.
         let window = CallChannelLimits.pacingWindow
-        XCTAssertEqual(pair.alice.nextTick, start + window + 1)
+        XCTAssertEqual(pair.alice.nextTick, start + window + .nanoseconds(1))
         XCTAssertEqual(pair.alice.tick(now: start + window), [])
-        XCTAssertEqual(pair.alice.tick(now: start + window + 1).frames.count, 1)
+        XCTAssertEqual(pair.alice.tick(now: start + window + .nanoseconds(1)).frames.count, 1)
         XCTAssertEqual(pair.alice.pacedFrameCount, 0)
         XCTAssertEqual(pair.alice.nextTick, Fixture.start + CallChannelLimits.sessionDuration, "only the session's end remains")
     }
@@ -235,7 +236,7 @@ final class CallChannelConversationTests: XCTestCase {
         XCTAssertEqual(pair.texts(.bob).count, 200)
         XCTAssertEqual(pair.receipts(.alice).count, 200)
         XCTAssertNil(pair.failure(.bob) ?? pair.failure(.alice))
-        XCTAssertGreaterThanOrEqual(pair.now - Fixture.start, 5 * CallChannelLimits.pacingWindow, "202 frames need at least five windows")
+        XCTAssertGreaterThanOrEqual(pair.now - Fixture.start, CallChannelLimits.pacingWindow * 5, "202 frames need at least five windows")
     }
 
     func testTheRotationQueueFlushIsPacedToo() throws {

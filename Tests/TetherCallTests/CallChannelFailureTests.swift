@@ -1,5 +1,6 @@
 @_spi(NoiseTesting) import TetherCall
 import TetherNoise
+import TetherSync
 import XCTest
 
 /// Everything §9.6 and §10 say terminates the channel does, with its own reason, and nothing
@@ -16,7 +17,7 @@ final class CallChannelFailureTests: XCTestCase {
         XCTAssertNil(channel.nextTick, file: file, line: line)
         XCTAssertEqual(channel.pacedFrameCount, 0, file: file, line: line)
         XCTAssertEqual(channel.receive([0x02, 0x00], now: now), [], file: file, line: line)
-        XCTAssertEqual(channel.tick(now: now + 1), [], file: file, line: line)
+        XCTAssertEqual(channel.tick(now: now + .nanoseconds(1)), [], file: file, line: line)
         XCTAssertThrowsError(try channel.sendText("x", id: .random(), sentAt: 0, now: now), file: file, line: line) { error in
             XCTAssertEqual(error as? CallSendError, .closed, file: file, line: line)
         }
@@ -126,7 +127,7 @@ final class CallChannelFailureTests: XCTestCase {
     func testNoConfirmationWithinFifteenSecondsTerminates() throws {
         var (channel, _) = try rawSession(channelRole: .initiator, confirmed: false)
         XCTAssertEqual(channel.nextTick, now + CallChannelLimits.confirmationTimeout)
-        XCTAssertEqual(channel.tick(now: now + CallChannelLimits.confirmationTimeout - 1), [])
+        XCTAssertEqual(channel.tick(now: now + CallChannelLimits.confirmationTimeout - .nanoseconds(1)), [])
         assertClosed(&channel, by: channel.tick(now: now + CallChannelLimits.confirmationTimeout), .confirmationTimeout)
     }
 
@@ -279,7 +280,7 @@ final class CallChannelFailureTests: XCTestCase {
         // Each window starts at its first frame and still holds a frame exactly 1,000 ms later.
         var start = now
         for _ in 1...5 {
-            start += Fixture.seconds(1) + 1
+            start += Fixture.seconds(1) + .nanoseconds(1)
             for n in UInt64(0)..<40 {
                 let at = start + (n == 39 ? Fixture.seconds(1) : Fixture.ms(n))
                 XCTAssertEqual(channel.receive(try peer.seal(json: receipt), now: at), [])
@@ -295,7 +296,7 @@ final class CallChannelFailureTests: XCTestCase {
         // 2 frames so far (message 1 and the confirmation).
         var t = now
         for n in 3...CallChannelLimits.framesPerDirection {
-            if n % 40 == 0 { t += Fixture.seconds(1) + 1 }
+            if n % 40 == 0 { t += Fixture.seconds(1) + .nanoseconds(1) }
             let actions = channel.receive(try peer.seal(json: receipt), now: t)
             guard actions.isEmpty else { return XCTFail("frame \(n): \(actions)") }
         }
@@ -334,7 +335,7 @@ final class CallChannelFailureTests: XCTestCase {
         var (channel, peer) = try rawSession(channelRole: .responder)
         let end = now + CallChannelLimits.sessionDuration
         XCTAssertEqual(channel.nextTick, end)
-        XCTAssertEqual(channel.tick(now: end - 1), [])
+        XCTAssertEqual(channel.tick(now: end - .nanoseconds(1)), [])
         let late = try peer.seal(json: RawChannelPeer.text())
         assertClosed(&channel, by: channel.receive(late, now: end), .sessionTimeLimit)
 

@@ -1,4 +1,5 @@
 import TetherCall
+import TetherSync
 import TetherCrypto
 import TetherWire
 
@@ -8,13 +9,13 @@ enum Fixture {
     static let bob = SignalingID(canonical: "4721B5B632272E65A68DDA7AC25B4185F8B01916DB185C14287DB92E2B770FAE")!
     static let callID = CallUUID("6f1c2b8a-3d4e-4f50-9a61-7b8c9d0e1f20")!
     static let aliceKey = key(0xA2), bobKey = key(0xB2)
-    static let start: UInt64 = 5_000_000_000
+    static let start = MonotonicInstant(nanoseconds: 5_000_000_000)
 
     static func key(_ byte: UInt8) -> X25519.PrivateKey {
         try! X25519.PrivateKey(rawRepresentation: [UInt8](repeating: byte, count: 32))
     }
 
-    static func channel(_ role: CallSecureChannel.Role, now: UInt64 = start) -> CallSecureChannel {
+    static func channel(_ role: CallSecureChannel.Role, now: MonotonicInstant = start) -> CallSecureChannel {
         role == .initiator
             ? CallSecureChannel(role: .initiator, callID: callID, localID: alice, remoteID: bob, localAgreementKey: aliceKey,
                                 remoteAgreementKey: bobKey.publicKey, now: now)
@@ -22,8 +23,8 @@ enum Fixture {
                                 remoteAgreementKey: aliceKey.publicKey, now: now)
     }
 
-    static func ms(_ value: UInt64) -> UInt64 { value * 1_000_000 }
-    static func seconds(_ value: UInt64) -> UInt64 { value * 1_000_000_000 }
+    static func ms<T: BinaryInteger>(_ value: T) -> Duration { .milliseconds(Int64(value)) }
+    static func seconds<T: BinaryInteger>(_ value: T) -> Duration { .seconds(Int64(value)) }
 }
 
 extension [CallChannelAction] {

@@ -3,6 +3,7 @@ import TetherCall
 import TetherCrypto
 import TetherTestSupport
 import TetherWire
+import TetherSync
 import XCTest
 
 /// The channel against `Tests/Peers/call_channel_peer.py`, an independent implementation on the

@@ -3,6 +3,7 @@ import TetherCrypto
 @_spi(NoiseTesting) import TetherNoise
 import TetherTestSupport
 import TetherWire
+import TetherSync
 import XCTest
 
 /// Every secure-channel value of signaling.md §12, byte for byte.

@@ -1,6 +1,7 @@
 import TetherCall
 import TetherCrypto
 import TetherWire
+import TetherSync
 import XCTest
 import TetherEncoding
 

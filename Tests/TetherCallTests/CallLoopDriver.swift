@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import TetherCall
+import TetherSync
 import TetherTestSupport
 import TetherWire
 
@@ -26,7 +27,7 @@ final class CallLoopDriver: CallMediaTransportDelegate, @unchecked Sendable {
     }
 
     private var now: CallTime {
-        CallTime(monotonic: DispatchTime.now().uptimeNanoseconds, unixSeconds: 1_700_000_000)
+        CallTime(monotonic: MonotonicInstant(nanoseconds: DispatchTime.now().uptimeNanoseconds), wall: WallInstant(unixSeconds: 1_700_000_000))
     }
 
     func handle(_ event: CallEvent) {

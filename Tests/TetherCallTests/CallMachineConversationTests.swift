@@ -1,5 +1,6 @@
 import TetherCall
 import TetherWire
+import TetherSync
 import XCTest
 
 /// Two call machines through a whole call (signaling.md §7.3): offer, answer, trickled

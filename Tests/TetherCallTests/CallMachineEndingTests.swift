@@ -1,5 +1,6 @@
 import TetherCall
 import TetherWire
+import TetherSync
 import XCTest
 
 /// Failures that end a call, what is ignored after the end, the signaling connection and the
@@ -40,7 +41,7 @@ final class CallMachineEndingTests: XCTestCase {
         let id = MessageID.random()
         XCTAssertEqual(pair.handle(.sendText(call: Fixture.callID, text: "gone?", id: id, sentAt: 1), on: .alice),
                        [.notify(.sendRefused(call: Fixture.callID, id: id, .closed))])
-        pair.advance(by: CallSetupLimits.closeSignalGrace - 1)
+        pair.advance(by: CallSetupLimits.closeSignalGrace - .nanoseconds(1))
         pair.handle(.hangUp(call: Fixture.callID), on: .bob)
         pair.pump()
         XCTAssertEqual(pair.ended(.alice), [.peerHungUp])

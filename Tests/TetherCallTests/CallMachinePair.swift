@@ -1,4 +1,5 @@
 import TetherCall
+import TetherSync
 import TetherWire
 
 /// Alice's and Bob's `CallMachine`s wired back to back, on one manual clock. Signals one sends
@@ -23,9 +24,9 @@ final class CallMachinePair {
 
     var alice = CallMachine(identity: CallIdentityTests.alice())
     var bob = CallMachine(identity: CallIdentityTests.bob())
-    var now: UInt64 = Fixture.start
+    var now = Fixture.start
     var unixSeconds: Int64 = 1_700_000_000
-    var time: CallTime { CallTime(monotonic: now, unixSeconds: unixSeconds) }
+    var time: CallTime { CallTime(monotonic: now, wall: WallInstant(unixSeconds: unixSeconds)) }
 
     /// Every action each side produced, in order.
     private(set) var actions: [Side: [CallAction]] = [.alice: [], .bob: []]
@@ -74,17 +75,17 @@ final class CallMachinePair {
     }
 
     /// Moves the clock, ticks both machines and pumps.
-    func advance(by nanoseconds: UInt64) {
-        now += nanoseconds
+    func advance(by duration: Duration) {
+        now += duration
         handle(.tick, on: .alice)
         handle(.tick, on: .bob)
         pump()
     }
 
     /// Moves the clock to `side`'s next deadline (plus `slack`) and ticks.
-    func advanceToDeadline(of side: Side, slack: UInt64 = 0) {
+    func advanceToDeadline(of side: Side, slack: Duration = .zero) {
         guard let due = machine(side).nextDeadline else { return }
-        advance(by: (due > now ? due - now : 0) + slack)
+        advance(by: due.elapsed(since: now) + slack)
     }
 
     // MARK: The scripted media
@@ -183,7 +184,7 @@ final class CallMachinePair {
     // MARK: Scenarios
 
     /// Alice rings Bob; Bob is shown the invitation `latency` later.
-    func ring(_ call: CallUUID = Fixture.callID, latency: UInt64 = 0) {
+    func ring(_ call: CallUUID = Fixture.callID, latency: Duration = .zero) {
         handle(.dial(peer: bob.identity.id, call: call), on: .alice)
         now += latency
         pump()

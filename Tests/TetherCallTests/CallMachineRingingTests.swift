@@ -1,5 +1,6 @@
 import TetherCall
 import TetherWire
+import TetherSync
 import XCTest
 
 /// One call at a time (§7.2), glare (§13.1), declining and rejecting (§7.3 step 2), cancelling.

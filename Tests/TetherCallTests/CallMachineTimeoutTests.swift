@@ -1,5 +1,6 @@
 import TetherCall
 import TetherWire
+import TetherSync
 import XCTest
 
 /// The deadlines and bounded queues of §7.5.
@@ -8,11 +9,11 @@ final class CallMachineTimeoutTests: XCTestCase {
 
     /// Alice's deadline is `limit` away: nothing happens a nanosecond before it, and at it both
     /// sides end with `timeout` and Alice sends `close` `timeout`.
-    private func assertBothTimeOut(_ pair: CallMachinePair, after limit: UInt64, as timeout: CallEndReason.Timeout, line: UInt = #line) {
+    private func assertBothTimeOut(_ pair: CallMachinePair, after limit: Duration, as timeout: CallEndReason.Timeout, line: UInt = #line) {
         XCTAssertEqual(pair.alice.nextDeadline, pair.now + limit, line: line)
-        pair.advance(by: limit - 1)
+        pair.advance(by: limit - .nanoseconds(1))
         XCTAssertTrue(pair.ended(.alice).isEmpty, line: line)
-        pair.advance(by: 1)
+        pair.advance(by: .nanoseconds(1))
         XCTAssertEqual(pair.ended(.alice), [.timeout(timeout)], line: line)
         XCTAssertEqual(pair.ended(.bob), [.timeout(timeout)], line: line)
         XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.timeout), line: line)
@@ -22,9 +23,9 @@ final class CallMachineTimeoutTests: XCTestCase {
         let pair = CallMachinePair()
         pair.ring(latency: second)
         XCTAssertEqual(pair.alice.nextDeadline, Fixture.start + Fixture.seconds(45))
-        pair.advance(by: Fixture.seconds(44) - 1)
+        pair.advance(by: Fixture.seconds(44) - .nanoseconds(1))
         XCTAssertEqual(pair.alice.call?.phase, .ringing)
-        pair.advance(by: 1)
+        pair.advance(by: .nanoseconds(1))
         XCTAssertEqual(pair.ended(.alice), [.timeout(.ringing)])
         XCTAssertEqual(pair.signals(.alice).last.flatMap { CallSignalBody.parse($0) }, .close(.timeout))
         XCTAssertEqual(pair.commands(.alice).last, .close)

@@ -1,5 +1,6 @@
 import TetherCall
 import TetherWire
+import TetherSync
 import XCTest
 
 /// Two machines on their own loops over the in-memory media transport: the asynchronous path a

@@ -1,4 +1,5 @@
 import TetherCall
+import TetherSync
 
 /// Alice (the caller) and Bob over an ordered in-memory link, sharing one manual clock. Frames
 /// wait on the link until `pump` carries them, so tests choose how the two directions interleave.
@@ -7,7 +8,7 @@ final class ChannelPair {
 
     var alice: CallSecureChannel
     var bob: CallSecureChannel
-    var now: UInt64
+    var now: MonotonicInstant
     private(set) var toAlice: [[UInt8]] = []
     private(set) var toBob: [[UInt8]] = []
     /// Everything but frames, per side, in order.
@@ -17,7 +18,7 @@ final class ChannelPair {
     private(set) var framesFromAlice = 0
     private(set) var framesFromBob = 0
 
-    init(now: UInt64 = Fixture.start, alice: CallSecureChannel? = nil, bob: CallSecureChannel? = nil) {
+    init(now: MonotonicInstant = Fixture.start, alice: CallSecureChannel? = nil, bob: CallSecureChannel? = nil) {
         self.now = now
         self.alice = alice ?? Fixture.channel(.initiator, now: now)
         self.bob = bob ?? Fixture.channel(.responder, now: now)
@@ -73,8 +74,8 @@ final class ChannelPair {
         }
     }
 
-    func advance(by nanoseconds: UInt64) {
-        now += nanoseconds
+    func advance(by duration: Duration) {
+        now += duration
         absorb(alice.tick(now: now), from: .alice)
         absorb(bob.tick(now: now), from: .bob)
     }
@@ -84,7 +85,7 @@ final class ChannelPair {
         pump()
         while alice.pacedFrameCount > 0 || bob.pacedFrameCount > 0 {
             let due = [alice, bob].filter { $0.pacedFrameCount > 0 }.compactMap(\.nextTick).min()!
-            advance(by: due > now ? due - now : 0)
+            advance(by: due.elapsed(since: now))
             pump()
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import TetherCall
 import TetherTestSupport
 import TetherWire
+import TetherSync
 import XCTest
 import TetherEncoding
 

@@ -1,4 +1,5 @@
 import TetherCall
+import TetherSync
 import XCTest
 
 /// The in-memory media transport behaves like a pair of WebRTC peer connections with one

@@ -1,4 +1,5 @@
 import TetherCall
+import TetherSync
 import TetherNet
 
 /// A media delegate that keeps every report, for the in-memory transport's tests.

@@ -1,6 +1,7 @@
 import TetherCall
 import TetherCrypto
 import TetherNoise
+import TetherSync
 import XCTest
 
 /// The other end of a channel, built straight on TetherNoise with the §9 framing, so a test can
@@ -93,7 +94,7 @@ struct RawChannelPeer {
 /// A channel in `role` whose handshake with a raw peer is done; the peer has read the
 /// channel's confirmation but not yet sent its own unless `confirmed`.
 func rawSession(channelRole: CallSecureChannel.Role, confirmed: Bool = true,
-                now: UInt64 = Fixture.start) throws -> (channel: CallSecureChannel, peer: RawChannelPeer) {
+                now: MonotonicInstant = Fixture.start) throws -> (channel: CallSecureChannel, peer: RawChannelPeer) {
     var channel = Fixture.channel(channelRole, now: now)
     var peer = try RawChannelPeer(role: channelRole == .initiator ? .responder : .initiator)
     if channelRole == .initiator {

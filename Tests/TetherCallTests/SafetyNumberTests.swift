@@ -1,5 +1,6 @@
 import TetherCall
 import TetherWire
+import TetherSync
 import XCTest
 
 /// signaling.md §11 and its §12 vector.

@@ -1,6 +1,7 @@
 @testable import TetherCall
 import TetherCrypto
 import TetherWire
+import TetherSync
 import XCTest
 
 /// The client's side of one signaling connection (signaling.md §5, §6.1), message by message.

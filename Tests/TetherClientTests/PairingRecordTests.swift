@@ -60,9 +60,9 @@ final class PairingRecordTests: XCTestCase {
 
     func testReResolveRetriesOnceAtOnceThenBacksOff() {
         var backoff = ReconnectBackoff()
-        XCTAssertEqual(backoff.nextAfterReResolve { 1 }, 0)
-        XCTAssertEqual(backoff.nextAfterReResolve { 1 }, 4, "attempt 2's bound")
+        XCTAssertEqual(backoff.nextAfterReResolve { 1 }, .zero)
+        XCTAssertEqual(backoff.nextAfterReResolve { 1 }, .seconds(4), "attempt 2's bound")
         backoff.reset()
-        XCTAssertEqual(backoff.nextAfterReResolve { 1 }, 0)
+        XCTAssertEqual(backoff.nextAfterReResolve { 1 }, .zero)
     }
 }

@@ -20,7 +20,7 @@ final class PhoneEndpointInteropTests: RelayTestCase {
     }
 
     /// A phone endpoint on a fresh state directory, recording its events.
-    private func makePhone(pingInterval: Double = 15, pongTimeout: Double = 10,
+    private func makePhone(pingInterval: Duration = .seconds(15), pongTimeout: Duration = .seconds(10),
                            clock: any DeviceClock = SystemDeviceClock()) throws -> (StateDirectory, Recorder, PhoneEndpoint) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tether-phone-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
@@ -124,7 +124,7 @@ final class PhoneEndpointInteropTests: RelayTestCase {
     }
 
     func testThePhonePingsTheMacAndDropsASessionWhosePeerNeverAnswers() async throws {
-        let (_, recorder, phone) = try makePhone(pingInterval: 0.2, pongTimeout: 0.3)
+        let (_, recorder, phone) = try makePhone(pingInterval: .milliseconds(200), pongTimeout: .milliseconds(300))
         let (channel, running) = try await pairedThroughHello(phone, pairingID: "0a0b0c0d0e0f0001")
         defer { running.cancel() }
 

@@ -212,7 +212,7 @@ final class RelayResolverTests: XCTestCase {
         _ = try await resolver.origin(for: Self.room)
 
         var started = Date()
-        await context.pause(2.5, watching: resolver, Self.room)
+        await context.pause(.milliseconds(2_500), watching: resolver, Self.room)
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 2.4, "the same owner: the whole wait")
 
         let failover = Task {
@@ -220,7 +220,7 @@ final class RelayResolverTests: XCTestCase {
             try await standIn.serve(map: #"{"version":4,"ranges":[{"low":0,"high":65535,"host":"relay-b.example"}]}"#)
         }
         started = Date()
-        await context.pause(60, watching: resolver, Self.room)
+        await context.pause(.seconds(60), watching: resolver, Self.room)
         let waited = Date().timeIntervalSince(started)
         try await failover.value
         XCTAssertGreaterThanOrEqual(waited, 2)

@@ -14,9 +14,9 @@ final class RelaySignalTests: XCTestCase {
         for (code, reason) in [(1008, "rate limited"), (1001, "peer gone"), (1000, "room deleted"), (1006, ""), (1001, "server shutting down")] {
             XCTAssertEqual(RelaySignal.close(code: UInt16(code), reason: reason), .transient, reason)
         }
-        XCTAssertEqual(RelaySignal.quotaExceeded.fixedDelaySeconds, 1800)
-        XCTAssertEqual(RelaySignal.displaced.fixedDelaySeconds, 60)
-        XCTAssertNil(RelaySignal.transient.fixedDelaySeconds)
+        XCTAssertEqual(RelaySignal.quotaExceeded.fixedDelay, .seconds(1800))
+        XCTAssertEqual(RelaySignal.displaced.fixedDelay, .seconds(60))
+        XCTAssertNil(RelaySignal.transient.fixedDelay)
     }
 
     func testHTTPStatusesAreClassified() {
@@ -28,11 +28,11 @@ final class RelaySignalTests: XCTestCase {
     }
 
     func testBackoffBoundsAreThreeFourEightSixteenThenThirty() {
-        XCTAssertEqual((1...7).map { ReconnectBackoff.bound(attempt: $0) }, [3, 4, 8, 16, 30, 30, 30])
+        XCTAssertEqual((1...7).map { ReconnectBackoff.bound(attempt: $0) }, [3, 4, 8, 16, 30, 30, 30].map { .seconds($0) })
         var backoff = ReconnectBackoff()
-        XCTAssertEqual((0..<6).map { _ in backoff.next { 1 } }, [3, 4, 8, 16, 30, 30], "the full bound at unit 1")
+        XCTAssertEqual((0..<6).map { _ in backoff.next { 1 } }, [3, 4, 8, 16, 30, 30].map { .seconds($0) }, "the full bound at unit 1")
         backoff.reset()
-        XCTAssertEqual(backoff.next { 0.5 }, 1.5, "attempt 1 again after a reset")
-        XCTAssertEqual(backoff.next { 0 }, 0, "full jitter reaches zero")
+        XCTAssertEqual(backoff.next { 0.5 }, .milliseconds(1_500), "attempt 1 again after a reset")
+        XCTAssertEqual(backoff.next { 0 }, .zero, "full jitter reaches zero")
     }
 }

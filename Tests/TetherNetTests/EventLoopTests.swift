@@ -1,23 +1,24 @@
 import Foundation
 import Glibc
 import TetherNet
+import TetherSync
 import TetherTestSupport
 import XCTest
 
 final class TimerQueueTests: XCTestCase {
     func testPopsDueTimersInDeadlineThenScheduleOrder() {
         var queue = TimerQueue<String>()
-        queue.schedule(at: 30, "c")
-        queue.schedule(at: 10, "a")
-        queue.schedule(at: 10, "b")
-        let late = queue.schedule(at: 20, "cancelled")
+        queue.schedule(at: .milliseconds(30), "c")
+        queue.schedule(at: .milliseconds(10), "a")
+        queue.schedule(at: .milliseconds(10), "b")
+        let late = queue.schedule(at: .milliseconds(20), "cancelled")
         queue.cancel(late)
         XCTAssertEqual(queue.count, 3)
-        XCTAssertEqual(queue.nextDeadline(), 10)
-        XCTAssertEqual(queue.popExpired(now: 9), [])
-        XCTAssertEqual(queue.popExpired(now: 25), ["a", "b"])
-        XCTAssertEqual(queue.nextDeadline(), 30, "the cancelled entry is skipped")
-        XCTAssertEqual(queue.popExpired(now: 100), ["c"])
+        XCTAssertEqual(queue.nextDeadline(), .milliseconds(10))
+        XCTAssertEqual(queue.popExpired(now: .milliseconds(9)), [])
+        XCTAssertEqual(queue.popExpired(now: .milliseconds(25)), ["a", "b"])
+        XCTAssertEqual(queue.nextDeadline(), .milliseconds(30), "the cancelled entry is skipped")
+        XCTAssertEqual(queue.popExpired(now: .milliseconds(100)), ["c"])
         XCTAssertNil(queue.nextDeadline())
         XCTAssertEqual(queue.count, 0)
     }
@@ -25,9 +26,9 @@ final class TimerQueueTests: XCTestCase {
     func testManyRandomTimersComeOutSorted() {
         var queue = TimerQueue<UInt64>()
         var deadlines: [UInt64] = (0..<1000).map { _ in UInt64.random(in: 0..<10_000) }
-        for d in deadlines { queue.schedule(at: d, d) }
+        for d in deadlines { queue.schedule(at: .milliseconds(d), d) }
         deadlines.sort()
-        XCTAssertEqual(queue.popExpired(now: .max), deadlines)
+        XCTAssertEqual(queue.popExpired(now: MonotonicInstant(nanoseconds: .max)), deadlines)
     }
 }
 
@@ -248,14 +249,14 @@ final class TimerQueueCancellationTests: XCTestCase {
         do {
             let token = Token()
             probe = token
-            ids.append(queue.schedule(at: 5, token))
+            ids.append(queue.schedule(at: .milliseconds(5), token))
         }
         queue.cancel(ids[0])
         XCTAssertNil(probe, "a cancelled timer no longer holds its payload")
         // Many cancellations trigger a rebuild; the survivors still come out in order.
         var keep: [UInt64] = []
         for i in 0..<1000 {
-            let id = queue.schedule(at: UInt64(1000 - i), Token())
+            let id = queue.schedule(at: .milliseconds(UInt64(1000 - i)), Token())
             if i % 10 == 0 { keep.append(UInt64(1000 - i)) } else { queue.cancel(id) }
         }
         XCTAssertEqual(queue.count, keep.count)
@@ -263,7 +264,7 @@ final class TimerQueueCancellationTests: XCTestCase {
         var now: UInt64 = 0
         while queue.count > 0 {
             now += 1
-            popped += queue.popExpired(now: now).map { _ in now }
+            popped += queue.popExpired(now: .milliseconds(now)).map { _ in now }
         }
         XCTAssertEqual(popped, keep.sorted())
     }

@@ -17,7 +17,7 @@ final class LoopConfinementTests: XCTestCase {
         XCTAssertEqual(elsewhere.value, true, "set-up may happen on any thread before the loop runs")
         // Set-up calls that assert pass here: a timer scheduled and fired without a thread.
         var fired = false
-        loop.schedule(after: 0) { fired = true }
+        loop.schedule(after: .milliseconds(0)) { fired = true }
         loop.runTimers()
         XCTAssertTrue(fired)
     }

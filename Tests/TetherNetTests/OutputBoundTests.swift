@@ -14,7 +14,7 @@ final class OutputBoundTests: XCTestCase {
     private var server: HTTPServer!
     private var port: UInt16 = 0
 
-    private func start(stallTimeout: UInt64?, closeTimeout: UInt64 = .seconds(5), httpStall: UInt64 = .seconds(30)) throws {
+    private func start(stallTimeout: Duration?, closeTimeout: Duration = .seconds(5), httpStall: Duration = .seconds(30)) throws {
         group = try EventLoopGroup(count: 1)
         application = EchoApplication()
         application.wsOptions.stallTimeout = stallTimeout

@@ -1,5 +1,6 @@
 import TetherCrypto
 @testable import TetherPush
+import TetherService
 import TetherStore
 import TetherSync
 import XCTest
@@ -85,7 +86,7 @@ final class APNsClientTests: XCTestCase {
     private func client(_ transport: InMemoryHTTP2Transport, now: UInt64 = 1_700_000_000) -> APNsClient {
         APNsClient(transport: transport, tokens: ProviderTokenIssuer(key: P256.PrivateKey(), keyID: "FGHIJ67890", teamID: "ABCDE12345"),
                    endpoints: .init(production: "https://prod.example", sandbox: "https://sandbox.example/"),
-                   wallSeconds: { now }, monotonicNanoseconds: { 0 })
+                   clock: ServiceClock(monotonic: { .zero }, wall: { WallInstant(unixSeconds: Int64(now)) }))
     }
 
     private func send(_ client: APNsClient, _ notification: APNsNotification) -> APNsOutcome {

@@ -3,6 +3,7 @@ import TetherNet
 @testable import TetherPush
 import TetherStore
 import TetherWire
+import TetherSync
 import XCTest
 import TetherEncoding
 
@@ -122,11 +123,11 @@ final class ITermProfileTests: XCTestCase {
     func testAnUnchangedRegistrationIsRewrittenOnlyOnceHalfItsLifeHasPassed() {
         let registration = ITermProfile.Registration(token: token, secretHash: "h", sandbox: false)
         let stored = ITermRegistration(secretHash: "h", sandbox: false, registeredAt: 1_000)
-        XCTAssertTrue(ITermProfile.needsWrite(registration, stored: nil, now: 2_000))
-        XCTAssertFalse(ITermProfile.needsWrite(registration, stored: stored, now: 1_000 + ITermProfile.rewriteAgeMs - 1))
-        XCTAssertTrue(ITermProfile.needsWrite(registration, stored: stored, now: 1_000 + ITermProfile.rewriteAgeMs))
-        XCTAssertTrue(ITermProfile.needsWrite(.init(token: token, secretHash: "other", sandbox: false), stored: stored, now: 2_000))
-        XCTAssertTrue(ITermProfile.needsWrite(.init(token: token, secretHash: "h", sandbox: true), stored: stored, now: 2_000))
+        XCTAssertTrue(ITermProfile.needsWrite(registration, stored: nil, now: .milliseconds(2_000)))
+        XCTAssertFalse(ITermProfile.needsWrite(registration, stored: stored, now: WallInstant.milliseconds(1_000) + ITermProfile.rewriteAge - .milliseconds(1)))
+        XCTAssertTrue(ITermProfile.needsWrite(registration, stored: stored, now: WallInstant.milliseconds(1_000) + ITermProfile.rewriteAge))
+        XCTAssertTrue(ITermProfile.needsWrite(.init(token: token, secretHash: "other", sandbox: false), stored: stored, now: .milliseconds(2_000)))
+        XCTAssertTrue(ITermProfile.needsWrite(.init(token: token, secretHash: "h", sandbox: true), stored: stored, now: .milliseconds(2_000)))
     }
 
     func testPushFieldsNonceAndPayloadsAreTheReferences() throws {

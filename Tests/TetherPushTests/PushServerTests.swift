@@ -38,7 +38,7 @@ final class PushServerHarness {
         transport = InMemoryHTTP2Transport()
         let (time, log) = (time, log)
         server = try PushServer(configuration: configuration, group: group, store: store, transport: transport,
-                                clock: ServiceClock(monotonicMs: { time.ms.load(ordering: .relaxed) }, wallMs: { time.ms.load(ordering: .relaxed) }),
+                                clock: ServiceClock(monotonic: { .milliseconds(time.ms.load(ordering: .relaxed)) }, wall: { .milliseconds(time.ms.load(ordering: .relaxed)) }),
                                 storeLanes: 2, log: { line in log.lines.withLock { $0.append(line) } })
         port = try server.start()
     }
@@ -115,7 +115,7 @@ final class PushServerTests: XCTestCase {
         // Renewed (after the answer, on the registration's lane): alive 180 days after the
         // delivery, not after the registration. The renewal is queued only once the answer has
         // been written, so the client can read the answer before it is queued: wait for it.
-        let renewedUntil = relay.time.ms.load(ordering: .relaxed) + MyttyProfile.registrationLifetimeMs
+        let renewedUntil = relay.time.ms.load(ordering: .relaxed) + UInt64(MyttyProfile.registrationLifetime.millisecondsClamped)
         relay.waitUntilStored("the registration renewed after the delivery") {
             (try? relay.store.mytty(pushID: pushID, now: renewedUntil - 1)) != nil
         }
@@ -415,9 +415,9 @@ extension PushServerTests {
     /// push.md §2.2, §2.7, §3.2, §6: Profile M lives 180 days (15,552,000 s), Profile I 90 days
     /// (7,776,000 s) and is rewritten after half of that.
     func testRegistrationsLiveTheReferencesLifetimes() throws {
-        XCTAssertEqual(MyttyProfile.registrationLifetimeMs, 15_552_000_000)
-        XCTAssertEqual(ITermProfile.registrationLifetimeMs, 7_776_000_000)
-        XCTAssertEqual(ITermProfile.rewriteAgeMs, 3_888_000_000)
+        XCTAssertEqual(MyttyProfile.registrationLifetime, .seconds(15_552_000))
+        XCTAssertEqual(ITermProfile.registrationLifetime, .seconds(7_776_000))
+        XCTAssertEqual(ITermProfile.rewriteAge, .seconds(3_888_000))
         let relay = try PushServerHarness()
         let t = relay.time.ms.load(ordering: .relaxed)
         let (pushID, _) = try relay.registerMytty()
@@ -617,17 +617,17 @@ final class TestLog: Sendable {
 final class RenewalThrottleTests: XCTestCase {
     func testARegistrationIsRenewedAtMostHourlyAndForgottenWhenDeleted() {
         var throttle = RenewalThrottle(capacity: 3)
-        XCTAssertTrue(throttle.shouldRenew("a", now: 1_000))
-        XCTAssertFalse(throttle.shouldRenew("a", now: 1_000 + RenewalThrottle.interval - 1))
-        XCTAssertTrue(throttle.shouldRenew("a", now: 1_000 + RenewalThrottle.interval))
+        XCTAssertTrue(throttle.shouldRenew("a", now: .milliseconds(1_000)))
+        XCTAssertFalse(throttle.shouldRenew("a", now: .milliseconds(1_000) + RenewalThrottle.interval - .milliseconds(1)))
+        XCTAssertTrue(throttle.shouldRenew("a", now: .milliseconds(1_000) + RenewalThrottle.interval))
         throttle.forget("a")
-        XCTAssertTrue(throttle.shouldRenew("a", now: 1_000 + RenewalThrottle.interval + 1))
+        XCTAssertTrue(throttle.shouldRenew("a", now: .milliseconds(1_000) + RenewalThrottle.interval + .milliseconds(1)))
     }
 
     func testARegistrationRenewedForMonthsKeepsTheThrottleBounded() {
         var throttle = RenewalThrottle(capacity: 100)
         for hour in 0..<10_000 {
-            XCTAssertTrue(throttle.shouldRenew("a", now: UInt64(hour) * RenewalThrottle.interval))
+            XCTAssertTrue(throttle.shouldRenew("a", now: .zero + RenewalThrottle.interval * hour))
             throttle.forget("b")
         }
         XCTAssertLessThanOrEqual(throttle.orderCount, 2 + 1_024 + 1)
@@ -635,8 +635,8 @@ final class RenewalThrottleTests: XCTestCase {
 
     func testPastItsCapacityTheOldestEntriesGoAndAreRenewedAgain() {
         var throttle = RenewalThrottle(capacity: 3)
-        for id in ["a", "b", "c", "d"] { XCTAssertTrue(throttle.shouldRenew(id, now: 10)) }
-        XCTAssertTrue(throttle.shouldRenew("a", now: 11), "evicted: renewed again (a write, never a missed renewal)")
-        XCTAssertFalse(throttle.shouldRenew("d", now: 11))
+        for id in ["a", "b", "c", "d"] { XCTAssertTrue(throttle.shouldRenew(id, now: .milliseconds(10))) }
+        XCTAssertTrue(throttle.shouldRenew("a", now: .milliseconds(11)), "evicted: renewed again (a write, never a missed renewal)")
+        XCTAssertFalse(throttle.shouldRenew("d", now: .milliseconds(11)))
     }
 }

@@ -30,7 +30,7 @@ final class AttestedRegisterTests: XCTestCase {
                                       verifier: try AppAttestVerifier(appID: appID, environment: .production, rootPEM: root["root_pem"] as? String))
         func call(_ path: String, _ body: [String: Any] = [:]) throws -> (Int, [String: Any]) {
             let outcome = endpoints.handle(path: path, body: Array(try JSONSerialization.data(withJSONObject: body)), room: room, store: store,
-                                           now: UInt64(Date().timeIntervalSince1970 * 1000)) { count in
+                                           now: .milliseconds(UInt64(Date().timeIntervalSince1970 * 1000))) { count in
                 n &+= 1
                 return [UInt8](repeating: n, count: count)
             }
@@ -86,7 +86,7 @@ extension AttestedRegisterTests {
         }
 
         func call(_ path: String, _ body: [String: Any] = [:]) throws -> RoomEndpoints.Outcome {
-            endpoints.handle(path: path, body: Array(try JSONSerialization.data(withJSONObject: body)), room: room, store: store, now: now) { count in
+            endpoints.handle(path: path, body: Array(try JSONSerialization.data(withJSONObject: body)), room: room, store: store, now: .milliseconds(now)) { count in
                 self.n &+= 1
                 return [UInt8](repeating: self.n, count: count)
             }

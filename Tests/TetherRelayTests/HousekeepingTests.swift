@@ -30,7 +30,7 @@ final class HousekeepingTests: XCTestCase {
         try store.setPairingCycles(2, of: pairing)
 
         let swept = expectation(description: "sweep done")
-        server.housekeep(now: now) { swept.fulfill() }
+        server.housekeep(now: .milliseconds(now)) { swept.fulfill() }
         wait(for: [swept], timeout: 10)
 
         XCTAssertNil(store.room(idle), "idle past the TTL: torn down, nothing survives")
@@ -54,7 +54,7 @@ final class HousekeepingTests: XCTestCase {
         let release = DispatchSemaphore(value: 0)
         server.storage.submit(lane: 0) { _ in release.wait() }
         let swept = expectation(description: "sweep done")
-        server.housekeep(now: 5_000) { swept.fulfill() }
+        server.housekeep(now: .milliseconds(5_000)) { swept.fulfill() }
         server.storage.submit(RoomKey(room)) { try? $0.touch(RoomKey(room), at: 4_999) }
         release.signal()
         wait(for: [swept], timeout: 10)
@@ -99,7 +99,7 @@ extension HousekeepingTests {
                            "\(mode): established before the sweep")
 
             let swept = expectation(description: "sweep done")
-            relay.housekeep(now: now) { swept.fulfill() }
+            relay.housekeep(now: .milliseconds(now)) { swept.fulfill() }
             wait(for: [swept], timeout: 10)
             XCTAssertNil(store.room(room), "\(mode): reaped")
 
@@ -115,7 +115,7 @@ extension HousekeepingTests {
             let endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: attested)
             var n: UInt8 = 0
             func call(_ path: String, _ body: String) -> RoomEndpoints.Outcome {
-                endpoints.handle(path: path, body: Array(body.utf8), room: room, store: store, now: now) { count in
+                endpoints.handle(path: path, body: Array(body.utf8), room: room, store: store, now: .milliseconds(now)) { count in
                     n &+= 1
                     return [UInt8](repeating: n, count: count)
                 }

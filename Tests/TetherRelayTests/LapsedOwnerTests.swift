@@ -2,6 +2,7 @@
 import TetherNet
 import TetherStore
 import TetherWire
+import TetherSync
 import XCTest
 
 /// relay.md §8.4 with leases (Tether definition): a survivor never answers 421 naming a node whose
@@ -21,13 +22,13 @@ final class LapsedOwnerTests: XCTestCase {
         XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 421, "no leases: every owner counts as reachable")
         XCTAssertEqual(server.route(high, ingress: .client).refusal?.headers["x-relay-owner"], "b.example")
 
-        server.sharding.setLiveHosts(["a.example", "b.example"], at: server.clock.monotonicMs())
+        server.sharding.setLiveHosts(["a.example", "b.example"], at: server.clock.monotonic())
         XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 421)
 
-        server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonicMs() - 4_000)
+        server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonic() - .seconds(4))
         XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 421, "a stale list of live hosts shows nobody lapsed")
 
-        server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonicMs())
+        server.sharding.setLiveHosts(["a.example"], at: server.clock.monotonic())
         let refused = try XCTUnwrap(server.route(high, ingress: .client).refusal)
         XCTAssertEqual(refused.status, 503)
         XCTAssertEqual(refused.body, Array("owner unavailable".utf8))
@@ -46,9 +47,9 @@ final class LapsedOwnerTests: XCTestCase {
         let server = RelayServer(configuration: configuration, group: group, store: InMemoryRoomStore()) { _ in }
         let own = RoomName(header: String(repeating: "0", count: 64))!
         XCTAssertNil(server.route(own, ingress: .client).refusal, "no leases: never fenced")
-        server.leaseSurelyLiveUntil.store(server.clock.monotonicMs() + 1_000, ordering: .relaxed)
+        server.leaseSurelyLiveUntil.store((server.clock.monotonic() + .seconds(1)).nanoseconds, ordering: .relaxed)
         XCTAssertNil(server.route(own, ingress: .client).refusal)
-        server.leaseSurelyLiveUntil.store(server.clock.monotonicMs() - 1, ordering: .relaxed)
+        server.leaseSurelyLiveUntil.store((server.clock.monotonic() - .milliseconds(1)).nanoseconds, ordering: .relaxed)
         XCTAssertEqual(server.route(own, ingress: .client).refusal?.status, 503)
         XCTAssertEqual(server.route(high, ingress: .client).refusal?.status, 503)
     }

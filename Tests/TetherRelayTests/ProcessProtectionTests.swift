@@ -37,7 +37,7 @@ final class ProcessProtectionTests: XCTestCase {
         }
         for _ in 0..<30 {
             let swept = expectation(description: "sweep")
-            server.housekeep(now: 1_000) { swept.fulfill() }
+            server.housekeep(now: .milliseconds(1_000)) { swept.fulfill() }
             wait(for: [swept], timeout: 10)
         }
         XCTAssertEqual(lines.all, ["relay: storage unavailable: room database: no such table: rooms; refusing what needs it (1011/500 internal error), splicing the rest"])

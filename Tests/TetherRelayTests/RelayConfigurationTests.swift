@@ -21,9 +21,9 @@ final class RelayConfigurationTests: XCTestCase {
     /// A reconnect storm writes nothing for rooms joined in the last hours: the stored activity is
     /// refreshed at 1% of the idle TTL (7.2 h of the default 30 days), however the TTL is set.
     func testTheStoredActivityIsRefreshedAtOnePercentOfTheIdleTTL() throws {
-        XCTAssertEqual(RelayServer.machineContext(try load(production).0).configuration.activityGranularityMs, 25_920_000)
+        XCTAssertEqual(RelayServer.machineContext(try load(production).0).configuration.activityGranularity, .seconds(25_920))
         let short = try load(production.merging(["RELAY_ESTABLISHED_IDLE_TTL_MS": "60000"]) { $1 }).0
-        XCTAssertEqual(RelayServer.machineContext(short).configuration.activityGranularityMs, 600)
+        XCTAssertEqual(RelayServer.machineContext(short).configuration.activityGranularity, .milliseconds(600))
     }
 
     /// A socket cap the descriptor limit cannot honour is named at start.
@@ -182,13 +182,13 @@ final class RelayConfigurationTests: XCTestCase {
     /// defaults" — the windows default to 60 s and reach the gate's limiters.
     func testBothPerIPLimitersWindowsAreSettingsThatReachTheGate() throws {
         let (defaults, _) = try load(production)
-        XCTAssertEqual(RelayServer.gateLimits(defaults).socketRate, .init(limit: 120, windowMs: 60_000))
-        XCTAssertEqual(RelayServer.gateLimits(defaults).requestLimits[RelayServer.attestLimiter]?.rate, .init(limit: 30, windowMs: 60_000))
+        XCTAssertEqual(RelayServer.gateLimits(defaults).socketRate, .init(limit: 120, window: .milliseconds(60_000)))
+        XCTAssertEqual(RelayServer.gateLimits(defaults).requestLimits[RelayServer.attestLimiter]?.rate, .init(limit: 30, window: .milliseconds(60_000)))
         let (c, _) = try load(production.merging(["RELAY_WS_RATE_LIMIT": "5", "RELAY_WS_RATE_WINDOW_MS": "1500"]) { $1 },
                               ["--relay-attest-rate-limit", "3", "--relay-attest-rate-window-ms=2500"])
         let limits = RelayServer.gateLimits(c)
-        XCTAssertEqual(limits.socketRate, .init(limit: 5, windowMs: 1_500))
-        XCTAssertEqual(limits.requestLimits[RelayServer.attestLimiter]?.rate, .init(limit: 3, windowMs: 2_500))
+        XCTAssertEqual(limits.socketRate, .init(limit: 5, window: .milliseconds(1_500)))
+        XCTAssertEqual(limits.requestLimits[RelayServer.attestLimiter]?.rate, .init(limit: 3, window: .milliseconds(2_500)))
         assertRefused(production.merging(["RELAY_WS_RATE_WINDOW_MS": "0"]) { $1 }, naming: "RELAY_WS_RATE_WINDOW_MS")
         assertRefused(production.merging(["RELAY_ATTEST_RATE_WINDOW_MS": "1m"]) { $1 }, naming: "RELAY_ATTEST_RATE_WINDOW_MS")
     }

@@ -22,11 +22,11 @@ final class RelayMetricsExpositionTests: XCTestCase {
         metrics.closed(code: 1008, reason: "daily quota exceeded")
         metrics.closed(code: 1008, reason: "mac offline")
         metrics.pushFailed()
-        for ms: UInt64 in [0, 250, 1_000, 1_001, 59_999, 86_400_000] { metrics.socketLifetime(milliseconds: ms) }
+        for ms: UInt64 in [0, 250, 1_000, 1_001, 59_999, 86_400_000] { metrics.socketLifetime(.milliseconds(ms)) }
         var occupancy = RelayMetrics.Occupancy()
         (occupancy.rooms, occupancy.both, occupancy.macOnly, occupancy.phoneOnly, occupancy.neither) = (7, 2, 3, 0, 2)
         XCTAssertEqual(metrics.render(occupancy: occupancy, socketsLive: 9), Self.busy)
-        XCTAssertEqual(metrics.pushBody(timestamp: 1_700_000_000_000, roomsLive: 7, socketsLive: 9), Self.busyPush)
+        XCTAssertEqual(metrics.pushBody(timestamp: .milliseconds(1_700_000_000_000), roomsLive: 7, socketsLive: 9), Self.busyPush)
     }
 }
 

@@ -51,7 +51,7 @@ final class RelayMetricsTests: XCTestCase {
 
     func testLifetimeHistogramIsCumulativeWithSumAndCount() {
         let metrics = RelayMetrics()
-        for ms: UInt64 in [500, 1_000, 4_000, 3_600_000] { metrics.socketLifetime(milliseconds: ms) }
+        for ms: UInt64 in [500, 1_000, 4_000, 3_600_000] { metrics.socketLifetime(.milliseconds(ms)) }
         let buckets = lines(metrics).filter { $0.hasPrefix("relay_socket_lifetime_seconds") }
         XCTAssertEqual(buckets, [
             "relay_socket_lifetime_seconds_bucket{le=\"1\"} 2", "relay_socket_lifetime_seconds_bucket{le=\"5\"} 3",

@@ -18,7 +18,7 @@ final class RoomEndpointsTests: XCTestCase {
 
     private func call(_ path: String, _ body: String = "", attested: Bool = false, now: UInt64 = 1_000, in target: RoomName? = nil) -> RoomEndpoints.Outcome {
         RoomEndpoints(origin: origin, attestationRequired: attested)
-            .handle(path: path, body: Array(body.utf8), room: target ?? room, store: store, now: now) { count in
+            .handle(path: path, body: Array(body.utf8), room: target ?? room, store: store, now: .milliseconds(now)) { count in
                 n &+= 1
                 return [UInt8](repeating: n, count: count)
             }

@@ -2,6 +2,7 @@ import TetherCrypto
 import TetherRelay
 import TetherStore
 import TetherWire
+import TetherSync
 import XCTest
 import TetherEncoding
 
@@ -38,7 +39,7 @@ final class RoomMachineTests: XCTestCase {
     @discardableResult
     private func join(_ m: inout StoredMachine, _ id: SocketID, role: RelayRole, nonDisplacing: Bool = false,
                       proof: (([UInt8]) -> String)? = nil, now: RoomTime = 1_000) throws -> [RoomAction] {
-        _ = try m.connected(id, now: now.monotonic)
+        _ = try m.connected(id, now: now)
         let challenge = try m.frame(from: id, isText: true, payload: text(Hello(role: role, nonDisplacing: nonDisplacing).json), now: now)
         guard let message = sends(challenge, to: id).first, let value = JSONValue.parse(text(message)),
               case let .object(fields) = value, case let .string(nonceText)? = fields["nonce"],
@@ -87,7 +88,7 @@ final class RoomMachineTests: XCTestCase {
 
     func testAPhoneRetryingWhileItsMacIsAwayCostsNoTokenWrite() throws {
         var m = rawMachine()
-        _ = m.connected(SocketID(2), now: 0)
+        _ = m.connected(SocketID(2), now: .milliseconds(0))
         _ = m.frame(from: SocketID(2), isText: true, payload: phoneHello, now: 0)
         let load = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 0)
         guard case let .load(step)? = load.first else { return XCTFail("\(load)") }
@@ -207,7 +208,7 @@ final class RoomMachineTests: XCTestCase {
     func testPreAuthCapClosesTheOldestPending() throws {
         var m = machine()
         try join(&m, SocketID(1), role: .mac)   // admitted: not counted
-        for i in 2...5 { XCTAssertEqual(closes(try m.connected(SocketID(UInt64(i)), now: UInt64(i))).count, 0) }
+        for i in 2...5 { XCTAssertEqual(closes(try m.connected(SocketID(UInt64(i)), now: RoomTime(integerLiteral: UInt64(i)))).count, 0) }
         let fifth = try m.connected(SocketID(6), now: 6)
         XCTAssertEqual(closes(fifth).map { $0.0 }, [SocketID(2)])
         XCTAssertEqual(closes(fifth).map { $0.2 }, ["too many pending"])
@@ -226,7 +227,7 @@ final class RoomMachineTests: XCTestCase {
         var m = machine()
         _ = try m.connected(SocketID(1), now: 0)
         try join(&m, SocketID(2), role: .mac, now: 0)
-        XCTAssertEqual(m.nextDeadline, 15_001)
+        XCTAssertEqual(m.nextDeadline, .milliseconds(15_000) + .nanoseconds(1))
         XCTAssertEqual(try m.tick(now: 15_000), [])
         XCTAssertEqual(try m.tick(now: 15_001), [.close(SocketID(1), code: 1008, reason: "admission timeout")])
         XCTAssertNil(m.nextDeadline)
@@ -256,11 +257,11 @@ final class RoomMachineTests: XCTestCase {
     func testASignedJoinRefreshesTheStoredActivityOnlyWhenItIsStale() {
         func touches(lastActivity: UInt64?, now: UInt64) -> [RoomAction] {
             var m = rawMachine()
-            _ = m.connected(SocketID(1), now: 0)
-            _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: RoomTime(monotonic: 0, wall: now))
-            _ = m.frame(from: SocketID(1), isText: true, payload: text(#"{"sig":"AAAA"}"#), now: RoomTime(monotonic: 1, wall: now))
+            _ = m.connected(SocketID(1), now: .milliseconds(0))
+            _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: RoomTime(monotonic: .milliseconds(0), wall: .milliseconds(now)))
+            _ = m.frame(from: SocketID(1), isText: true, payload: text(#"{"sig":"AAAA"}"#), now: RoomTime(monotonic: .milliseconds(1), wall: .milliseconds(now)))
             let read = AdmissionRead(state: AdmissionState(verifier: "V", pairingCycles: 0), lastActivity: lastActivity)
-            return m.admissionLoaded(read, joinVerified: true, now: RoomTime(monotonic: 2, wall: now)).filter {
+            return m.admissionLoaded(read, joinVerified: true, now: RoomTime(monotonic: .milliseconds(2), wall: .milliseconds(now))).filter {
                 if case .persist(.touch) = $0 { true } else { false }
             }
         }
@@ -272,12 +273,12 @@ final class RoomMachineTests: XCTestCase {
 
     func testAProofWaitsForItsStorageAnswerAndTheFramesBehindItRunInOrderOnceItComes() {
         var m = rawMachine()
-        _ = m.connected(SocketID(1), now: 0)
+        _ = m.connected(SocketID(1), now: .milliseconds(0))
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0), [.send(SocketID(1), challenge)])
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 5),
                        [.load(AdmissionLoad(query: AdmissionQuery(ticket: nil, now: 5)))], "nothing is admitted before storage answers")
         XCTAssertTrue(m.isAwaitingStorage)
-        _ = m.connected(SocketID(2), now: 6)
+        _ = m.connected(SocketID(2), now: .milliseconds(6))
         XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 6), [.holdReading(SocketID(1))],
                        "a pipelined second Proof waits, and its socket is not read meanwhile")
         XCTAssertEqual(m.frame(from: SocketID(1), isText: false, payload: [1], now: 6), [], "held once")
@@ -299,11 +300,11 @@ final class RoomMachineTests: XCTestCase {
 
     func testFramesPipelinedBehindAProofAreSplicedToThePeerOnceAdmitted() {
         var m = rawMachine()
-        _ = m.connected(SocketID(1), now: 0)
+        _ = m.connected(SocketID(1), now: .milliseconds(0))
         _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
         _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
         _ = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 0)
-        _ = m.connected(SocketID(2), now: 1)
+        _ = m.connected(SocketID(2), now: .milliseconds(1))
         _ = m.frame(from: SocketID(2), isText: true, payload: phoneHello, now: 1)
         _ = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 1)
         XCTAssertEqual(m.frame(from: SocketID(2), isText: false, payload: [0xAB, 0xCD], now: 1), [.holdReading(SocketID(2))])
@@ -317,12 +318,12 @@ final class RoomMachineTests: XCTestCase {
 
     func testASecondProofIsNotReadUntilTheFirstIsAnsweredSoThePairingCycleCountNeverLosesAnUpdate() {
         var m = rawMachine()
-        _ = m.connected(SocketID(1), now: 0)
+        _ = m.connected(SocketID(1), now: .milliseconds(0))
         _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
         _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
         _ = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 0)
         for id in [SocketID(2), SocketID(3)] {
-            _ = m.connected(id, now: 1)
+            _ = m.connected(id, now: .milliseconds(1))
             _ = m.frame(from: id, isText: true, payload: phoneHello, now: 1)
         }
         let load = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 2)
@@ -341,7 +342,7 @@ final class RoomMachineTests: XCTestCase {
 
     func testAnAnswerForASocketThatLeftMeanwhileAdmitsNothing() {
         var m = rawMachine()
-        _ = m.connected(SocketID(1), now: 0)
+        _ = m.connected(SocketID(1), now: .milliseconds(0))
         _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
         _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
         XCTAssertEqual(m.disconnected(SocketID(1)), [])
@@ -352,15 +353,15 @@ final class RoomMachineTests: XCTestCase {
 
     func testAnAttestedPhonesTicketIsAskedOfStorageWithTheProof() {
         var m = rawMachine(attested: true)
-        _ = m.connected(SocketID(1), now: 0)
+        _ = m.connected(SocketID(1), now: .milliseconds(0))
         _ = m.frame(from: SocketID(1), isText: true, payload: phoneHello, now: 0)
-        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text(#"{"ticket":"T"}"#), now: RoomTime(monotonic: 3, wall: 9)),
+        XCTAssertEqual(m.frame(from: SocketID(1), isText: true, payload: text(#"{"ticket":"T"}"#), now: RoomTime(monotonic: .milliseconds(3), wall: .milliseconds(9))),
                        [.load(AdmissionLoad(query: AdmissionQuery(ticket: "T", now: 9)))], "expiry is judged on the wall clock: tickets are stamped with it")
     }
 
     func testASignedJoinsSignatureIsCheckedWithTheReadNotOnTheLoop() throws {
         var m = rawMachine()
-        _ = m.connected(SocketID(1), now: 0)
+        _ = m.connected(SocketID(1), now: .milliseconds(0))
         _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
         let actions = m.frame(from: SocketID(1), isText: true, payload: text(#"{"sig":"c2ln"}"#), now: 0)
         let nonce = [UInt8](repeating: 7, count: 32)
@@ -384,18 +385,18 @@ final class RoomMachineTests: XCTestCase {
         let wall: UInt64 = 1_800_000_000_000
         _ = try m.connected(SocketID(50), now: 1_000)
         for i in 1...40 {
-            _ = try join(&m, SocketID(UInt64(i)), role: .mac, now: RoomTime(monotonic: 1_000, wall: i.isMultiple(of: 2) ? wall - day : wall + day))
+            _ = try join(&m, SocketID(UInt64(i)), role: .mac, now: RoomTime(monotonic: .milliseconds(1_000), wall: .milliseconds(i.isMultiple(of: 2) ? wall - day : wall + day)))
         }
-        XCTAssertEqual(closes(try join(&m, SocketID(41), role: .mac, now: RoomTime(monotonic: 1_100, wall: wall + 30 * day))).map { $0.2 },
+        XCTAssertEqual(closes(try join(&m, SocketID(41), role: .mac, now: RoomTime(monotonic: .milliseconds(1_100), wall: .milliseconds(wall + 30 * day)))).map { $0.2 },
                        ["rate limited"], "a day's jump of the wall clock does not start a new window")
         XCTAssertEqual(try m.tick(now: 15_000), [], "the wall clock has no say in the admission deadline")
         XCTAssertEqual(try m.tick(now: 16_001), [.close(SocketID(50), code: 1008, reason: "admission timeout")])
 
         var n = machine { $0.dailyByteQuota = 100; $0.maxFramesPerSecond = 0 }
         try store.setQuota(QuotaRecord(dayStart: wall, bytes: 90), of: room)
-        try join(&n, SocketID(1), role: .mac, now: RoomTime(monotonic: 20_000, wall: wall))
-        try join(&n, SocketID(2), role: .phone, now: RoomTime(monotonic: 20_000, wall: wall))
-        let stepped = try n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 20), now: RoomTime(monotonic: 20_001, wall: wall - day))
+        try join(&n, SocketID(1), role: .mac, now: RoomTime(monotonic: .milliseconds(20_000), wall: .milliseconds(wall)))
+        try join(&n, SocketID(2), role: .phone, now: RoomTime(monotonic: .milliseconds(20_000), wall: .milliseconds(wall)))
+        let stepped = try n.frame(from: SocketID(1), isText: false, payload: [UInt8](repeating: 0, count: 20), now: RoomTime(monotonic: .milliseconds(20_001), wall: .milliseconds(wall - day)))
         XCTAssertTrue(stepped.contains(.close(SocketID(1), code: 1008, reason: "daily quota exceeded")),
                       "a backwards step does not roll the quota day: \(stepped)")
     }
@@ -404,11 +405,11 @@ final class RoomMachineTests: XCTestCase {
         var m = machine()
         for i in 1...40 { _ = try join(&m, SocketID(UInt64(i)), role: .mac, now: 100) }
         let kept = m.machine.admissionWindow
-        XCTAssertFalse(kept.isExpired(now: 10_100))
+        XCTAssertFalse(kept.isExpired(now: .milliseconds(10_100)))
         let configuration = RoomMachine.Configuration(origin: origin, attestationRequired: false)
         var next = StoredMachine(RoomMachine(room: room, context: RoomMachine.Context(configuration: configuration), admissionWindow: kept), store: store)
         XCTAssertEqual(closes(try join(&next, SocketID(41), role: .mac, now: 5_000)).map { $0.2 }, ["rate limited"])
-        XCTAssertTrue(kept.isExpired(now: 10_101), "past the window it is not worth keeping")
+        XCTAssertTrue(kept.isExpired(now: .milliseconds(10_101)), "past the window it is not worth keeping")
     }
 
     // MARK: Back-pressure
@@ -525,7 +526,7 @@ extension RoomMachineTests {
         XCTAssertNil(m.nextDeadline, "nothing pending")
         XCTAssertEqual(try m.tick(now: 20_000), [])
         XCTAssertEqual(closes(try m.connected(SocketID(2), now: 30_000)).count, 0)
-        XCTAssertEqual(m.nextDeadline, 45_001)
+        XCTAssertEqual(m.nextDeadline, .milliseconds(45_000) + .nanoseconds(1))
         XCTAssertEqual(try m.tick(now: 45_000), [])
         XCTAssertEqual(try m.tick(now: 45_001), [.close(SocketID(2), code: 1008, reason: "admission timeout")])
         XCTAssertEqual(m.admitted(.mac), SocketID(1), "the parked mac is untouched")
@@ -552,7 +553,7 @@ extension RoomMachineTests {
 
         var h = machine()
         for i in 10..<60 {
-            _ = try h.connected(SocketID(UInt64(i)), now: UInt64(i))
+            _ = try h.connected(SocketID(UInt64(i)), now: RoomTime(integerLiteral: UInt64(i)))
             XCTAssertEqual(sends(try h.frame(from: SocketID(UInt64(i)), isText: true, payload: hello, now: 100), to: SocketID(UInt64(i))).count, 1,
                            "Hello \(i - 9) in one room is answered: Hellos are not counted")
         }
@@ -596,8 +597,8 @@ extension RoomMachineTests {
     func testARegistrationTokenLivesExactlyFiveMinutes() throws {
         let wall: UInt64 = 1_800_000_000_000
         var m = machine()
-        try join(&m, SocketID(1), role: .mac, now: RoomTime(monotonic: 5, wall: wall))
-        let token = try token(in: try join(&m, SocketID(2), role: .phone, now: RoomTime(monotonic: 6, wall: wall)), to: SocketID(2))
+        try join(&m, SocketID(1), role: .mac, now: RoomTime(monotonic: .milliseconds(5), wall: .milliseconds(wall)))
+        let token = try token(in: try join(&m, SocketID(2), role: .phone, now: RoomTime(monotonic: .milliseconds(6), wall: .milliseconds(wall))), to: SocketID(2))
         XCTAssertEqual(store.room(room)?.registrationTokens[token]?.expiresAt, wall + 300_000)
         XCTAssertNotNil(try store.registrationToken(token, in: RoomKey(room), now: wall + 300_000), "still valid at exactly five minutes")
         XCTAssertNil(try store.registrationToken(token, in: RoomKey(room), now: wall + 300_001))
@@ -606,7 +607,7 @@ extension RoomMachineTests {
     /// §3.9: the cap is enforced when a socket is adopted, and only then.
     func testThePreAuthCapIsCheckedOnlyOnConnect() throws {
         var m = machine()
-        for i in 1...4 { XCTAssertEqual(closes(try m.connected(SocketID(UInt64(i)), now: UInt64(i))).count, 0) }
+        for i in 1...4 { XCTAssertEqual(closes(try m.connected(SocketID(UInt64(i)), now: RoomTime(integerLiteral: UInt64(i)))).count, 0) }
         for i in 1...4 {
             XCTAssertEqual(closes(try m.frame(from: SocketID(UInt64(i)), isText: true, payload: text(Hello(role: .mac).json), now: 10)).count, 0,
                            "a Hello evicts no one")
@@ -642,11 +643,11 @@ extension RoomMachineTests {
     /// peer to go to is dropped but still counts toward the rate and the quota.
     func testTextStaysTextAndDroppedFramesStillCount() throws {
         var m = rawMachine()
-        _ = m.connected(SocketID(1), now: 0)
+        _ = m.connected(SocketID(1), now: .milliseconds(0))
         _ = m.frame(from: SocketID(1), isText: true, payload: macHello, now: 0)
         _ = m.frame(from: SocketID(1), isText: true, payload: text("{}"), now: 0)
         _ = m.admissionLoaded(AdmissionRead(state: AdmissionState(verifier: nil, pairingCycles: 0)), now: 0)
-        _ = m.connected(SocketID(2), now: 1)
+        _ = m.connected(SocketID(2), now: .milliseconds(1))
         _ = m.frame(from: SocketID(2), isText: true, payload: phoneHello, now: 1)
         _ = m.frame(from: SocketID(2), isText: true, payload: text("{}"), now: 1)
         let words = Array("héllo, wörld".utf8)
@@ -793,16 +794,16 @@ final class StoredMachine {
         return output
     }
 
-    func connected(_ id: SocketID, now: UInt64) throws -> [RoomAction] { try settle(machine.connected(id, now: now), now: RoomTime(integerLiteral: now)) }
+    func connected(_ id: SocketID, now: RoomTime) throws -> [RoomAction] { try settle(machine.connected(id, now: now.monotonic), now: now) }
     func frame(from id: SocketID, isText: Bool, payload: [UInt8], now: RoomTime) throws -> [RoomAction] {
         try settle(machine.frame(from: id, isText: isText, payload: payload, now: now), now: now)
     }
     func disconnected(_ id: SocketID) throws -> [RoomAction] { try settle(machine.disconnected(id), now: 0) }
     func closeAll(code: UInt16, reason: String) throws -> [RoomAction] { try settle(machine.closeAll(code: code, reason: reason), now: 0) }
-    func tick(now: UInt64) throws -> [RoomAction] { try settle(machine.tick(now: now), now: RoomTime(integerLiteral: now)) }
+    func tick(now: RoomTime) throws -> [RoomAction] { try settle(machine.tick(now: now.monotonic), now: now) }
     func admitted(_ role: RelayRole) -> SocketID? { machine.admitted(role) }
     var isEmpty: Bool { machine.isEmpty }
-    var nextDeadline: UInt64? { machine.nextDeadline }
+    var nextDeadline: MonotonicInstant? { machine.nextDeadline }
 }
 
 extension RoomMachine {

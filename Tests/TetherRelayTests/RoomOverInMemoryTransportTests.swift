@@ -142,7 +142,7 @@ extension RoomOverInMemoryTransportTests {
         try loop.submitAndWait {
             let (server, client) = InMemoryTransport.pair(loop)
             relay.rooms[0].attach(server, leftover: [], room: room, server: relay, ip: "in-memory",
-                                  id: SocketID(arrival), connectedAt: relay.clock.monotonicMs())
+                                  id: SocketID(arrival), connectedAt: relay.clock.monotonic())
             peer.socket = WebSocketConnection(connection: client, role: .client, delegate: peer)
         }
     }

@@ -22,7 +22,7 @@ final class ChoresTests: XCTestCase {
         let runs = Atomic(0)
         let onLoop = Atomic(true)
         let loop = self.loop
-        chores.start(.sweep, every: 10, runNow: true) {
+        chores.start(.sweep, every: .milliseconds(10), runNow: true) {
             if !loop.inEventLoop { onLoop.store(false, ordering: .relaxed) }
             runs.add(1, ordering: .relaxed)
         }
@@ -37,7 +37,7 @@ final class ChoresTests: XCTestCase {
     func testStartingARunningChoreAgainDoesNotScheduleItTwice() throws {
         let chores = Chores<Chore>(loop: loop)
         let runs = Atomic(0)
-        for _ in 0..<5 { chores.start(.push, every: 60_000, runNow: true) { runs.add(1, ordering: .relaxed) } }
+        for _ in 0..<5 { chores.start(.push, every: .milliseconds(60_000), runNow: true) { runs.add(1, ordering: .relaxed) } }
         try settle()
         XCTAssertEqual(runs.load(ordering: .relaxed), 1)
         XCTAssertTrue(chores.isRunning(.push))
@@ -49,13 +49,13 @@ final class ChoresTests: XCTestCase {
     func testOnceStopReturnsTheBodyNeverRunsAgainAndTheChoreCanStartAfresh() throws {
         let chores = Chores<Chore>(loop: loop)
         let runs = Atomic(0)
-        chores.start(.sweep, every: 5) { runs.add(1, ordering: .relaxed) }
+        chores.start(.sweep, every: .milliseconds(5)) { runs.add(1, ordering: .relaxed) }
         eventually("two runs", within: 5, poll: 0.002) { runs.load(ordering: .relaxed) >= 2 }
         chores.stop(.sweep)
         let atStop = runs.load(ordering: .relaxed)
         usleep(60_000)   // must be a sleep: "never runs again" over a dozen intervals is the check
         XCTAssertEqual(runs.load(ordering: .relaxed), atStop)
-        chores.start(.sweep, every: 5) { runs.add(100, ordering: .relaxed) }
+        chores.start(.sweep, every: .milliseconds(5)) { runs.add(100, ordering: .relaxed) }
         eventually("the new body ran", within: 5, poll: 0.002) { runs.load(ordering: .relaxed) > atStop }
         XCTAssertEqual((runs.load(ordering: .relaxed) - atStop) % 100, 0, "only the new body runs")
         chores.stopAll()
@@ -64,7 +64,7 @@ final class ChoresTests: XCTestCase {
     func testAChoreMayStopItselfFromItsOwnBody() throws {
         let chores = Chores<Chore>(loop: loop)
         let runs = Atomic(0)
-        chores.start(.sweep, every: 5) {
+        chores.start(.sweep, every: .milliseconds(5)) {
             if runs.add(1, ordering: .relaxed).newValue == 3 { chores.stop(.sweep) }
         }
         eventually("the chore stopped itself", within: 5, poll: 0.002) { !chores.isRunning(.sweep) }

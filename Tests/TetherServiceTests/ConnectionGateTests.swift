@@ -7,7 +7,7 @@ import XCTest
 
 final class ConnectionGateTests: XCTestCase {
     private let clock = ManualClock()
-    private let second: UInt64 = 1_000_000_000
+    private let second = Duration.seconds(1)
 
     private func gate(_ configure: (inout ConnectionGate.Limits) -> Void, clientIP: ClientIPResolver = ClientIPResolver()) -> ConnectionGate {
         var limits = ConnectionGate.Limits()
@@ -22,9 +22,9 @@ final class ConnectionGateTests: XCTestCase {
         }
     }
 
-    func testTheSocketRateLimitCountsEveryAttemptAndItsWindowIsMonotonicMilliseconds() {
+    func testTheSocketRateLimitCountsEveryAttemptAndItsWindowRunsOnTheMonotonicClock() {
         let gate = gate {
-            $0.socketRate = .init(limit: 2, windowMs: 60_000)
+            $0.socketRate = .init(limit: 2, window: .seconds(60))
             $0.socketRateRefusal = .text(429, "slow down")
         }
         var leases: [SocketLease] = []
@@ -32,9 +32,9 @@ final class ConnectionGateTests: XCTestCase {
         guard case let .failure(refusal) = gate.admitSocket(ip: "a") else { return XCTFail("the third is over the limit") }
         XCTAssertEqual(refusal, GateRefusal(reason: "rate_limited", response: .text(429, "slow down")))
         XCTAssertEqual(reason(gate.admitSocket(ip: "b")), "admitted", "addresses are independent")
-        clock.advance(by: 60 * second)
+        clock.advance(by: second * 60)
         XCTAssertEqual(reason(gate.admitSocket(ip: "a")), "rate_limited", "exactly one window later is the same window")
-        clock.advance(by: 1_000_000)
+        clock.advance(by: .milliseconds(1))
         XCTAssertEqual(reason(gate.admitSocket(ip: "a")), "admitted")
     }
 
@@ -75,7 +75,7 @@ final class ConnectionGateTests: XCTestCase {
     /// client, so it counts too, and once the window's budget is spent it is answered `rate limited`.
     func testConnectionsRefusedAtAcceptSpendTheAddresssUpgradeBudget() throws {
         let gate = gate {
-            $0.socketRate = .init(limit: 3, windowMs: 60_000)
+            $0.socketRate = .init(limit: 3, window: .seconds(60))
             $0.maxSocketsPerIP = 1
         }
         let a = try SocketAddress(host: "192.0.2.1", port: 40_000)
@@ -89,7 +89,7 @@ final class ConnectionGateTests: XCTestCase {
         socket.release()
         gate.connectionLeft(peer: a)
         XCTAssertEqual(reason(gate.admitSocket(ip: "192.0.2.1")), "rate_limited", "the budget stays spent after the places come back")
-        clock.advance(by: 61 * second)
+        clock.advance(by: second * 61)
         XCTAssertEqual(reason(gate.admitSocket(ip: "192.0.2.1")), "admitted")
     }
 
@@ -98,7 +98,7 @@ final class ConnectionGateTests: XCTestCase {
     func testConnectionsRefusedAtAcceptBeforeTheRateCheckSpendNothing() throws {
         let gate = gate {
             $0.socketCheckOrder = [.total, .perIP, .rate]
-            $0.socketRate = .init(limit: 1, windowMs: 60_000)
+            $0.socketRate = .init(limit: 1, window: .seconds(60))
             $0.maxSocketsPerIP = 1
         }
         let a = try SocketAddress(host: "192.0.2.1", port: 40_000)

@@ -93,7 +93,7 @@ final class ServiceRuntimeTests: XCTestCase {
         settings.adminPort = nil
         try runtime.startListeners(group: group, settings: settings, delegate: Hello(), metrics: .registry(MetricsRegistry()),
                                    status: StatusPage(title: "echo", headline: []))
-        defer { runtime.stopListeners(grace: 0) }
+        defer { runtime.stopListeners(grace: .zero) }
         XCTAssertNil(service.adminPort, "no admin port set: no admin listener")
         XCTAssertEqual(service.reloadCertificates(), "echo: SIGHUP: no TLS certificate to reload")
     }

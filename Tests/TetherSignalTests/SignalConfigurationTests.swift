@@ -90,8 +90,8 @@ final class SignalConfigurationTests: XCTestCase {
         XCTAssertEqual(try SignalConfiguration.load(environment: [:], arguments: ["--signal-signal-rate-limit", "500"]).0.signalRateLimit, 500)
         XCTAssertEqual(refusal(["SIGNAL_SIGNAL_RATE_LIMIT": "-1"]), "SIGNAL_SIGNAL_RATE_LIMIT")
         XCTAssertEqual(refusal(["SIGNAL_SIGNAL_RATE_LIMIT": "fifty"]), "SIGNAL_SIGNAL_RATE_LIMIT")
-        var unlimited = FixedWindow(limit: 0, window: 10_000)
-        XCTAssertTrue((0..<10_000).allSatisfy { _ in unlimited.hit(now: 1) }, "a limit of 0 never refuses")
+        var unlimited = FixedWindow(limit: 0, window: .seconds(10))
+        XCTAssertTrue((0..<10_000).allSatisfy { _ in unlimited.hit(now: .milliseconds(1)) }, "a limit of 0 never refuses")
     }
 
     func testLocalModeIsLoopbackWithoutTURN() throws {

@@ -2,6 +2,7 @@
 import TetherCrypto
 import TetherEncoding
 import TetherWire
+import TetherSync
 import XCTest
 
 /// signaling.md §6 as one connection's machine sees it: events and an injected monotonic time
@@ -11,7 +12,7 @@ final class SignalSocketMachineTests: XCTestCase {
     private typealias Machine = SignalSocketMachine
 
     /// When the challenge went out (monotonic ms, any origin).
-    private let opened: UInt64 = 5_000_000
+    private let opened = MonotonicInstant.milliseconds(5_000_000)
     /// §12's challenge: bytes 00…1f.
     private let challengeBytes = (0..<32).map { UInt8($0) }
     private var challenge: String { Base64.encode(challengeBytes) }
@@ -57,7 +58,7 @@ final class SignalSocketMachineTests: XCTestCase {
     /// issuance, routable.
     private func registered(_ identity: Identity, _ configuration: Machine.Configuration = .init()) -> Machine {
         var machine = challenged(configuration)
-        XCTAssertEqual(machine.received(text: identity.register(challenge), now: opened + 1), [.reserve(identity.id)])
+        XCTAssertEqual(machine.received(text: identity.register(challenge), now: opened + .milliseconds(1)), [.reserve(identity.id)])
         if configuration.clustered {
             XCTAssertEqual(machine.reserved(true, id: identity.id), [.claim(identity.id)])
             XCTAssertEqual(machine.claimed(true, id: identity.id), [.issue(identity.id)])
@@ -78,37 +79,37 @@ final class SignalSocketMachineTests: XCTestCase {
     func testOpeningSendsTheChallengeAtOnceAndItsDeadlineIsTheChallengeLifetimeLater() {
         let machine = challenged()
         XCTAssertEqual(challenge, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
-        XCTAssertEqual(machine.nextDeadline, opened + 10_000)
+        XCTAssertEqual(machine.nextDeadline, opened + .milliseconds(10_000))
         XCTAssertFalse(machine.isRoutable)
     }
 
     func testARegistrationNotAnsweredWithinTheChallengeLifetimeClosesWithChallengeExpired() {
         var machine = challenged()
-        XCTAssertEqual(machine.tick(now: opened + 9_999), [], "early: nothing yet")
-        XCTAssertEqual(machine.nextDeadline, opened + 10_000)
-        XCTAssertEqual(machine.tick(now: opened + 10_000), error(.challengeExpired) + [close(.challengeExpired)])
+        XCTAssertEqual(machine.tick(now: opened + .milliseconds(9_999)), [], "early: nothing yet")
+        XCTAssertEqual(machine.nextDeadline, opened + .milliseconds(10_000))
+        XCTAssertEqual(machine.tick(now: opened + .milliseconds(10_000)), error(.challengeExpired) + [close(.challengeExpired)])
         XCTAssertEqual(close(.challengeExpired), .close(code: 1008, reason: "challenge_expired", discardingUnsentOutput: false))
         XCTAssertNil(machine.nextDeadline)
-        XCTAssertEqual(machine.tick(now: opened + 20_000), [])
-        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + 20_000), [], "the challenge is gone with the connection")
+        XCTAssertEqual(machine.tick(now: opened + .milliseconds(20_000)), [])
+        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + .milliseconds(20_000)), [], "the challenge is gone with the connection")
     }
 
     func testARegisterMoreThanTheChallengeLifetimeAfterTheChallengeClosesWithChallengeExpired() {
         var machine = challenged()
-        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + 10_001),
+        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + .milliseconds(10_001)),
                        error(.challengeExpired) + [close(.challengeExpired)])
     }
 
     func testARegisterAtExactlyTheChallengeLifetimeIsStillInTime() {
         var machine = challenged()
-        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + 10_000), [.reserve(alice.id)])
+        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + .milliseconds(10_000)), [.reserve(alice.id)])
     }
 
     func testAValidRegisterReservesTheIDAndStopsTheChallengeTimer() {
         var machine = challenged()
-        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + 3_000), [.reserve(alice.id)])
+        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + .milliseconds(3_000)), [.reserve(alice.id)])
         XCTAssertNil(machine.nextDeadline)
-        XCTAssertEqual(machine.tick(now: opened + 60_000), [])
+        XCTAssertEqual(machine.tick(now: opened + .milliseconds(60_000)), [])
         XCTAssertEqual(machine.stage, .pending(alice.id, .reserving))
         XCTAssertFalse(machine.isRoutable, "reserved, not routable")
     }
@@ -175,15 +176,15 @@ final class SignalSocketMachineTests: XCTestCase {
         var machine = challenged()
         _ = machine.received(text: alice.register(challenge), now: opened)
         _ = machine.reserved(true, id: alice.id)
-        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + 1), error(.registrationPending))
-        XCTAssertEqual(machine.received(text: bob.register(challenge), now: opened + 1), error(.registrationPending))
+        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + .milliseconds(1)), error(.registrationPending))
+        XCTAssertEqual(machine.received(text: bob.register(challenge), now: opened + .milliseconds(1)), error(.registrationPending))
         XCTAssertEqual(machine.issued(.success(issued), id: alice.id), [.markRoutable(alice.id, issued)])
     }
 
     func testARegisterAfterRegistrationIsAlreadyRegisteredAndTheFirstStands() {
         var machine = registered(alice)
-        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + 2), error(.alreadyRegistered))
-        XCTAssertEqual(machine.received(text: bytes(#"{"type":"register"}"#), now: opened + 2), error(.alreadyRegistered))
+        XCTAssertEqual(machine.received(text: alice.register(challenge), now: opened + .milliseconds(2)), error(.alreadyRegistered))
+        XCTAssertEqual(machine.received(text: bytes(#"{"type":"register"}"#), now: opened + .milliseconds(2)), error(.alreadyRegistered))
         XCTAssertEqual(machine.stage, .registered(alice.id))
     }
 
@@ -256,8 +257,8 @@ final class SignalSocketMachineTests: XCTestCase {
 
     func testAMessageThatIsNotAJSONObjectWithAKnownTypeIsBadMessageAndKeptAfterRegistration() {
         var machine = registered(alice)
-        XCTAssertEqual(machine.received(text: bytes("[]"), now: opened + 2), error(.badMessage))
-        XCTAssertEqual(machine.received(binary: [0xFF, 0xFE], now: opened + 2), error(.badMessage))
+        XCTAssertEqual(machine.received(text: bytes("[]"), now: opened + .milliseconds(2)), error(.badMessage))
+        XCTAssertEqual(machine.received(binary: [0xFF, 0xFE], now: opened + .milliseconds(2)), error(.badMessage))
         XCTAssertTrue(machine.isRoutable)
     }
 
@@ -273,7 +274,7 @@ final class SignalSocketMachineTests: XCTestCase {
     func testASignalToARoutableRecipientIsForwardedUnchanged() {
         var machine = registered(alice)
         let signal = alice.signal(to: bob.id, call: call)
-        XCTAssertEqual(machine.received(text: bytes(signal), now: opened + 2), [.lookUpRecipient(signal)])
+        XCTAssertEqual(machine.received(text: bytes(signal), now: opened + .milliseconds(2)), [.lookUpRecipient(signal)])
         XCTAssertEqual(machine.recipientLookedUp(signal, routable: true), [.count(.signal(.offer, .forwarded)), .forward(signal)])
     }
 
@@ -283,13 +284,13 @@ final class SignalSocketMachineTests: XCTestCase {
         var text = signal.json()
         text.removeLast()
         text += #","extra":{"nested":[1,2]}}"#
-        XCTAssertEqual(machine.received(text: bytes(text), now: opened + 2), [.lookUpRecipient(signal)])
+        XCTAssertEqual(machine.received(text: bytes(text), now: opened + .milliseconds(2)), [.lookUpRecipient(signal)])
     }
 
     func testASignalToAnAbsentRecipientIsAnsweredOfflineAndNotQueued() {
         var machine = registered(alice)
         let signal = alice.signal(.answer, to: bob.id, call: call)
-        _ = machine.received(text: bytes(signal), now: opened + 2)
+        _ = machine.received(text: bytes(signal), now: opened + .milliseconds(2))
         XCTAssertEqual(machine.recipientLookedUp(signal, routable: false),
                        [.count(.signal(.answer, .offline))] + error(.offline, call: call, kind: .answer))
         XCTAssertTrue(machine.isRoutable, "kept")
@@ -298,7 +299,7 @@ final class SignalSocketMachineTests: XCTestCase {
     func testAcrossNodesASignalForAnIDNotHereGoesToItsNodeAndABounceIsAnsweredOffline() {
         var machine = registered(alice, .init(clustered: true))
         let signal = alice.signal(.channel, to: bob.id, call: call)
-        _ = machine.received(text: bytes(signal), now: opened + 2)
+        _ = machine.received(text: bytes(signal), now: opened + .milliseconds(2))
         XCTAssertEqual(machine.recipientLookedUp(signal, routable: false), [.count(.signal(.channel, .toNode)), .forwardToNode(signal)])
         XCTAssertEqual(machine.recipientOffline(call: call, kind: .channel),
                        [.count(.signal(.channel, .offline))] + error(.offline, call: call, kind: .channel))
@@ -307,7 +308,7 @@ final class SignalSocketMachineTests: XCTestCase {
     func testASignalWhoseFromIsNotTheRegisteredIDIsBadMessageAndKept() {
         var machine = registered(alice)
         let signal = bob.signal(to: alice.id, call: call)
-        XCTAssertEqual(machine.received(text: bytes(signal), now: opened + 2),
+        XCTAssertEqual(machine.received(text: bytes(signal), now: opened + .milliseconds(2)),
                        [.count(.signal(.offer, .badMessage))] + error(.badMessage, call: call, kind: .offer))
         XCTAssertTrue(machine.isRoutable)
     }
@@ -316,7 +317,7 @@ final class SignalSocketMachineTests: XCTestCase {
         var machine = registered(alice)
         let good = alice.signal(.reject, to: bob.id, call: call)
         let forged = SignalMessage(kind: .reject, from: alice.id, to: bob.id, call: call, body: good.body, signature: bob.key.signature(for: good.signedBytes))
-        XCTAssertEqual(machine.received(text: bytes(forged), now: opened + 2),
+        XCTAssertEqual(machine.received(text: bytes(forged), now: opened + .milliseconds(2)),
                        [.count(.signal(.reject, .badSignature))] + error(.badSignature, call: call, kind: .reject))
         XCTAssertTrue(machine.isRoutable)
     }
@@ -325,13 +326,13 @@ final class SignalSocketMachineTests: XCTestCase {
         var machine = registered(alice)
         let sig = Base64.encode([UInt8](repeating: 0, count: 64))
         let wrongVersion = #"{"type":"signal","v":1,"kind":"close","from":"\#(alice.id.canonical)","to":"\#(bob.id.canonical)","call":"\#(call)","body":"e30=","sig":"\#(sig)"}"#
-        XCTAssertEqual(machine.received(text: bytes(wrongVersion), now: opened + 2),
+        XCTAssertEqual(machine.received(text: bytes(wrongVersion), now: opened + .milliseconds(2)),
                        [.count(.signal(.close, .badMessage))] + error(.badMessage, call: call, kind: .close))
         let unknownKind = #"{"type":"signal","v":2,"kind":"chat","from":"\#(alice.id.canonical)","to":"\#(bob.id.canonical)","call":"\#(call.text.uppercased())","body":"e30=","sig":"\#(sig)"}"#
-        XCTAssertEqual(machine.received(text: bytes(unknownKind), now: opened + 2),
+        XCTAssertEqual(machine.received(text: bytes(unknownKind), now: opened + .milliseconds(2)),
                        [.count(.signal(nil, .badMessage))] + error(.badMessage))
         let toSelf = #"{"type":"signal","v":2,"kind":"offer","from":"\#(alice.id.canonical)","to":"\#(alice.id.canonical)","call":"\#(call)","body":"e30=","sig":"\#(sig)"}"#
-        XCTAssertEqual(machine.received(text: bytes(toSelf), now: opened + 2),
+        XCTAssertEqual(machine.received(text: bytes(toSelf), now: opened + .milliseconds(2)),
                        [.count(.signal(.offer, .badMessage))] + error(.badMessage, call: call, kind: .offer))
     }
 
@@ -341,40 +342,40 @@ final class SignalSocketMachineTests: XCTestCase {
             Base64.encode(Array(#"{"a":""#.utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: size - 8) + Array(#""}"#.utf8))
         }
         let atLimit = alice.signal(to: bob.id, call: call, body: body(32_768))
-        XCTAssertEqual(machine.received(text: bytes(atLimit), now: opened + 2), [.lookUpRecipient(atLimit)])
+        XCTAssertEqual(machine.received(text: bytes(atLimit), now: opened + .milliseconds(2)), [.lookUpRecipient(atLimit)])
         let over = alice.signal(to: bob.id, call: call, body: body(32_769))
-        XCTAssertEqual(machine.received(text: bytes(over), now: opened + 2),
+        XCTAssertEqual(machine.received(text: bytes(over), now: opened + .milliseconds(2)),
                        [.count(.signal(.offer, .badMessage))] + error(.badMessage, call: call, kind: .offer))
         let notAnObject = alice.signal(to: bob.id, call: call, body: Base64.encode(Array("[]".utf8)))
-        XCTAssertEqual(machine.received(text: bytes(notAnObject), now: opened + 2),
+        XCTAssertEqual(machine.received(text: bytes(notAnObject), now: opened + .milliseconds(2)),
                        [.count(.signal(.offer, .badMessage))] + error(.badMessage, call: call, kind: .offer))
     }
 
     func testTheFiftyFirstSignalWithinTenSecondsIsRateLimitedAndTheNextWindowForwardsAgain() {
         var machine = registered(alice)
         let signal = alice.signal(.candidate, to: bob.id, call: call)
-        let start = opened + 100
+        let start = opened + .milliseconds(100)
         for i in 0..<50 {
-            XCTAssertEqual(machine.received(text: bytes(signal), now: start + UInt64(i) * 200), [.lookUpRecipient(signal)], "signal \(i + 1)")
+            XCTAssertEqual(machine.received(text: bytes(signal), now: start + .milliseconds(i * 200)), [.lookUpRecipient(signal)], "signal \(i + 1)")
         }
-        XCTAssertEqual(machine.received(text: bytes(signal), now: start + 10_000),
+        XCTAssertEqual(machine.received(text: bytes(signal), now: start + .milliseconds(10_000)),
                        [.count(.signal(.candidate, .rateLimited))] + error(.rateLimited, call: call, kind: .candidate))
         XCTAssertTrue(machine.isRoutable, "kept")
-        XCTAssertEqual(machine.received(text: bytes(signal), now: start + 10_001), [.lookUpRecipient(signal)], "a new window")
+        XCTAssertEqual(machine.received(text: bytes(signal), now: start + .milliseconds(10_001)), [.lookUpRecipient(signal)], "a new window")
     }
 
     func testSignalsRefusedForShapeOrSignatureDoNotCountTowardTheRate() {
         var machine = registered(alice)
         let forged = SignalMessage(kind: .offer, from: alice.id, to: bob.id, call: call, body: "e30=", signature: [UInt8](repeating: 9, count: 64))
-        for _ in 0..<60 { _ = machine.received(text: bytes(forged), now: opened + 2) }
+        for _ in 0..<60 { _ = machine.received(text: bytes(forged), now: opened + .milliseconds(2)) }
         let signal = alice.signal(to: bob.id, call: call)
-        for _ in 0..<50 { XCTAssertEqual(machine.received(text: bytes(signal), now: opened + 2), [.lookUpRecipient(signal)]) }
+        for _ in 0..<50 { XCTAssertEqual(machine.received(text: bytes(signal), now: opened + .milliseconds(2)), [.lookUpRecipient(signal)]) }
     }
 
     func testASignalRateLimitOfZeroNeverRefuses() {
         var machine = registered(alice, .init(signalRateLimit: 0))
         let signal = alice.signal(to: bob.id, call: call)
-        for _ in 0..<200 { XCTAssertEqual(machine.received(text: bytes(signal), now: opened + 2), [.lookUpRecipient(signal)]) }
+        for _ in 0..<200 { XCTAssertEqual(machine.received(text: bytes(signal), now: opened + .milliseconds(2)), [.lookUpRecipient(signal)]) }
     }
 
     // MARK: §6.3 Presence
@@ -382,44 +383,44 @@ final class SignalSocketMachineTests: XCTestCase {
     func testAPresenceQueryIsAnsweredFromTheDirectoryInTheOrderAsked() {
         var machine = registered(alice)
         let carol = Identity()
-        XCTAssertEqual(machine.received(text: presence([bob.id, carol.id]), now: opened + 2), [.count(.presenceQuery), .lookUpPresence([bob.id, carol.id])])
+        XCTAssertEqual(machine.received(text: presence([bob.id, carol.id]), now: opened + .milliseconds(2)), [.count(.presenceQuery), .lookUpPresence([bob.id, carol.id])])
         XCTAssertEqual(machine.presenceLookedUp([bob.id, carol.id], online: [false, true]),
                        [.send(.presence([(id: bob.id, online: false), (id: carol.id, online: true)]))])
     }
 
     func testAcrossNodesAPresenceQueryAsksTheOtherNodesAndSendsTheirAnswer() {
         var machine = registered(alice, .init(clustered: true))
-        _ = machine.received(text: presence([bob.id]), now: opened + 2)
+        _ = machine.received(text: presence([bob.id]), now: opened + .milliseconds(2))
         XCTAssertEqual(machine.presenceLookedUp([bob.id], online: [false]), [.askNodes([bob.id], local: [false], asker: alice.id)])
         XCTAssertEqual(machine.presenceAnswered([bob.id], online: [true]), [.send(.presence([(id: bob.id, online: true)]))])
     }
 
     func testTheEleventhPresenceQueryWithinTenSecondsIsRateLimitedAndKept() {
         var machine = registered(alice)
-        let start = opened + 100
+        let start = opened + .milliseconds(100)
         for i in 0..<10 {
-            XCTAssertEqual(machine.received(text: presence([bob.id]), now: start + UInt64(i)), [.count(.presenceQuery), .lookUpPresence([bob.id])])
+            XCTAssertEqual(machine.received(text: presence([bob.id]), now: start + .milliseconds(i)), [.count(.presenceQuery), .lookUpPresence([bob.id])])
         }
-        XCTAssertEqual(machine.received(text: presence([bob.id]), now: start + 10_000), error(.rateLimited))
-        XCTAssertEqual(machine.received(text: presence([bob.id]), now: start + 10_001), [.count(.presenceQuery), .lookUpPresence([bob.id])])
+        XCTAssertEqual(machine.received(text: presence([bob.id]), now: start + .milliseconds(10_000)), error(.rateLimited))
+        XCTAssertEqual(machine.received(text: presence([bob.id]), now: start + .milliseconds(10_001)), [.count(.presenceQuery), .lookUpPresence([bob.id])])
     }
 
     func testAPresenceQueryOfMoreThanSixteenIDsOrARepeatIsBadMessageAndCostsNoQuota() {
         var machine = registered(alice)
         let seventeen = (0..<17).map { _ in Identity().id }
-        XCTAssertEqual(machine.received(text: presence(seventeen), now: opened + 2), error(.badMessage))
-        XCTAssertEqual(machine.received(text: presence([bob.id, bob.id]), now: opened + 2), error(.badMessage))
-        XCTAssertEqual(machine.received(text: bytes(#"{"type":"presence","v":2,"ids":[]}"#), now: opened + 2), error(.badMessage))
+        XCTAssertEqual(machine.received(text: presence(seventeen), now: opened + .milliseconds(2)), error(.badMessage))
+        XCTAssertEqual(machine.received(text: presence([bob.id, bob.id]), now: opened + .milliseconds(2)), error(.badMessage))
+        XCTAssertEqual(machine.received(text: bytes(#"{"type":"presence","v":2,"ids":[]}"#), now: opened + .milliseconds(2)), error(.badMessage))
         let sixteen = Array(seventeen.prefix(16))
         for _ in 0..<10 {
-            XCTAssertEqual(machine.received(text: presence(sixteen), now: opened + 2), [.count(.presenceQuery), .lookUpPresence(sixteen)])
+            XCTAssertEqual(machine.received(text: presence(sixteen), now: opened + .milliseconds(2)), [.count(.presenceQuery), .lookUpPresence(sixteen)])
         }
         XCTAssertTrue(machine.isRoutable)
     }
 
     func testAPresenceAnswerArrivingAfterTheConnectionEndedIsDropped() {
         var machine = registered(alice, .init(clustered: true))
-        _ = machine.received(text: presence([bob.id]), now: opened + 2)
+        _ = machine.received(text: presence([bob.id]), now: opened + .milliseconds(2))
         _ = machine.closed()
         XCTAssertEqual(machine.presenceLookedUp([bob.id], online: [false]), [])
         XCTAssertEqual(machine.presenceAnswered([bob.id], online: [true]), [])
@@ -480,14 +481,14 @@ final class SignalSocketMachineTests: XCTestCase {
     func testNothingIsAnsweredOnceTheConnectionHasEnded() {
         var machine = registered(alice)
         let signal = alice.signal(to: bob.id, call: call)
-        _ = machine.received(text: bytes(signal), now: opened + 2)
-        _ = machine.received(text: bytes("[]"), now: opened + 2)
+        _ = machine.received(text: bytes(signal), now: opened + .milliseconds(2))
+        _ = machine.received(text: bytes("[]"), now: opened + .milliseconds(2))
         _ = machine.closed()
         XCTAssertEqual(machine.recipientLookedUp(signal, routable: true), [])
         XCTAssertEqual(machine.recipientOffline(call: call, kind: .offer), [])
-        XCTAssertEqual(machine.received(text: bytes(signal), now: opened + 3), [])
-        XCTAssertEqual(machine.received(text: bytes(#"{"type":"signal"}"#), now: opened + 3), [])
-        XCTAssertEqual(machine.received(binary: [0xFF], now: opened + 3), [])
+        XCTAssertEqual(machine.received(text: bytes(signal), now: opened + .milliseconds(3)), [])
+        XCTAssertEqual(machine.received(text: bytes(#"{"type":"signal"}"#), now: opened + .milliseconds(3)), [])
+        XCTAssertEqual(machine.received(binary: [0xFF], now: opened + .milliseconds(3)), [])
         XCTAssertEqual(machine.queued(outboundBytes: 2 << 20), [])
     }
 

@@ -105,7 +105,7 @@ final class SignalingClientEndToEndTests: XCTestCase {
         server?.stop()
         let retry = try XCTUnwrap(events.first(within: 10) { if case let .disconnected(f, retryIn: delay?) = $0 { (f, delay) } else { nil } })
         XCTAssertEqual(retry.0.closeCode, 1001, "SIGTERM closes every socket 1001 shutting_down")
-        XCTAssertLessThanOrEqual(retry.1, 3, "the first retry comes within 3 s")
+        XCTAssertLessThanOrEqual(retry.1, .seconds(3), "the first retry comes within 3 s")
         server = try self.server(port: port)
         XCTAssertEqual(events.values(within: 15, atLeast: 2) { if case let .registered(r) = $0 { r } else { nil } }.count, 2)
         withExtendedLifetime(server) {}

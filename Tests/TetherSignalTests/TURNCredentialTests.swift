@@ -53,16 +53,16 @@ final class TURNCredentialTests: XCTestCase {
 
     func testEightConcurrentAndSixtyPerMinuteIssuances() {
         let limiter = IssuanceLimiter()
-        for _ in 0..<8 { XCTAssertTrue(limiter.start(nowMs: 0)) }
-        XCTAssertFalse(limiter.start(nowMs: 0), "the 9th at once")
+        for _ in 0..<8 { XCTAssertTrue(limiter.start(now: .milliseconds(0))) }
+        XCTAssertFalse(limiter.start(now: .milliseconds(0)), "the 9th at once")
         for _ in 0..<8 { limiter.finish() }
         for _ in 0..<52 {
-            XCTAssertTrue(limiter.start(nowMs: 1_000))
+            XCTAssertTrue(limiter.start(now: .milliseconds(1_000)))
             limiter.finish()
         }
-        XCTAssertFalse(limiter.start(nowMs: 59_999), "the 61st in the minute")
-        XCTAssertFalse(limiter.start(nowMs: 60_000), "the window ends only when more than 60,000 ms have passed (relay.md §2.5)")
-        XCTAssertTrue(limiter.start(nowMs: 60_001), "a new window")
+        XCTAssertFalse(limiter.start(now: .milliseconds(59_999)), "the 61st in the minute")
+        XCTAssertFalse(limiter.start(now: .milliseconds(60_000)), "the window ends only when more than 60,000 ms have passed (relay.md §2.5)")
+        XCTAssertTrue(limiter.start(now: .milliseconds(60_001)), "a new window")
     }
 }
 

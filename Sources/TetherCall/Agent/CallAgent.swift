@@ -1,3 +1,4 @@
+public import TetherSync
 public import TetherNet
 public import TetherWire
 import Glibc
@@ -17,7 +18,7 @@ public final class CallAgent: Sendable {
         /// Registered with the signaling server: calls can be made and received.
         case online(SignalingRegistration)
         /// The signaling connection ended; `retryIn` seconds until the next attempt (nil: stopped).
-        case offline(SignalingFailure, retryIn: Double?)
+        case offline(SignalingFailure, retryIn: Duration?)
         /// Something about a call (an invitation, its security, a message, its end…).
         case call(CallNotice)
         /// The server refused a signal: an `offline` peer ends the ringing call at once.
@@ -30,7 +31,7 @@ public final class CallAgent: Sendable {
     public let loop: EventLoop
     public let signaling: SignalingClient
     private let makeMedia: MediaFactory
-    private let unixSeconds: @Sendable () -> Int64
+    private let wallClock: @Sendable () -> WallInstant
     private let onEvent: @Sendable (Event) -> Void
 
     // Everything that changes lives on `loop`, asserted at each access.
@@ -39,7 +40,7 @@ public final class CallAgent: Sendable {
         var transports: [CallUUID: (transport: any CallMediaTransport, reports: MediaReports)] = [:]
         var iceServers: [ICEServer] = []
         var tickTimer: EventLoop.TimerID?
-        var tickDue: UInt64?
+        var tickDue: MonotonicInstant?
     }
 
     private let state: LoopBound<State>
@@ -60,19 +61,20 @@ public final class CallAgent: Sendable {
         get { state.value.tickTimer }
         _modify { yield &state.value.tickTimer }
     }
-    private var tickDue: UInt64? {
+    private var tickDue: MonotonicInstant? {
         get { state.value.tickDue }
         _modify { yield &state.value.tickDue }
     }
 
     /// - Parameters:
-    ///   - unixSeconds: the wall clock, read only for the TURN credential margin (§7.5).
+    ///   - wallClock: the wall clock, read only for the TURN credential margin (§7.5) and a
+    ///     text's `sentAt`.
     public init(identity: CallIdentity, endpoint: SignalingEndpoint, loop: EventLoop, tls: TLSClientContext? = nil, media: @escaping MediaFactory,
-                unixSeconds: (@Sendable () -> Int64)? = nil,
+                wallClock: (@Sendable () -> WallInstant)? = nil,
                 onEvent: @escaping @Sendable (Event) -> Void) throws(NetError) {
         self.loop = loop
         self.makeMedia = media
-        self.unixSeconds = unixSeconds ?? { Int64(time(nil)) }
+        self.wallClock = wallClock ?? { .now() }
         self.onEvent = onEvent
         self.identity = identity
         state = LoopBound(State(machine: CallMachine(identity: identity)), loop: loop)
@@ -113,7 +115,7 @@ public final class CallAgent: Sendable {
     @discardableResult
     public func send(_ text: String, on call: CallUUID) -> MessageID {
         let id = MessageID.random()
-        let sentAt = unixSeconds() * 1000
+        let sentAt = Int64(wallClock().unixMilliseconds)
         onLoop { $0.handle(.sendText(call: call, text: text, id: id, sentAt: sentAt)) }
         return id
     }
@@ -135,7 +137,7 @@ public final class CallAgent: Sendable {
         if loop.inEventLoop { body(self) } else { loop.execute { [self] in transfer.value(self) } }
     }
 
-    private var now: CallTime { CallTime(monotonic: loop.clock.now(), unixSeconds: unixSeconds()) }
+    private var now: CallTime { CallTime(monotonic: loop.clock.now(), wall: wallClock()) }
 
     private func handle(_ event: CallEvent) {
         loop.assertInEventLoop()
@@ -174,7 +176,7 @@ public final class CallAgent: Sendable {
         tickDue = due
         guard let due else { return }
         let current = loop.clock.now()
-        tickTimer = loop.schedule(after: due > current ? due - current : 0) { [weak self] in
+        tickTimer = loop.schedule(after: due.elapsed(since: current)) { [weak self] in
             guard let self else { return }
             self.tickTimer = nil
             self.tickDue = nil

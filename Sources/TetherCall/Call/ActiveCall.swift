@@ -1,3 +1,4 @@
+import TetherSync
 import TetherCrypto
 import TetherWire
 
@@ -31,7 +32,7 @@ struct ActiveCall: Sendable {
     /// The deadline that applies now and how the call ends at it: a setup timeout (ringing,
     /// invitation or connecting; once the data channel is open the secure channel's own timeout
     /// takes over), or the grace after the data channel closed.
-    var deadline: (at: UInt64, reason: CallEndReason)?
+    var deadline: (at: MonotonicInstant, reason: CallEndReason)?
     /// The data channel closed under the call: the secure channel is gone, the peer's `close`
     /// may still tell why.
     var mediaClosed = false

@@ -1,3 +1,4 @@
+import TetherSync
 extension CallMachine {
     /// A report of the current call's media transport.
     mutating func media(_ event: CallMediaEvent, now: CallTime) {

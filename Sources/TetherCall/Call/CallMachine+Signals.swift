@@ -1,3 +1,4 @@
+import TetherSync
 import TetherCrypto
 import TetherWire
 

@@ -1,3 +1,4 @@
+public import TetherSync
 import TetherWire
 
 /// The calls of one signed-in identity (signaling.md §7) as a pure state machine: user requests,
@@ -41,9 +42,9 @@ public struct CallMachine: Sendable {
     /// epoch and safety number).
     public var secureChannel: CallSecureChannel? { current?.channel }
 
-    /// When `.tick` must next be handled (monotonic nanoseconds): the setup deadline of §7.5 or
+    /// When `.tick` must next be handled: the setup deadline of §7.5 or
     /// the secure channel's next tick. Nil without a call.
-    public var nextDeadline: UInt64? {
+    public var nextDeadline: MonotonicInstant? {
         guard let current else { return nil }
         return [current.deadline?.at, current.channel?.nextTick].compactMap(\.self).min()
     }
@@ -75,7 +76,7 @@ public struct CallMachine: Sendable {
     /// §7.5: the margin is checked whenever a call would start or be accepted.
     func credentialsAllowCall(at now: CallTime) -> Bool {
         guard let iceExpiresAt else { return false }
-        return iceExpiresAt - now.unixSeconds >= CallSetupLimits.credentialMarginSeconds
+        return iceExpiresAt - now.wall.unixSeconds >= CallSetupLimits.credentialMarginSeconds
     }
 
     /// Signs and queues a signal for the current call's peer; false when signaling is down and

@@ -1,18 +1,18 @@
 /// The call's fixed numbers (signaling.md §7.5, §14). Times are monotonic nanoseconds.
 public enum CallSetupLimits {
     /// The caller's wait for `answer` or `reject`, from the dial.
-    public static let ringingTimeout: UInt64 = 45 * 1_000_000_000
+    public static let ringingTimeout: Duration = .seconds(45)
     /// How long the callee shows an invitation it has not answered, from the `offer`'s arrival.
     /// The caller's own 45 s began earlier (before it sent the offer), so this runs out after
     /// the caller's and only matters when its `close` was lost.
-    public static let invitationTimeout: UInt64 = 45 * 1_000_000_000
+    public static let invitationTimeout: Duration = .seconds(45)
     /// ICE and the data channel: from the `answer`'s arrival on the caller, from the user's
     /// consent (which makes the answer) on the callee.
-    public static let connectingTimeout: UInt64 = 30 * 1_000_000_000
+    public static let connectingTimeout: Duration = .seconds(30)
     /// How long a call whose data channel closed waits for the peer's `close` before it ends
     /// as `mediaClosed`: a peer that hangs up closes its data channel as it sends `close`, and
     /// the channel's close often arrives first, so "the peer hung up" would otherwise be lost.
-    public static let closeSignalGrace: UInt64 = 2 * 1_000_000_000
+    public static let closeSignalGrace: Duration = .seconds(2)
     /// Remote candidates held before the remote description is set; the next one ends the call.
     public static let queuedCandidates = 64
     /// Local candidates held until the offer or answer they belong to has been sent; the same

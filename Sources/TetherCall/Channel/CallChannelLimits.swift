@@ -2,13 +2,13 @@
 /// monotonic nanoseconds, as every event of `CallSecureChannel` carries them.
 public enum CallChannelLimits {
     /// A session's lifetime, from the channel's creation (§9.6).
-    public static let sessionDuration: UInt64 = 3_600 * 1_000_000_000
+    public static let sessionDuration: Duration = .seconds(3_600)
     /// Frames per direction, every kind and every epoch counted (§9.6).
     public static let framesPerDirection = 100_000
     /// Frames per rate window: the receiver's fixed window closes on the 41st, the sender paces
     /// to stay under it in any window (§9.6, §13.1).
     public static let framesPerWindow = 40
-    public static let rateWindow: UInt64 = 1_000_000_000
+    public static let rateWindow: Duration = .seconds(1)
     /// The sender's window for those 40 frames: longer than the receiver's, because the
     /// receiver counts arrival times. Frames that left a full window apart arrive closer
     /// together when the earlier one was delayed more (a TURN hop, a retransmission), and 40
@@ -18,7 +18,7 @@ public enum CallChannelLimits {
     /// any 1,000 ms (§13.1), and sustained it carries 32 frames a second, so the session's
     /// 100,000 frames remain reachable within its hour. (No sender-side window survives every
     /// case: an ordered channel that loses a packet delivers what queued behind it at once.)
-    public static let pacingWindow: UInt64 = 1_250_000_000
+    public static let pacingWindow: Duration = .milliseconds(1_250)
     /// 1 type byte + 32,768 bytes of plaintext + the 16-byte tag (§9.6).
     public static let maxFrameBytes = 32_785
     /// The largest encoded application payload (§9.5).
@@ -32,11 +32,11 @@ public enum CallChannelLimits {
     public static let receiptWindow = 512
     /// Rotation triggers (§10): transport frames sent under one epoch, and an epoch's age.
     public static let rotationFrameTrigger = 500
-    public static let rotationInterval: UInt64 = 600 * 1_000_000_000
+    public static let rotationInterval: Duration = .seconds(600)
     /// Messages the rotation's initiator holds until `ROTATE_RESP` (§10).
     public static let rotationQueueCapacity = 64
     /// Handshake and key confirmation after the data channel opened (§7.5).
-    public static let confirmationTimeout: UInt64 = 15 * 1_000_000_000
+    public static let confirmationTimeout: Duration = .seconds(15)
     /// sentAt and every other integer: magnitude at most 2^53 (§13.1).
     public static let maxIntegerMagnitude: Int64 = 1 << 53
 }

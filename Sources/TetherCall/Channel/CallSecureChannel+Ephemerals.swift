@@ -1,3 +1,4 @@
+public import TetherSync
 public import TetherCrypto
 public import TetherWire
 @_spi(NoiseTesting) import TetherNoise
@@ -7,7 +8,7 @@ extension CallSecureChannel {
     @_spi(NoiseTesting)
     public init(testingWithHandshakeEphemeral handshakeEphemeral: X25519.PrivateKey, rotationEphemerals: [X25519.PrivateKey],
                 role: Role, callID: CallUUID, localID: SignalingID, remoteID: SignalingID,
-                localAgreementKey: X25519.PrivateKey, remoteAgreementKey: X25519.PublicKey, now: UInt64) {
+                localAgreementKey: X25519.PrivateKey, remoteAgreementKey: X25519.PublicKey, now: MonotonicInstant) {
         self.init(role: role, callID: callID, localID: localID, remoteID: remoteID, localAgreementKey: localAgreementKey,
                   remoteAgreementKey: remoteAgreementKey, now: now)
         fixedEphemerals = FixedEphemerals(handshake: handshakeEphemeral, rotations: rotationEphemerals)

@@ -1,9 +1,10 @@
+import TetherSync
 import TetherNoise
 
 extension CallSecureChannel {
     /// A handshake frame: message 1 for the callee, message 2 for the caller that wrote message
     /// 1; anything else is out of place (§9.2).
-    mutating func receiveHandshake(_ message: [UInt8], now: UInt64) throws(CallChannelFailure) {
+    mutating func receiveHandshake(_ message: [UInt8], now: MonotonicInstant) throws(CallChannelFailure) {
         switch (role, phase) {
         case (.responder, .awaitingHandshake):
             var handshake = try makeHandshake()
@@ -27,7 +28,7 @@ extension CallSecureChannel {
 
     /// Split (§9.3): the handshake state, ephemerals included, goes with this call; only `h`
     /// stays, as the session ID. Then this side's key confirmation.
-    private mutating func split(_ handshake: HandshakeState, now: UInt64) throws(CallChannelFailure) {
+    private mutating func split(_ handshake: HandshakeState, now: MonotonicInstant) throws(CallChannelFailure) {
         let keys = try Self.handshakeStep { () throws(NoiseError) in try handshake.transportChannel() }
         transport = keys
         sessionID = keys.handshakeHash

@@ -1,8 +1,9 @@
+import TetherSync
 import TetherNoise
 
 extension CallSecureChannel {
     /// Frame checks in the order that costs least (§9.2, §9.6), then the frame by its type.
-    mutating func handle(_ frame: [UInt8], now: UInt64, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
+    mutating func handle(_ frame: [UInt8], now: MonotonicInstant, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
         guard let type = frame.first else { throw .emptyFrame }
         guard frame.count <= CallChannelLimits.maxFrameBytes else { throw .oversizeFrame(frame.count) }
         framesReceived += 1
@@ -18,7 +19,7 @@ extension CallSecureChannel {
 
     /// Decrypts under the current epoch; there is no reordering window, so a replayed,
     /// reordered or stale frame fails authentication like a forged one (§9.6).
-    private mutating func receiveTransport(_ message: [UInt8], now: UInt64, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
+    private mutating func receiveTransport(_ message: [UInt8], now: MonotonicInstant, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
         guard transport != nil else { throw .unexpectedFrame }
         let plaintext: [UInt8]
         do throws(NoiseError) {
@@ -42,7 +43,7 @@ extension CallSecureChannel {
 
     /// A text is delivered once and answered with a receipt; a repeat of one of the last 512 is
     /// dropped without one. A receipt is delivered only for a text this side sent (§9.5).
-    private mutating func receivePayload(_ plaintext: [UInt8], now: UInt64, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
+    private mutating func receivePayload(_ plaintext: [UInt8], now: MonotonicInstant, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
         let payload: CallPayload
         do throws(CallPayloadProblem) {
             payload = try CallPayload(decoding: plaintext)

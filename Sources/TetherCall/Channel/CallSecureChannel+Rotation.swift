@@ -1,9 +1,10 @@
+import TetherSync
 import TetherNoise
 
 extension CallSecureChannel {
     /// This side starts a rotation as the NN initiator (§10 step 1): `ROTATE_INIT` under the
     /// current epoch, then nothing else until `ROTATE_RESP`.
-    mutating func startRotation(now: UInt64) throws(CallChannelFailure) {
+    mutating func startRotation(now: MonotonicInstant) throws(CallChannelFailure) {
         var handshake = try makeRotationHandshake(role: .initiator)
         let message = try Self.rotationStep { () throws(NoiseError) in try handshake.writeMessage() }
         try commitTransport([Self.rotateInit] + message)
@@ -13,7 +14,7 @@ extension CallSecureChannel {
     /// The peer's `ROTATE_INIT`. While this side's own request is pending, the caller's wins:
     /// the caller ignores the callee's (once — the callee never sends two), and the callee drops
     /// its own and answers, keeping what it held (§10).
-    mutating func receiveRotationRequest(_ message: [UInt8], now: UInt64, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
+    mutating func receiveRotationRequest(_ message: [UInt8], now: MonotonicInstant, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
         if pendingRotation != nil {
             guard role == .responder else {
                 guard !ignoredPeerRequest else { throw .rotation(.repeatedRequest) }
@@ -30,7 +31,7 @@ extension CallSecureChannel {
     }
 
     /// The answer to this side's request (§10 step 3).
-    mutating func receiveRotationResponse(_ message: [UInt8], now: UInt64, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
+    mutating func receiveRotationResponse(_ message: [UInt8], now: MonotonicInstant, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
         guard var handshake = pendingRotation else { throw .rotation(.responseWithoutRequest) }
         try Self.readRotation(message, into: &handshake)
         try switchEpoch(handshake, now: now, into: &actions)
@@ -38,7 +39,7 @@ extension CallSecureChannel {
 
     /// Both directions move to the NN Split's keys at nonce 0; the old CipherStates and the NN
     /// state go at once (§10 step 4). Held messages then leave under the new keys.
-    private mutating func switchEpoch(_ handshake: HandshakeState, now: UInt64, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
+    private mutating func switchEpoch(_ handshake: HandshakeState, now: MonotonicInstant, into actions: inout [CallChannelAction]) throws(CallChannelFailure) {
         transport = try Self.rotationStep { () throws(NoiseError) in try handshake.transportChannel() }
         pendingRotation = nil
         ignoredPeerRequest = false

@@ -1,9 +1,10 @@
+import TetherSync
 import TetherNoise
 
 extension CallSecureChannel {
     /// One application message: held while a rotation is pending, and preceded by a rotation
     /// when a trigger is due (§10: "before sending its next message").
-    mutating func sendMessage(_ plaintext: [UInt8], now: UInt64) throws(CallChannelFailure) {
+    mutating func sendMessage(_ plaintext: [UInt8], now: MonotonicInstant) throws(CallChannelFailure) {
         if pendingRotation == nil, rotationIsDue(now: now) { try startRotation(now: now) }
         guard pendingRotation == nil else {
             guard held.count < CallChannelLimits.rotationQueueCapacity else { throw .rotationQueueOverflow }
@@ -13,8 +14,8 @@ extension CallSecureChannel {
         try commitTransport(plaintext)
     }
 
-    private func rotationIsDue(now: UInt64) -> Bool {
-        let age = now >= epochStartedAt ? now - epochStartedAt : 0
+    private func rotationIsDue(now: MonotonicInstant) -> Bool {
+        let age = now.elapsed(since: epochStartedAt)
         return sentUnderEpoch >= CallChannelLimits.rotationFrameTrigger || age >= CallChannelLimits.rotationInterval
     }
 

@@ -1,3 +1,4 @@
+public import TetherSync
 public import TetherCrypto
 public import TetherWire
 import TetherNoise
@@ -48,7 +49,7 @@ public struct CallSecureChannel: Sendable {
     let remoteAgreementKey: X25519.PublicKey
     var fixedEphemerals: FixedEphemerals?
     /// The session's start: the one-hour limit and the confirmation timeout run from here.
-    let createdAt: UInt64
+    let createdAt: MonotonicInstant
 
     var phase: Phase = .awaitingHandshake
     /// The current epoch's CipherStates; nil before Split and after termination.
@@ -57,7 +58,7 @@ public struct CallSecureChannel: Sendable {
     public internal(set) var sessionID: [UInt8]?
     /// 0 for the KK keys, then one more per completed rotation (§10).
     public internal(set) var epoch = 0
-    var epochStartedAt: UInt64 = 0
+    var epochStartedAt = MonotonicInstant.zero
     var sentUnderEpoch = 0
     /// This side's NN handshake while it waits for `ROTATE_RESP`.
     var pendingRotation: HandshakeState?
@@ -78,7 +79,7 @@ public struct CallSecureChannel: Sendable {
     ///     verified against `remoteID` (§3.2, §7.2).
     ///   - now: when the data channel opened (monotonic nanoseconds).
     public init(role: Role, callID: CallUUID, localID: SignalingID, remoteID: SignalingID,
-                localAgreementKey: X25519.PrivateKey, remoteAgreementKey: X25519.PublicKey, now: UInt64) {
+                localAgreementKey: X25519.PrivateKey, remoteAgreementKey: X25519.PublicKey, now: MonotonicInstant) {
         self.role = role
         self.callID = callID
         self.localID = localID
@@ -123,7 +124,7 @@ public struct CallSecureChannel: Sendable {
 
     /// When `tick` must next run: the next paced frame, the confirmation timeout, the session's
     /// end. Nil once terminated.
-    public var nextTick: UInt64? {
+    public var nextTick: MonotonicInstant? {
         guard failure == nil else { return nil }
         var due = createdAt + CallChannelLimits.sessionDuration
         if !isAuthenticated { due = min(due, createdAt + CallChannelLimits.confirmationTimeout) }
@@ -133,7 +134,7 @@ public struct CallSecureChannel: Sendable {
 
     /// Runs one event: the deadlines first, then `body`, then whatever pacing lets out now. A
     /// failure anywhere terminates, after the actions the event produced before it.
-    mutating func run(now: UInt64, _ body: (inout CallSecureChannel, inout [CallChannelAction]) throws(CallChannelFailure) -> Void) -> [CallChannelAction] {
+    mutating func run(now: MonotonicInstant, _ body: (inout CallSecureChannel, inout [CallChannelAction]) throws(CallChannelFailure) -> Void) -> [CallChannelAction] {
         guard failure == nil else { return [] }
         var actions: [CallChannelAction] = []
         do throws(CallChannelFailure) {
@@ -146,8 +147,8 @@ public struct CallSecureChannel: Sendable {
         return actions
     }
 
-    private func checkDeadlines(now: UInt64) throws(CallChannelFailure) {
-        let age = now >= createdAt ? now - createdAt : 0
+    private func checkDeadlines(now: MonotonicInstant) throws(CallChannelFailure) {
+        let age = now.elapsed(since: createdAt)
         guard age < CallChannelLimits.sessionDuration else { throw .sessionTimeLimit }
         guard isAuthenticated || age < CallChannelLimits.confirmationTimeout else { throw .confirmationTimeout }
     }

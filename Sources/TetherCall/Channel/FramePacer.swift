@@ -1,3 +1,4 @@
+import TetherSync
 /// Sender pacing (signaling.md §13.1): frames leave in order, never more than `limit` in any
 /// `window`. The peer counts in fixed windows that include both ends (`now − start > window`
 /// starts the next) and closes on the 41st frame; a sliding bound over closed windows on this
@@ -5,14 +6,14 @@
 /// exceeds the peer's by the delivery jitter to absorb (`CallChannelLimits.pacingWindow`).
 struct FramePacer: Sendable {
     let limit: Int
-    let window: UInt64
+    let window: Duration
     /// When each of the last `limit` frames left; once full, `oldest` indexes the earliest.
-    private var released: [UInt64] = []
+    private var released: [MonotonicInstant] = []
     private var oldest = 0
     private var waiting: [[UInt8]] = []
     private var head = 0
 
-    init(limit: Int, window: UInt64) {
+    init(limit: Int, window: Duration) {
         self.limit = limit
         self.window = window
         released.reserveCapacity(limit)
@@ -24,7 +25,7 @@ struct FramePacer: Sendable {
     mutating func enqueue(_ frame: [UInt8]) { waiting.append(frame) }
 
     /// The frames that may leave at `now`, in order.
-    mutating func release(now: UInt64) -> [[UInt8]] {
+    mutating func release(now: MonotonicInstant) -> [[UInt8]] {
         var out: [[UInt8]] = []
         while head < waiting.count, mayRelease(now: now) {
             record(now)
@@ -43,9 +44,9 @@ struct FramePacer: Sendable {
     }
 
     /// When the next waiting frame may leave (nil when none waits).
-    var nextRelease: UInt64? {
+    var nextRelease: MonotonicInstant? {
         guard !isEmpty else { return nil }
-        return released.count < limit ? 0 : released[oldest] + window + 1
+        return released.count < limit ? .zero : released[oldest] + window + .nanoseconds(1)
     }
 
     /// Drops every waiting frame (termination).
@@ -54,11 +55,11 @@ struct FramePacer: Sendable {
         head = 0
     }
 
-    private func mayRelease(now: UInt64) -> Bool {
+    private func mayRelease(now: MonotonicInstant) -> Bool {
         released.count < limit || now > released[oldest] + window
     }
 
-    private mutating func record(_ now: UInt64) {
+    private mutating func record(_ now: MonotonicInstant) {
         if released.count < limit {
             released.append(now)
         } else {

@@ -21,7 +21,7 @@ public final class SignalingClient: Sendable {
         case signalRefused(SignalingRefusal)
         /// The connection ended. `retryIn` is the delay before the next attempt, in seconds; nil
         /// when the client has stopped (asked to, a final failure, or `reconnects` off).
-        case disconnected(SignalingFailure, retryIn: Double?)
+        case disconnected(SignalingFailure, retryIn: Duration?)
     }
 
     public enum QueryError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -40,9 +40,9 @@ public final class SignalingClient: Sendable {
 
     /// The server's `challenge` arrives at once and issuance takes at most 8 s (§8.3): a
     /// registration that has not completed in 20 s is abandoned and tried again.
-    static let registrationTimeout: UInt64 = .seconds(20)
+    static let registrationTimeout: Duration = .seconds(20)
     /// §4: clients ping every 15 s (and drop a server that did not answer the previous ping).
-    static let keepaliveInterval: UInt64 = .seconds(15)
+    static let keepaliveInterval: Duration = .seconds(15)
     /// A forwarded signal is at most 65,536 bytes (the server's own message bound) plus the
     /// server's re-serialisation, which only drops fields.
     static let maxMessageSize = 65_536
@@ -268,7 +268,7 @@ public final class SignalingClient: Sendable {
         let delay = retry ? backoff.next() : nil
         finish(failure, retryIn: delay)
         if let delay {
-            reconnectTimer = loop.schedule(after: UInt64(delay * 1e9)) { [self] in
+            reconnectTimer = loop.schedule(after: delay) { [self] in
                 self.reconnectTimer = nil
                 self.connect()
             }
@@ -276,7 +276,7 @@ public final class SignalingClient: Sendable {
     }
 
     /// Forgets the connection: pending queries fail, the handler hears why.
-    private func finish(_ failure: SignalingFailure, retryIn: Double? = nil) {
+    private func finish(_ failure: SignalingFailure, retryIn: Duration? = nil) {
         if let timer = registrationTimer { loop.cancel(timer) }
         registrationTimer = nil
         socket = nil

@@ -14,7 +14,7 @@ class ClientExchange<Success, Failure: Error> {
     }
 
     /// Fails with `failure` if not finished within `timeout`.
-    func arm(timeout: UInt64, failure: Failure) {
+    func arm(timeout: Duration, failure: Failure) {
         timer = connection.loop.schedule(after: timeout) { [unowned(unsafe) self] in self.finish(.failure(failure)) }
     }
 

@@ -41,7 +41,7 @@ public enum HTTPClient {
 
     @discardableResult
     public static func request(_ method: String, _ url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]? = nil,
-                               tls: TLSClientContext? = nil, on loop: EventLoop, timeout: UInt64 = .seconds(15),
+                               tls: TLSClientContext? = nil, on loop: EventLoop, timeout: Duration = .seconds(15),
                                maxResponseBody: Int = 16 * 1024 * 1024,
                                completion: @escaping @Sendable (Result<Response, NetError>) -> Void) -> Cancellation {
         let cancellation = Cancellation()
@@ -56,14 +56,14 @@ public enum HTTPClient {
         text += "\r\n"
         let bytes = Array(text.utf8) + (body ?? [])
         // One deadline for the whole exchange: what connecting used is not given again.
-        let deadline = loop.clock.now() &+ timeout
+        let deadline = loop.clock.now() + timeout
         TCPConnector.connect(target, tls: tls, on: loop, timeout: timeout) { result in
             switch result {
             case let .failure(error): completion(.failure(cancellation.isCancelled ? .cancelled : error))
             case let .success(connection):
                 let exchange = Exchange(connection: connection, expectsBody: method != "HEAD", maxBody: maxResponseBody, completion: completion)
                 let now = loop.clock.now()
-                exchange.arm(timeout: deadline > now ? deadline - now : 0, failure: .timedOut)
+                exchange.arm(timeout: deadline.elapsed(since: now), failure: .timedOut)
                 connection.delegate = exchange
                 connection.write(bytes)
                 // The exchange is loop-confined; only the loop touches it, after the hop.
@@ -77,7 +77,7 @@ public enum HTTPClient {
     /// JSON POST convenience: sets `Content-Type: application/json`.
     @discardableResult
     public static func postJSON(_ url: String, body: [UInt8], headers: HTTPHeaders = HTTPHeaders(), tls: TLSClientContext? = nil, on loop: EventLoop,
-                                timeout: UInt64 = .seconds(15), maxResponseBody: Int = 16 * 1024 * 1024,
+                                timeout: Duration = .seconds(15), maxResponseBody: Int = 16 * 1024 * 1024,
                                 completion: @escaping @Sendable (Result<Response, NetError>) -> Void) -> Cancellation {
         var all = headers
         all.set("Content-Type", "application/json")

@@ -5,7 +5,7 @@ import Glibc
 /// Opens outgoing TCP connections: resolves the host off the loop, connects without blocking,
 /// and completes on the loop with a `TCPConnection` or an error (including a timeout).
 public enum TCPConnector {
-    public static func connect(host: String, port: UInt16, on loop: EventLoop, timeout: UInt64 = .seconds(30),
+    public static func connect(host: String, port: UInt16, on loop: EventLoop, timeout: Duration = .seconds(30),
                                completion: @escaping @Sendable (Result<TCPConnection, NetError>) -> Void) {
         // A numeric address needs no resolver; a name is resolved on a background queue.
         if let address = try? SocketAddress(host: host, port: port) {
@@ -34,7 +34,7 @@ public enum TCPConnector {
         return .success(SocketAddress(storage: storage))
     }
 
-    private static func start(_ address: SocketAddress, loop: EventLoop, timeout: UInt64,
+    private static func start(_ address: SocketAddress, loop: EventLoop, timeout: Duration,
                               completion: @escaping @Sendable (Result<TCPConnection, NetError>) -> Void) {
         let fd = tether_socket(address.domain, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { return completion(.failure(.system("socket", errno))) }
@@ -114,7 +114,7 @@ extension TCPConnector {
     /// Connects to `url`'s host and port, adding TLS (SNI and hostname verification against
     /// `tls`, or the system trust store) for https/wss. Completes once the transport is ready
     /// to carry plaintext (the TLS handshake itself completes lazily, before the first bytes).
-    static func connect(_ url: ClientURL, tls: TLSClientContext?, on loop: EventLoop, timeout: UInt64,
+    static func connect(_ url: ClientURL, tls: TLSClientContext?, on loop: EventLoop, timeout: Duration,
                         completion: @escaping @Sendable (Result<any Transport, NetError>) -> Void) {
         connect(host: url.host, port: url.port, on: loop, timeout: timeout) { result in
             switch result {

@@ -9,7 +9,7 @@ public enum WebSocketClient {
 
     public static func connect(_ url: String, headers: HTTPHeaders = HTTPHeaders(), options: WebSocketConnection.Options = .init(),
                                tls: TLSClientContext? = nil, delegate: any WebSocketDelegate & Sendable, on loop: EventLoop,
-                               timeout: UInt64 = .seconds(30),
+                               timeout: Duration = .seconds(30),
                                completion: @escaping @Sendable (Result<WebSocketConnection, Failure>) -> Void) {
         let target: ClientURL
         do { target = try ClientURL(url) } catch { return completion(.failure(.network(error))) }

@@ -1,34 +1,28 @@
-import Glibc
+public import TetherSync
 import Synchronization
 
-/// Monotonic time in nanoseconds. Loops, timers and state machines read time only through a
-/// clock, so tests can drive expiry with `ManualClock`.
+/// Where loops, timers and state machines read the monotonic clock, so tests can drive expiry
+/// with `ManualClock`.
 public protocol NetClock: Sendable {
-    func now() -> UInt64
+    func now() -> MonotonicInstant
 }
 
 /// CLOCK_MONOTONIC.
 public struct MonotonicClock: NetClock {
     public init() {}
-    public func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    @inlinable
+    public func now() -> MonotonicInstant { .now() }
 }
 
 /// A clock that moves only when told to.
 public final class ManualClock: NetClock, Sendable {
     private let current: Atomic<UInt64>
 
-    public init(start: UInt64 = 1_000_000_000) { current = Atomic(start) }
+    public init(start: MonotonicInstant = MonotonicInstant(nanoseconds: 1_000_000_000)) { current = Atomic(start.nanoseconds) }
 
-    public func now() -> UInt64 { current.load(ordering: .acquiring) }
+    public func now() -> MonotonicInstant { MonotonicInstant(nanoseconds: current.load(ordering: .acquiring)) }
 
-    public func advance(by nanoseconds: UInt64) { current.add(nanoseconds, ordering: .acquiringAndReleasing) }
-}
-
-public extension UInt64 {
-    static func milliseconds(_ ms: UInt64) -> UInt64 { ms * 1_000_000 }
-    static func seconds(_ s: UInt64) -> UInt64 { s * 1_000_000_000 }
+    public func advance(by duration: Duration) {
+        current.add(UInt64(clamping: duration.nanosecondsClamped), ordering: .acquiringAndReleasing)
+    }
 }

@@ -34,7 +34,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     private let pending = Locked<[@Sendable () -> Void]>([])
     @exclusivity(unchecked) private var stopping = false
     /// Keepalive sweeps by interval (loop thread only).
-    @exclusivity(unchecked) var sweeps: [UInt64: KeepaliveSweep] = [:]
+    @exclusivity(unchecked) var sweeps: [Duration: KeepaliveSweep] = [:]
     /// Writers that gathered output since the last flush point (the end of an iteration, or
     /// between two of its events once handlers have run `flushBudget`); a writer that leaves
     /// the loop (a handoff) clears its own slot.
@@ -168,9 +168,9 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
                     continue
                 }
                 dispatch(event)
-                if clock.now() &- flushedAt >= Self.flushBudget {
+                if clock.now().elapsed(since: flushedAt) >= Self.flushBudget {
                     // Tasks get as long as the events just had, so neither starves the other.
-                    runPending(until: clock.now() &+ Self.flushBudget)
+                    runPending(until: clock.now() + Self.flushBudget)
                     flushWrites()
                     flushedAt = clock.now()
                 }
@@ -236,7 +236,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
         let now = clock.now()
         guard deadline > now else { return 0 }
         // Round up so a timer never fires early; cap to keep the arithmetic in range.
-        return Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+        return Int32(min((deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000, 60_000))
     }
 
     private func handler(for token: UInt64) -> (any EventLoopHandler)? {
@@ -263,7 +263,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     /// each), that held a forwarded signal for tens of milliseconds. Cheap handlers (the relay's
     /// splice, a few µs a frame) seldom reach it, so they mostly keep one `writev` per connection
     /// per iteration.
-    public static let flushBudget: UInt64 = 1_000_000
+    public static let flushBudget: Duration = .milliseconds(1)
 
     /// Tasks run per iteration before the loop looks at its sockets again. A burst of queued work
     /// (thousands of storage answers after a reconnect storm, each an admission of a few hundred
@@ -276,7 +276,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     /// passed: the rest go back to the front of the queue in their order (one sender's signals
     /// stay in order) and wait for the next pass or iteration, which then does not block in
     /// epoll_wait.
-    private func runPending(limit: Int = EventLoop.maxTasksPerIteration, until deadline: UInt64? = nil) {
+    private func runPending(limit: Int = EventLoop.maxTasksPerIteration, until deadline: MonotonicInstant? = nil) {
         let tasks = pending.withLock { pending -> [@Sendable () -> Void] in
             guard pending.count > limit else {
                 defer { pending = [] }
@@ -352,9 +352,9 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
 
     // MARK: Timers (loop thread only)
 
-    /// Runs `body` once `delay` nanoseconds from now, on this loop.
+    /// Runs `body` once `delay` has passed, on this loop.
     @discardableResult
-    public func schedule(after delay: UInt64, _ body: @escaping () -> Void) -> TimerID {
+    public func schedule(after delay: Duration, _ body: @escaping () -> Void) -> TimerID {
         assertInEventLoop()
         return timers.schedule(at: clock.now() + delay, TimerTask(body: body))
     }

@@ -4,9 +4,9 @@ import Glibc
 extension TCPListener {
     /// The first pause: long enough that a descriptor-starved process stays idle, short enough
     /// that service resumes promptly once a few connections close.
-    static let initialBackOff: UInt64 = .milliseconds(100)
+    static let initialBackOff: Duration = .milliseconds(100)
     /// The longest pause: a server that stays exhausted still retries every second.
-    static let maximumBackOff: UInt64 = .seconds(1)
+    static let maximumBackOff: Duration = .seconds(1)
 
     enum AcceptFailure: Equatable {
         /// Nothing is pending (EAGAIN): wait for epoll.

@@ -1,3 +1,5 @@
+public import TetherSync
+
 /// Deadlines in a binary min-heap. Cancelling frees the payload at once (a cancelled timer
 /// must not pin its closure, and what that captures, until its deadline); the bare heap entry is
 /// skipped when it reaches the top, and the heap is rebuilt when dead entries outnumber live ones.
@@ -7,7 +9,7 @@ public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
     }
 
     private struct Entry: Sendable {
-        let deadline: UInt64
+        let deadline: MonotonicInstant
         let sequence: UInt64
     }
 
@@ -21,7 +23,7 @@ public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
     public var count: Int { payloads.count }
 
     @discardableResult
-    public mutating func schedule(at deadline: UInt64, _ payload: Payload) -> ID {
+    public mutating func schedule(at deadline: MonotonicInstant, _ payload: Payload) -> ID {
         nextSequence += 1
         heap.append(Entry(deadline: deadline, sequence: nextSequence))
         payloads[nextSequence] = payload
@@ -35,13 +37,13 @@ public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
     }
 
     /// The earliest live deadline.
-    public mutating func nextDeadline() -> UInt64? {
+    public mutating func nextDeadline() -> MonotonicInstant? {
         dropDeadTop()
         return heap.first?.deadline
     }
 
     /// Removes and returns every live payload due at `now`, earliest first (ties in schedule order).
-    public mutating func popExpired(now: UInt64) -> [Payload] {
+    public mutating func popExpired(now: MonotonicInstant) -> [Payload] {
         var due: [Payload] = []
         while true {
             dropDeadTop()

@@ -75,13 +75,13 @@ public final class HTTPServer: Sendable {
         public var port: UInt16 = 0
         public var limits = HTTPRequestParser.Limits()
         /// From a request's first byte to its complete body (slowloris defence): 408 after this.
-        public var requestTimeout: UInt64 = .seconds(30)
+        public var requestTimeout: Duration = .seconds(30)
         /// A kept-alive connection with no request in progress is closed after this.
-        public var idleTimeout: UInt64 = .seconds(60)
+        public var idleTimeout: Duration = .seconds(60)
         /// A connection whose responses stay above the transport's high-water mark this long
         /// (its client pipelines requests and never reads the answers; no further request is read
         /// meanwhile) is closed.
-        public var stallTimeout: UInt64 = .seconds(30)
+        public var stallTimeout: Duration = .seconds(30)
         /// Serve HTTPS (and WSS) with this context; nil serves plain HTTP.
         public var tls: TLSServerContext?
         /// The kernel's send buffer for each accepted connection (`SO_SNDBUF`); nil leaves the
@@ -145,7 +145,7 @@ public final class HTTPServer: Sendable {
     /// close at once; a request in progress is answered (with `Connection: close`); whatever is
     /// still open after `grace` is closed, after sending what it has queued. Upgraded WebSocket
     /// connections belong to their owners and are not touched. Returns when done.
-    public func shutdown(grace: UInt64 = .seconds(10)) {
+    public func shutdown(grace: Duration = .seconds(10)) {
         stopAccepting()
         // Start draining on every loop at once, then wait for all of them.
         var finished: [ThreadSemaphore] = []
@@ -293,7 +293,7 @@ final class HTTPServerConnection: TransportDelegate {
 
     func closeNow() { connection.closeAfterFlush() }
 
-    private func armTimer(_ delay: UInt64, idle: Bool) {
+    private func armTimer(_ delay: Duration, idle: Bool) {
         if let timer { connection.loop.cancel(timer) }
         timer = connection.loop.schedule(after: delay) { [weak self] in
             guard let self, !self.connection.isClosed, !self.upgraded else { return }

@@ -3,14 +3,14 @@
 /// the rest. Sockets are linked into an intrusive list, so tracking one costs two pointers.
 final class KeepaliveSweep {
     let loop: EventLoop
-    let interval: UInt64
+    let interval: Duration
     // Loop-confined state (one thread touches it), so exclusivity is not checked at run time:
     // on the splice path those checks were a quarter of the instructions (callgrind).
     @exclusivity(unchecked) private(set) var head: WebSocketConnection?
     @exclusivity(unchecked) private(set) var count = 0
     @exclusivity(unchecked) private var timer: EventLoop.TimerID?
 
-    init(loop: EventLoop, interval: UInt64) {
+    init(loop: EventLoop, interval: Duration) {
         self.loop = loop
         self.interval = interval
     }
@@ -52,7 +52,7 @@ final class KeepaliveSweep {
 
 extension EventLoop {
     /// The loop's sweep for `interval` (created on first use; lives as long as the loop).
-    func keepaliveSweep(interval: UInt64) -> KeepaliveSweep {
+    func keepaliveSweep(interval: Duration) -> KeepaliveSweep {
         assertInEventLoop()
         if let sweep = sweeps[interval] { return sweep }
         let sweep = KeepaliveSweep(loop: self, interval: interval)

@@ -45,12 +45,12 @@ public final class WebSocketConnection: TransportDelegate {
         /// Largest reassembled message (→ 1009).
         public var maxMessageSize = 1 << 20
         /// Send a ping this often and drop a peer that has not answered the previous one (nil: off).
-        public var keepaliveInterval: UInt64?
+        public var keepaliveInterval: Duration?
         /// How long to wait for the peer's close frame after sending ours.
-        public var closeTimeout: UInt64 = .seconds(5)
+        public var closeTimeout: Duration = .seconds(5)
         /// How long output may stay above the high-water mark before `webSocketDidStall` (nil:
         /// never; memory is bounded by `outputReadLimit` either way).
-        public var stallTimeout: UInt64?
+        public var stallTimeout: Duration?
         /// Past this many bytes queued for sending the socket is not read until its queue drains
         /// below the transport's low-water mark. 1 MiB, four times the transport's high-water
         /// mark, by default: a splice holds the sender back at the high-water mark already, and
@@ -70,7 +70,7 @@ public final class WebSocketConnection: TransportDelegate {
     @exclusivity(unchecked) public var delegate: (any WebSocketDelegate)?
     @exclusivity(unchecked) private var parser: WebSocketFrameParser
     @exclusivity(unchecked) private var assembler: WebSocketMessageAssembler
-    private let closeTimeout: UInt64
+    private let closeTimeout: Duration
     @exclusivity(unchecked) private var receivedCloseStorage = OutOfLine<(code: UInt16, reason: String)>()
     private var receivedClose: (code: UInt16, reason: String)? {
         get { receivedCloseStorage.value }
@@ -90,7 +90,7 @@ public final class WebSocketConnection: TransportDelegate {
     @exclusivity(unchecked) private var stallTimerStorage = OutOfLine<EventLoop.TimerID>()
     /// The most recent ping's payload while a pong cannot be queued yet (the output is backed up).
     @exclusivity(unchecked) private var pendingPongStorage = OutOfLine<[UInt8]>()
-    private let stallTimeout: UInt64
+    private let stallTimeout: Duration
     private let outputReadLimit: Int
     /// Strong self-reference while open, so a socket lives as long as its TCP connection.
     @exclusivity(unchecked) private var retainSelf: WebSocketConnection?
@@ -116,7 +116,7 @@ public final class WebSocketConnection: TransportDelegate {
         options.maxMessageSize = assembler.maxMessageSize
         options.keepaliveInterval = sweep?.interval
         options.closeTimeout = closeTimeout
-        options.stallTimeout = stallTimeout > 0 ? stallTimeout : nil
+        options.stallTimeout = stallTimeout > .zero ? stallTimeout : nil
         options.outputReadLimit = outputReadLimit
         return options
     }
@@ -132,7 +132,7 @@ public final class WebSocketConnection: TransportDelegate {
         self.connection = connection
         self.role = role
         closeTimeout = options.closeTimeout
-        stallTimeout = options.stallTimeout ?? 0
+        stallTimeout = options.stallTimeout ?? .zero
         outputReadLimit = options.outputReadLimit
         self.delegate = delegate
         parser = WebSocketFrameParser(role: role, maxFramePayload: options.maxFramePayload)
@@ -269,7 +269,7 @@ public final class WebSocketConnection: TransportDelegate {
 
     /// Above the high-water mark: the stall clock runs (reading stops at `outputReadLimit`).
     private func outputBackedUp() {
-        guard !finished, stallTimeout > 0, stallTimerStorage.isEmpty else { return }
+        guard !finished, stallTimeout > .zero, stallTimerStorage.isEmpty else { return }
         // unowned(unsafe): finish() cancels the timer before the socket can go.
         stallTimerStorage.value = connection.loop.schedule(after: stallTimeout) { [unowned(unsafe) self] in
             self.stallTimerStorage.value = nil

@@ -1,3 +1,5 @@
+public import TetherSync
+public import TetherService
 public import TetherStore
 
 /// One notification for APNs (push.md §4.2), as a profile built it.
@@ -63,30 +65,30 @@ public final class APNsClient: Sendable {
     public let transport: any HTTP2Transport
     public let tokens: ProviderTokenIssuer
     public let endpoints: Endpoints
-    private let wallSeconds: @Sendable () -> UInt64
-    private let monotonicNanoseconds: @Sendable () -> UInt64
-    private let observe: @Sendable (APNsOutcome, _ latencyNanoseconds: UInt64) -> Void
+    private let clock: ServiceClock
+    private let observe: @Sendable (APNsOutcome, _ latency: Duration) -> Void
 
     /// - Parameters:
-    ///   - wallSeconds: the clock for the token's `iat`.
+    ///   - clock: the wall clock for the token's `iat`, the monotonic one for the latency.
     ///   - observe: every finished delivery and how long it took (metrics).
     public init(transport: any HTTP2Transport, tokens: ProviderTokenIssuer, endpoints: Endpoints,
-                wallSeconds: @escaping @Sendable () -> UInt64, monotonicNanoseconds: @escaping @Sendable () -> UInt64,
-                observe: @escaping @Sendable (APNsOutcome, UInt64) -> Void = { _, _ in }) {
+                clock: ServiceClock = .system, observe: @escaping @Sendable (APNsOutcome, Duration) -> Void = { _, _ in }) {
         self.transport = transport
         self.tokens = tokens
         self.endpoints = endpoints
-        self.wallSeconds = wallSeconds
-        self.monotonicNanoseconds = monotonicNanoseconds
+        self.clock = clock
         self.observe = observe
     }
 
+    /// A provider token's `iat`: whole seconds of wall time.
+    private var iat: UInt64 { UInt64(clamping: clock.wall().unixSeconds) }
+
     /// Delivers `notification`; `completion` runs once, on the transport's thread.
     public func send(_ notification: APNsNotification, completion: @escaping @Sendable (APNsOutcome) -> Void) {
-        let started = monotonicNanoseconds()
+        let started = clock.monotonic()
         let token: ProviderToken
         do {
-            token = try tokens.token(now: wallSeconds())
+            token = try tokens.token(now: iat)
         } catch {
             return finish(.unreachable("cannot sign the provider token"), started, completion)
         }
@@ -95,8 +97,8 @@ public final class APNsClient: Sendable {
         }
     }
 
-    private func finish(_ outcome: APNsOutcome, _ started: UInt64, _ completion: @Sendable (APNsOutcome) -> Void) {
-        observe(outcome, monotonicNanoseconds() &- started)
+    private func finish(_ outcome: APNsOutcome, _ started: MonotonicInstant, _ completion: @Sendable (APNsOutcome) -> Void) {
+        observe(outcome, clock.monotonic().elapsed(since: started))
         completion(outcome)
     }
 
@@ -112,7 +114,7 @@ public final class APNsClient: Sendable {
                 let failureClass = APNsReason.classify(status: status, reason: reason)
                 switch (failureClass, retried) {
                 case (.retryWithFreshToken, false):
-                    guard let fresh = try? tokens.replace(token, now: wallSeconds()) else {
+                    guard let fresh = try? tokens.replace(token, now: iat) else {
                         return completion(.rejected(status: status, reason: reason, failureClass: failureClass, body: body))
                     }
                     attempt(notification, token: fresh, retried: true, freshConnection: false, completion: completion)

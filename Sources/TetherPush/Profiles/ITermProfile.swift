@@ -1,3 +1,4 @@
+public import TetherSync
 public import TetherCrypto
 public import TetherStore
 import TetherWire
@@ -7,12 +8,12 @@ import TetherEncoding
 /// every check, answer and APNs byte, as pure steps `PushServer` runs in order.
 public enum ITermProfile {
     /// A registration lives 90 days from its last write (`REGISTRATION_TTL_SECONDS`).
-    public static let registrationLifetimeMs: UInt64 = 7_776_000 * 1000
+    public static let registrationLifetime: Duration = .seconds(7_776_000)
     /// Re-registering with the same values rewrites the record only once it is this old.
-    public static let rewriteAgeMs = registrationLifetimeMs / 2
+    public static let rewriteAge = registrationLifetime / 2
     /// Pushes per token, and `/register` requests per client IP, per window.
     public static let pushesPerWindow = 10
-    public static let windowMs: UInt64 = 60_000
+    public static let window: Duration = .seconds(60)
 
     public static let postOnly = PushAnswer.error(405, "POST only")
     public static let noSuchEndpoint = PushAnswer.error(404, "no such endpoint")
@@ -50,10 +51,10 @@ public enum ITermProfile {
     }
 
     /// Whether a registration must be written: new, changed, or older than half its lifetime.
-    public static func needsWrite(_ registration: Registration, stored: ITermRegistration?, now: UInt64) -> Bool {
+    public static func needsWrite(_ registration: Registration, stored: ITermRegistration?, now: WallInstant) -> Bool {
         guard let stored else { return true }
         return stored.secretHash != registration.secretHash || stored.sandbox != registration.sandbox
-            || now >= stored.registeredAt &+ rewriteAgeMs || stored.registeredAt > now
+            || now >= WallInstant(unixMilliseconds: stored.registeredAt) + rewriteAge || stored.registeredAt > now.unixMilliseconds
     }
 
     /// 32–256 characters of `[0-9a-f]`.

@@ -1,3 +1,4 @@
+import TetherSync
 public import TetherCrypto
 public import TetherNet
 public import TetherStore
@@ -10,7 +11,7 @@ public enum MyttyProfile {
     // MARK: Constants (§2.1, §2.2, §2.5)
 
     /// A registration lives 180 days from its last successful delivery.
-    public static let registrationLifetimeMs: UInt64 = 15_552_000 * 1000
+    public static let registrationLifetime: Duration = .seconds(15_552_000)
     /// Pushes are accepted within ±300 s of the relay's clock, inclusive.
     public static let timestampWindow: UInt64 = 300
 
@@ -24,7 +25,7 @@ public enum MyttyProfile {
     /// Tether's per-IP `/v1/register` limit (`PUSH_REGISTER_RATE_LIMIT`; the Worker keeps none),
     /// answered as Profile I answers its own.
     public static let rateLimited = PushAnswer.error(429, "rate limited")
-    public static let registerWindowMs: UInt64 = 60_000
+    public static let registerWindow: Duration = .seconds(60)
 
     // MARK: /v1/register (§2.2)
 

@@ -1,3 +1,4 @@
+import TetherSync
 public import TetherService
 
 /// The push relay's metrics (admin listener only, never the public port): the `pushrelay_*`
@@ -75,8 +76,8 @@ public final class PushMetrics: Sendable {
 
     /// Every finished APNs delivery. Reason labels are APNs' documented reasons or one of three
     /// words, so a misbehaving upstream cannot grow the label set without bound.
-    func apnsFinished(_ outcome: APNsOutcome, latencyNanoseconds: UInt64) {
-        apnsLatency.observe(Double(latencyNanoseconds) / 1e9)
+    func apnsFinished(_ outcome: APNsOutcome, latency: Duration) {
+        apnsLatency.observe(latency.secondsDouble)
         let label: String
         switch outcome {
         case .delivered: label = "delivered"

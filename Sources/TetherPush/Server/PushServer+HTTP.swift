@@ -38,7 +38,7 @@ extension PushServer {
     func headAnswer(_ head: HTTPRequestHead) -> PushAnswer? {
         if profile(for: head.path) == .mytty {
             guard head.method == "POST", Self.myttyPaths.contains(String(head.path)) else { return MyttyProfile.notFound }
-            if head.path == "/v1/push", MyttyProfile.credentials(head, nowSeconds: clock.wallMs() / 1000) == nil {
+            if head.path == "/v1/push", MyttyProfile.credentials(head, nowSeconds: UInt64(clock.wall().unixSeconds)) == nil {
                 metrics.pushes.increment()
                 metrics.badSecrets.increment()
                 diagnostic("push: mytty /v1/push -> 401 (credentials)")

@@ -1,3 +1,4 @@
+import TetherSync
 import TetherNet
 import TetherStore
 
@@ -23,16 +24,16 @@ extension PushServer {
             return reply(refusal.answer)
         case let .success(valid): registration = valid
         }
-        let now = clock.wallMs()
+        let wall = clock.wall(), now = wall.unixMilliseconds
         storage.submit(lane: lane(registration.token)) { [self] store in
             do {
                 let stored = try store.iterm(token: registration.token, now: now)
-                guard ITermProfile.needsWrite(registration, stored: stored, now: now) else {
+                guard ITermProfile.needsWrite(registration, stored: stored, now: wall) else {
                     metrics.registersSkipped.increment()
                     return reply(ITermProfile.skipped)
                 }
                 try store.putITerm(ITermRegistration(secretHash: registration.secretHash, sandbox: registration.sandbox, registeredAt: now),
-                                   token: registration.token, expiresAt: now + ITermProfile.registrationLifetimeMs)
+                                   token: registration.token, expiresAt: (wall + ITermProfile.registrationLifetime).unixMilliseconds)
                 metrics.registersWritten.increment()
                 if stored == nil { metrics.devices.increment() }
                 reply(ITermProfile.ok)
@@ -54,7 +55,7 @@ extension PushServer {
         case let .failure(refusal): return reply(refusal.answer)
         case let .success(valid): push = valid
         }
-        let now = clock.wallMs()
+        let now = clock.wall().unixMilliseconds
         let topic = configuration.topicITerm2
         let lane = lane(push.token)
         storage.submit(lane: lane) { [self] store in
@@ -76,8 +77,9 @@ extension PushServer {
             // Counted in the shared store when there is one, so N nodes do not allow N× the limit.
             let allowed: Bool
             do {
-                allowed = try store.hitSharedPushWindow(token: push.token, limit: ITermProfile.pushesPerWindow, windowMs: ITermProfile.windowMs)
-                    ?? pushWindows.withLock { $0.hit(push.token, now: clock.monotonicMs()) }
+                allowed = try store.hitSharedPushWindow(token: push.token, limit: ITermProfile.pushesPerWindow,
+                                                       windowMs: UInt64(ITermProfile.window.millisecondsClamped))
+                    ?? pushWindows.withLock { $0.hit(push.token, now: clock.monotonic()) }
             } catch {
                 storageFailed(error)
                 return reply(.storageUnavailable)

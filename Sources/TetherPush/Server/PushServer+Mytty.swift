@@ -1,3 +1,4 @@
+import TetherSync
 import TetherNet
 import TetherStore
 
@@ -26,7 +27,7 @@ extension PushServer {
         }
         let (pushID, relaySecret) = MyttyProfile.newRegistration(random: random)
         let registration = MyttyRegistration(deviceToken: fields.deviceToken, environment: fields.environment, relaySecret: relaySecret)
-        let expiresAt = clock.wallMs() + MyttyProfile.registrationLifetimeMs
+        let expiresAt = (clock.wall() + MyttyProfile.registrationLifetime).unixMilliseconds
         storage.submit(lane: lane(pushID)) { [self] store in
             do {
                 try store.putMytty(registration, pushID: pushID, expiresAt: expiresAt)
@@ -45,8 +46,8 @@ extension PushServer {
     /// the registration's lane — or here, when a registration read lately authenticates it
     /// (`RegistrationCache`) — and `sendMytty`.
     func myttyPush(_ request: HTTPServerRequest, reply: @escaping @Sendable (PushAnswer) -> Void) {
-        let now = clock.wallMs()
-        guard let credentials = MyttyProfile.credentials(request.head, nowSeconds: now / 1000) else {
+        let wall = clock.wall(), now = wall.unixMilliseconds
+        guard let credentials = MyttyProfile.credentials(request.head, nowSeconds: UInt64(wall.unixSeconds)) else {
             metrics.pushes.increment()
             metrics.badSecrets.increment()
             return reply(MyttyProfile.unauthorized)
@@ -56,7 +57,7 @@ extension PushServer {
         let body = request.body
         let topic = configuration.topic
         // A registration read lately: an authentic push is sent from here, no store round trip.
-        if let cached = myttyCache.value(for: credentials.pushID, now: clock.monotonicMs()),
+        if let cached = myttyCache.value(for: credentials.pushID, now: clock.monotonic()),
            MyttyProfile.isAuthentic(credentials, body: body, registration: cached) {
             return sendMytty(credentials, body: body, registration: cached, topic: topic, reply: reply)
         }
@@ -73,7 +74,7 @@ extension PushServer {
                 diagnostic("push: mytty /v1/push -> 401")
                 return reply(MyttyProfile.unauthorized)
             }
-            myttyCache.store(registration, for: credentials.pushID, now: clock.monotonicMs())
+            myttyCache.store(registration, for: credentials.pushID, now: clock.monotonic())
             sendMytty(credentials, body: body, registration: registration, topic: topic, reply: reply)
         }
     }
@@ -93,10 +94,10 @@ extension PushServer {
             let answer = MyttyProfile.answer(outcome)
             if case .delivered = outcome {
                 reply(answer)
-                guard renewals.withLock({ $0.shouldRenew(credentials.pushID, now: clock.monotonicMs()) }) else { return }
-                let renewedUntil = clock.wallMs() + MyttyProfile.registrationLifetimeMs
+                guard renewals.withLock({ $0.shouldRenew(credentials.pushID, now: clock.monotonic()) }) else { return }
+                let renewedUntil = (clock.wall() + MyttyProfile.registrationLifetime).unixMilliseconds
                 storage.submit(lane: lane) { [self] store in
-                    do { try store.renewMytty(pushID: credentials.pushID, expiresAt: renewedUntil, now: clock.wallMs()) } catch {
+                    do { try store.renewMytty(pushID: credentials.pushID, expiresAt: renewedUntil, now: clock.wall().unixMilliseconds) } catch {
                         storageFailed(error)
                     }
                 }

@@ -34,7 +34,7 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
     let chores: Chores<String>
     let random: @Sendable (Int) -> [UInt8]
     /// Operator warnings already given, by reason, with when (monotonic ms): one a minute each.
-    private let warned = Locked<[String: UInt64]>([:])
+    private let warned = Locked<[String: MonotonicInstant]>([:])
 
     /// Store lanes by default. SQLite serialises its one connection, so more lanes would only
     /// contend for its lock (and wake more threads per push); a networked store passes more.
@@ -42,7 +42,7 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
     /// Storage work queued past this many calls means the store has fallen behind.
     static let storageBacklogLimit = 10_000
     /// Expired registrations are pruned (and the device gauge refreshed) this often.
-    static let housekeepingIntervalMs: UInt64 = 60_000
+    static let housekeepingInterval: Duration = .seconds(60)
     static let registerLimiter = "register"
     static let myttyRegisterLimiter = "mytty_register"
 
@@ -64,18 +64,17 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
         let metrics = PushMetrics()
         self.metrics = metrics
         apns = APNsClient(transport: transport, tokens: ProviderTokenIssuer(key: key, keyID: configuration.keyID, teamID: configuration.teamID),
-                          endpoints: configuration.endpoints, wallSeconds: { clock.wallMs() / 1000 },
-                          monotonicNanoseconds: { ServiceClock.monotonicNanoseconds() },
-                          observe: { outcome, latency in metrics.apnsFinished(outcome, latencyNanoseconds: latency) })
+                          endpoints: configuration.endpoints, clock: clock,
+                          observe: { outcome, latency in metrics.apnsFinished(outcome, latency: latency) })
         var limits = ConnectionGate.Limits()
-        limits.requestLimits[Self.registerLimiter] = .init(.init(limit: configuration.registerLimit, windowMs: ITermProfile.windowMs),
+        limits.requestLimits[Self.registerLimiter] = .init(.init(limit: configuration.registerLimit, window: ITermProfile.window),
                                                            refusal: ITermProfile.rateLimited.response)
-        limits.requestLimits[Self.myttyRegisterLimiter] = .init(.init(limit: configuration.registerRateLimit, windowMs: MyttyProfile.registerWindowMs),
+        limits.requestLimits[Self.myttyRegisterLimiter] = .init(.init(limit: configuration.registerRateLimit, window: MyttyProfile.registerWindow),
                                                                 refusal: MyttyProfile.rateLimited.response)
         limits.maxSocketsPerIP = configuration.maxConnectionsPerIP > 0 ? configuration.maxConnectionsPerIP : .max
         limits.perIPRefusal = Self.tooManyConnections.response
-        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
-        pushWindows = Locked(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.windowMs))
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock)
+        pushWindows = Locked(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.window))
         chores = Chores(loop: group.loops[0])
         let router = Self.router(for: self)
         routes.withLock { $0 = router }
@@ -93,8 +92,8 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
                                                      "pushrelay_push_apns_error_total", "pushrelay_register_total", "pushrelay_rate_limited_total",
                                                      "pushrelay_storage_available", "pushrelay_store_backlog",
                                                  ]))
-        chores.start("housekeeping", every: Self.housekeepingIntervalMs, runNow: true) { [weak self] in self?.housekeeping() }
-        chores.start("storage probe", every: Self.storageProbeMs) { [weak self] in self?.probeStorage() }
+        chores.start("housekeeping", every: Self.housekeepingInterval, runNow: true) { [weak self] in self?.housekeeping() }
+        chores.start("storage probe", every: Self.storageProbeInterval) { [weak self] in self?.probeStorage() }
         return started.http.port
     }
 
@@ -114,7 +113,7 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
     /// ready again within this of the database's return; while it answers, the cheapest call, so
     /// a database that hangs turns `/readyz` not-ready within this plus a call's deadline even
     /// when no request comes in.
-    static let storageProbeMs: UInt64 = 1_000
+    static let storageProbeInterval: Duration = .seconds(1)
 
     func probeStorage() {
         let failing = !storageHealth.isAvailable
@@ -135,7 +134,7 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
 
     /// Prunes expired registrations (push.md §6) and refreshes the device gauge, on a lane.
     func housekeeping() {
-        let now = clock.wallMs()
+        let now = clock.wall().unixMilliseconds
         storage.submit(lane: 0) { [self] store in
             do {
                 let pruned = try store.pruneExpired(now: now)
@@ -177,9 +176,9 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
     /// An operator-facing warning (APNs refuses the relay's configuration), at most once a minute
     /// per `key` so a failing key does not flood the log.
     func warn(_ key: String, _ line: String) {
-        let now = clock.monotonicMs()
+        let now = clock.monotonic()
         let due = warned.withLock { warned -> Bool in
-            if let last = warned[key], now < last &+ 60_000 { return false }
+            if let last = warned[key], now < last + .seconds(60) { return false }
             warned[key] = now
             return true
         }

@@ -10,13 +10,13 @@ import TetherSync
 /// deletes it again). Bounded: past `capacity` the whole cache is dropped and refilled by use.
 final class RegistrationCache<Value: Sendable>: Sendable {
     /// Fresh enough: a minute.
-    static var lifetime: UInt64 { 60_000 }
+    static var lifetime: Duration { .seconds(60) }
     let capacity: Int
-    private let entries = Locked<[String: (value: Value, at: UInt64)]>([:])
+    private let entries = Locked<[String: (value: Value, at: MonotonicInstant)]>([:])
 
     init(capacity: Int = 100_000) { self.capacity = capacity }
 
-    func value(for key: String, now: UInt64) -> Value? {
+    func value(for key: String, now: MonotonicInstant) -> Value? {
         entries.withLock { entries in
             guard let entry = entries[key] else { return nil }
             guard now >= entry.at, now - entry.at < Self.lifetime else {
@@ -27,7 +27,7 @@ final class RegistrationCache<Value: Sendable>: Sendable {
         }
     }
 
-    func store(_ value: Value, for key: String, now: UInt64) {
+    func store(_ value: Value, for key: String, now: MonotonicInstant) {
         entries.withLock { entries in
             if entries.count >= capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
             entries[key] = (value, now)

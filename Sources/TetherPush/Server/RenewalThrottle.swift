@@ -1,3 +1,4 @@
+import TetherSync
 /// Which Profile M registrations were renewed lately (push.md §2.5 step 7 renews on every
 /// delivery). A renewal is a store write; a phone that gets a push a second would cost a write a
 /// second for an expiry that moves by a second out of 180 days. So a registration is renewed at
@@ -6,16 +7,16 @@
 /// renews again, which is only a write). Used under the server's lock.
 struct RenewalThrottle {
     /// An hour: the expiry drifts by at most 1/4,320 of the registration's life.
-    static let interval: UInt64 = 3_600_000
+    static let interval: Duration = .seconds(3_600)
     let capacity: Int
-    private var renewedAt: [String: UInt64] = [:]
-    private var order: [(pushID: String, at: UInt64)] = []
+    private var renewedAt: [String: MonotonicInstant] = [:]
+    private var order: [(pushID: String, at: MonotonicInstant)] = []
     private var head = 0
 
     init(capacity: Int = 100_000) { self.capacity = capacity }
 
     /// Whether `pushID`, delivered at `now` (monotonic ms), should be renewed; records it if so.
-    mutating func shouldRenew(_ pushID: String, now: UInt64) -> Bool {
+    mutating func shouldRenew(_ pushID: String, now: MonotonicInstant) -> Bool {
         if let last = renewedAt[pushID], now >= last, now - last < Self.interval { return false }
         if renewedAt.count >= capacity { evictOldest() }
         renewedAt[pushID] = now

@@ -1,6 +1,7 @@
 public import Foundation
 public import TetherNet
 import TetherCrypto
+import TetherSync
 import Glibc
 
 /// A service's own certificate, obtained and renewed over ACME in-process (RFC 8555): kept in a
@@ -67,7 +68,7 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
         }
         guard currentLeaf() == nil else { return }
         let key = P256.PrivateKey()
-        let now = Int64(ServiceClock.system.wallMs() / 1000)
+        let now = WallInstant.now().unixSeconds
         do {
             let placeholder = try Certificate.issue(subject: configuration.domains[0], subjectKey: key.publicKey, issuer: configuration.domains[0],
                                                     issuerKey: key, notBefore: now - 60, notAfter: now + 86_400)
@@ -96,7 +97,7 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
     public func stop() {
         task?.cancel()
         task = nil
-        httpListener?.shutdown(grace: 0)
+        httpListener?.shutdown(grace: .zero)
         httpListener = nil
     }
 
@@ -131,7 +132,7 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
     /// or only the placeholder).
     func renewalDelay() -> UInt64? {
         guard let leaf = currentLeaf(), !leaf.isSelfIssued else { return nil }
-        let now = Int64(ServiceClock.system.wallMs() / 1000)
+        let now = WallInstant.now().unixSeconds
         let renewAt = leaf.notAfter - (leaf.notAfter - leaf.notBefore) / 3
         return renewAt > now ? UInt64(renewAt - now) : 0
     }

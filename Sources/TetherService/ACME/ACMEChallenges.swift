@@ -28,7 +28,7 @@ public final class ACMEChallenges: Sendable {
     public func publishALPN(domain: String, keyAuthorization: String) throws(ACMEClient.Failure) {
         let key = P256.PrivateKey()
         let digest = HashFunction.sha256.hash(Array(keyAuthorization.utf8))
-        let now = Int64(ServiceClock.system.wallMs() / 1000)
+        let now = WallInstant.now().unixSeconds
         do {
             let certificate = try Certificate.issue(
                 subject: domain, subjectKey: key.publicKey, issuer: domain, issuerKey: key, notBefore: now - 60, notAfter: now + 86_400,

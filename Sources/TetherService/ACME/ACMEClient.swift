@@ -23,7 +23,7 @@ public struct ACMEClient: Sendable {
     public let tls: TLSClientContext?
     public let loop: EventLoop
     /// How long an authorization or an order may stay pending before the issuance gives up.
-    public var pollLimitMs: UInt64 = 120_000
+    public var pollLimit: Duration = .seconds(120)
 
     public init(directoryURL: String, accountKey: ACMEAccountKey, tls: TLSClientContext?, loop: EventLoop) {
         self.directoryURL = directoryURL
@@ -105,7 +105,7 @@ public struct ACMEClient: Sendable {
             let status = object.string("status") ?? ""
             if done(status) { return object }
             if status == "invalid" { throw Failure("ACME \(what) is invalid: \(Self.problemDetail(object) ?? "no detail")") }
-            guard loop.clock.now() &- started < pollLimitMs * 1_000_000 else { throw Failure("ACME \(what) still \(status) after \(pollLimitMs / 1000) s") }
+            guard loop.clock.now().elapsed(since: started) < pollLimit else { throw Failure("ACME \(what) still \(status) after \(pollLimit.components.seconds) s") }
             await session.pause(milliseconds: 500)
         }
     }

@@ -5,12 +5,12 @@ extension ConnectionGate {
     public struct RateLimit: Sendable, Equatable {
         /// Hits allowed per window; 0 turns the limit off.
         public var limit: Int
-        public var windowMs: UInt64
+        public var window: Duration
 
-        public init(limit: Int, windowMs: UInt64 = 60_000) {
-            precondition(limit >= 0 && windowMs > 0)
+        public init(limit: Int, window: Duration = .seconds(60)) {
+            precondition(limit >= 0 && window > .zero)
             self.limit = limit
-            self.windowMs = windowMs
+            self.window = window
         }
 
         public static let off = RateLimit(limit: 0)

@@ -6,7 +6,7 @@ import TetherSync
 /// kinds of request, per-IP and total socket caps, each refusal answered as the service says,
 /// and each socket's place released when it closes.
 ///
-/// Windows run on a monotonic clock in milliseconds (injected, so tests move time by hand): a
+/// Windows run on the injected monotonic clock (so tests move time by hand): a
 /// wall-clock step must neither open nor extend a window. Checks are check-then-act under one
 /// lock, so concurrent admissions never overshoot a cap.
 public final class ConnectionGate: Sendable {
@@ -36,8 +36,8 @@ public final class ConnectionGate: Sendable {
         self.clock = clock
         let keys = limits.maxTrackedIPs
         state = Locked(State(
-            socketLimiter: FixedWindowLimiter(limit: limits.socketRate.limit, window: limits.socketRate.windowMs, maxKeys: keys),
-            requestLimiters: limits.requestLimits.mapValues { FixedWindowLimiter(limit: $0.rate.limit, window: $0.rate.windowMs, maxKeys: keys) }))
+            socketLimiter: FixedWindowLimiter(limit: limits.socketRate.limit, window: limits.socketRate.window, maxKeys: keys),
+            requestLimiters: limits.requestLimits.mapValues { FixedWindowLimiter(limit: $0.rate.limit, window: $0.rate.window, maxKeys: keys) }))
     }
 
     /// The key a request is counted against: `CF-Connecting-IP` / `X-Forwarded-For` as far as
@@ -50,7 +50,7 @@ public final class ConnectionGate: Sendable {
     /// Counts a request against the named per-IP limiter; nil lets it through.
     public func admitRequest(_ limiter: String, ip: String) -> GateRefusal? {
         guard let configured = limits.requestLimits[limiter] else { preconditionFailure("no request limiter \(limiter)") }
-        let now = milliseconds()
+        let now = clock.now()
         let allowed = state.withLock { $0.requestLimiters[limiter]!.hit(ip, now: now) }
         return allowed ? nil : GateRefusal(reason: limiter, response: configured.refusal)
     }
@@ -71,7 +71,7 @@ public final class ConnectionGate: Sendable {
     /// is memory every idle connection pays for). Returns the socket's arrival number; the caller
     /// must call `releaseSocket(ip:)` exactly once when the socket closes.
     public func admitSocketPlace(ip: String, check: () -> GateRefusal? = { nil }) -> Result<UInt64, GateRefusal> {
-        let now = milliseconds()
+        let now = clock.now()
         return state.withLock { state in
             if let refusal = socketChecks(&state, ip: ip, held: state.socketsPerIP[ip, default: 0], now: now) { return .failure(refusal) }
             if let refusal = check() { return .failure(refusal) }
@@ -102,7 +102,7 @@ public final class ConnectionGate: Sendable {
     public func admitConnection(peer address: SocketAddress?) -> GateRefusal? {
         guard countsConnections else { return nil }
         let peer = key(address)
-        let now = milliseconds()
+        let now = clock.now()
         return state.withLock { state in
             let held = state.connectionsPerPeer[peer, default: 0]
             guard held < limits.maxSocketsPerIP else {
@@ -115,7 +115,7 @@ public final class ConnectionGate: Sendable {
 
     /// The socket checks in the limits' order for `ip`, which holds `held` places of the per-IP
     /// cap's kind; the first refusal, or nil. The rate check counts the attempt as it passes.
-    private func socketChecks(_ state: inout State, ip: String, held: Int, now: UInt64) -> GateRefusal? {
+    private func socketChecks(_ state: inout State, ip: String, held: Int, now: MonotonicInstant) -> GateRefusal? {
         for step in limits.socketCheckOrder {
             switch step {
             case .rate:
@@ -171,6 +171,4 @@ public final class ConnectionGate: Sendable {
             if let count = state.socketsPerIP[ip] { state.socketsPerIP[ip] = count > 1 ? count - 1 : nil }
         }
     }
-
-    private func milliseconds() -> UInt64 { clock.now() / 1_000_000 }
 }

@@ -1,3 +1,5 @@
+public import TetherSync
+
 /// One fixed-window counter (relay.md §2.5, §3.4, §3.11): the window starts at the first hit and
 /// restarts when `now − start > window`; every hit counts; a hit is allowed while the count is
 /// at most `limit`. `limit` 0 means no limit.
@@ -7,30 +9,30 @@
 /// Inlinable: a room's frame-rate window is hit for every spliced frame, and a call across the
 /// module boundary on that path would cost more than the check itself.
 public struct FixedWindow: Sendable, Equatable {
-    public let window: UInt64
-    /// Valid while `count` > 0 (a window has started).
-    @usableFromInline var start: UInt64 = 0
+    /// The window's length in nanoseconds: kept as the integer the per-frame check compares with.
+    @usableFromInline let windowNanoseconds: UInt64
+    @usableFromInline var start = MonotonicInstant.zero
     @usableFromInline let limitBits: UInt32
     @usableFromInline var count: UInt32 = 0
 
-    /// `limit` is clamped to 32 bits (billions of hits per window is no limit at all).
     @inlinable
-    public init(limit: Int, window: UInt64) {
+    public init(limit: Int, window: Duration) {
         limitBits = UInt32(clamping: limit)
-        self.window = window
+        windowNanoseconds = UInt64(clamping: window.nanosecondsClamped)
     }
 
     @inlinable
     public var limit: Int { Int(limitBits) }
 
-    /// True once the current window is over (the next hit starts a new one).
-    @inlinable
-    public func isExpired(now: UInt64) -> Bool { count == 0 || now &- start > window }
+    public var window: Duration { .nanoseconds(windowNanoseconds) }
 
     @inlinable
-    public mutating func hit(now: UInt64) -> Bool {
+    public func isExpired(now: MonotonicInstant) -> Bool { count == 0 || now.nanoseconds &- start.nanoseconds > windowNanoseconds }
+
+    @inlinable
+    public mutating func hit(now: MonotonicInstant) -> Bool {
         guard limitBits > 0 else { return true }
-        if count > 0, now &- start <= window {
+        if count > 0, now.nanoseconds &- start.nanoseconds <= windowNanoseconds {
             if count < .max { count += 1 }
         } else {
             start = now

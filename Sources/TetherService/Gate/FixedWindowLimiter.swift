@@ -1,3 +1,5 @@
+public import TetherSync
+
 /// A per-key fixed-window rate limiter (relay.md §2.5), with time passed in so it is tested
 /// without a clock.
 ///
@@ -7,7 +9,7 @@
 /// oldest-inserted keys evicted (which briefly fails open for them, as the reference does).
 public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public let limit: Int
-    public let window: UInt64
+    public let window: Duration
     public let maxKeys: Int
 
     private struct Bucket: Sendable {
@@ -20,11 +22,11 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
     private var insertions: [(key: Key, order: UInt64)] = []
     private var insertionHead = 0
     private var nextOrder: UInt64 = 0
-    private var lastSweep: UInt64?
+    private var lastSweep: MonotonicInstant?
 
     /// - Parameter limit: hits allowed per window; 0 turns the limiter off.
-    public init(limit: Int, window: UInt64, maxKeys: Int = 50_000) {
-        precondition(limit >= 0 && window > 0 && maxKeys > 0)
+    public init(limit: Int, window: Duration, maxKeys: Int = 50_000) {
+        precondition(limit >= 0 && window > .zero && maxKeys > 0)
         self.limit = limit
         self.window = window
         self.maxKeys = maxKeys
@@ -34,7 +36,7 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
     public var keyCount: Int { buckets.count }
 
     /// Records a hit for `key` at `now`; returns true if it is allowed.
-    public mutating func hit(_ key: Key, now: UInt64) -> Bool {
+    public mutating func hit(_ key: Key, now: MonotonicInstant) -> Bool {
         guard isEnabled else { return true }
         if buckets[key] == nil {
             if buckets.count >= maxKeys { makeRoom(now: now) }
@@ -45,10 +47,10 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
         return buckets[key]!.window.hit(now: now)
     }
 
-    private mutating func makeRoom(now: UInt64) {
+    private mutating func makeRoom(now: MonotonicInstant) {
         // A full sweep is O(keys); under a flood of new keys it runs at most once per window,
         // and eviction of the oldest does the rest in amortised O(1).
-        if lastSweep.map({ now &- $0 > window }) ?? true {
+        if lastSweep.map({ now.elapsed(since: $0) > window }) ?? true {
             lastSweep = now
             buckets = buckets.filter { !$0.value.window.isExpired(now: now) }
         }

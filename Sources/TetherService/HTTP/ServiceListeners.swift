@@ -41,7 +41,7 @@ public struct ServiceListeners: Sendable {
         try http.start()
         if let acme, let tls {
             do { try acme.start(tls: tls, group: group, service: service) } catch {
-                http.shutdown(grace: 0)
+                http.shutdown(grace: .zero)
                 throw error
             }
         }
@@ -53,7 +53,7 @@ public struct ServiceListeners: Sendable {
             let listener = AdminListener(group: group, configuration: adminSettings, metrics: metrics, readiness: readiness, status: status)
             do { try listener.start() } catch {
                 acme?.stop()
-                http.shutdown(grace: 0)
+                http.shutdown(grace: .zero)
                 throw error
             }
             admin = listener

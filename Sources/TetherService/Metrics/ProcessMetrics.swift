@@ -1,5 +1,6 @@
 import Glibc
 import TetherNet
+import TetherSync
 
 extension MetricsRegistry {
     /// The process's own figures, read at each scrape under Prometheus' usual `process_*` names,
@@ -8,7 +9,7 @@ extension MetricsRegistry {
         gauge("process_resident_memory_bytes", help: "Resident memory (RSS) of the process, bytes.") { ProcessFigures.residentBytes() }
         gauge("process_open_fds", help: "Open file descriptors of the process.") { ProcessFigures.openDescriptors() }
         gauge("process_max_fds", help: "The process's descriptor limit (RLIMIT_NOFILE, soft).") { ProcessFigures.descriptorLimit() }
-        let started = Double(ServiceClock.system.wallMs()) / 1000
+        let started = Double(WallInstant.now().unixMilliseconds) / 1000
         gauge("process_start_time_seconds", help: "When the service started, seconds since the Unix epoch.", readDouble: { started })
         counter("tether_tls_handshake_failures_total",
                 help: "TLS handshakes the service refused or that failed (no shared protocol or cipher, a malformed hello, an acme-tls/1 offer with no challenge pending); counted, never logged with the peer.") {

@@ -18,10 +18,10 @@ public final class Chores<Key: Hashable & Sendable>: Sendable {
 
     public init(loop: EventLoop) { self.loop = loop }
 
-    /// Runs `body` on the loop now (if `runNow`) and then every `intervalMs`, until `stop`. A
+    /// Runs `body` on the loop now (if `runNow`) and then every `interval`, until `stop`. A
     /// chore already running is left as it is (its interval and body too).
-    public func start(_ key: Key, every intervalMs: UInt64, runNow: Bool = false, _ body: @escaping @Sendable () -> Void) {
-        precondition(intervalMs > 0, "a chore needs an interval")
+    public func start(_ key: Key, every interval: Duration, runNow: Bool = false, _ body: @escaping @Sendable () -> Void) {
+        precondition(interval > .zero, "a chore needs an interval")
         let generation = generations.wrappingAdd(1, ordering: .relaxed).newValue
         let claimed = running.withLock { running in
             guard running[key] == nil else { return false }
@@ -32,7 +32,7 @@ public final class Chores<Key: Hashable & Sendable>: Sendable {
         onLoop { [self] in
             guard isCurrent(key, generation) else { return }
             if runNow { body() }
-            schedule(key, generation, every: intervalMs, body)
+            schedule(key, generation, every: interval, body)
         }
     }
 
@@ -54,11 +54,11 @@ public final class Chores<Key: Hashable & Sendable>: Sendable {
 
     public func isRunning(_ key: Key) -> Bool { running.withLock { $0[key] != nil } }
 
-    private func schedule(_ key: Key, _ generation: UInt64, every intervalMs: UInt64, _ body: @escaping @Sendable () -> Void) {
-        let timer = loop.schedule(after: .milliseconds(intervalMs)) { [weak self] in
+    private func schedule(_ key: Key, _ generation: UInt64, every interval: Duration, _ body: @escaping @Sendable () -> Void) {
+        let timer = loop.schedule(after: interval) { [weak self] in
             guard let self, isCurrent(key, generation) else { return }
             body()
-            schedule(key, generation, every: intervalMs, body)
+            schedule(key, generation, every: interval, body)
         }
         let kept = running.withLock { running in
             guard running[key]?.generation == generation else { return false }

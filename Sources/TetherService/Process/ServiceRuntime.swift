@@ -67,7 +67,7 @@ public final class ServiceRuntime: Sendable {
 
     /// The listeners close: the public one after `grace` for the connections still open, then
     /// the admin listener and ACME renewal.
-    public func stopListeners(grace: UInt64) {
+    public func stopListeners(grace: Duration) {
         let listeners = self.listeners
         listeners?.http.shutdown(grace: grace)
         listeners?.admin?.shutdown()

@@ -8,7 +8,7 @@ import TetherWire
 final class ClusterLink: WebSocketDelegate, Sendable {
     /// Signals waiting for the connection: a burst's worth, not a backlog.
     static let maxQueued = 1_024
-    static let connectTimeout: UInt64 = .seconds(3)
+    static let connectTimeout: Duration = .seconds(3)
 
     let url: String
     let loop: EventLoop

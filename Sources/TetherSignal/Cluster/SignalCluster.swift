@@ -1,5 +1,6 @@
 import Synchronization
 import TetherNet
+import TetherService
 import TetherStore
 import TetherSync
 import TetherWire
@@ -29,28 +30,28 @@ final class SignalCluster: Sendable {
     private let directory: SignalDirectory
     private let loops: [EventLoop]
     private let links = Locked<[String: ClusterLink]>([:])
-    private let locations = Locked<[SignalingID: (url: String, at: UInt64)]>([:])
+    private let locations = Locked<[SignalingID: (url: String, at: MonotonicInstant)]>([:])
     private let log: @Sendable (String) -> Void
-    private let monotonicMs: @Sendable () -> UInt64
-    /// When the last successful renewal began (monotonic ms).
+    private let clock: ServiceClock
+    /// When the last successful renewal began (`MonotonicInstant.nanoseconds`).
     private let lastRenewal = Atomic<UInt64>(0)
 
     /// How long a looked-up location is trusted without asking again.
-    static let locationTTLms: UInt64 = 2_000
+    static let locationTTL: Duration = .seconds(2)
     /// Locations held at most: past it the stale ones go (a node reaching many IDs in 2 s keeps
     /// only those; the cache never grows with every ID it ever looked up).
     static let maxLocations = 65_536
-    static let leaseRenewMs: UInt64 = 1_000
+    static let leaseRenewInterval: Duration = .seconds(1)
 
     init(node: String, registry: any SignalRegistry, secret: String, leaseTTLms: Int64, directory: SignalDirectory,
-         loops: [EventLoop], monotonicMs: @escaping @Sendable () -> UInt64, log: @escaping @Sendable (String) -> Void) {
+         loops: [EventLoop], clock: ServiceClock, log: @escaping @Sendable (String) -> Void) {
         self.node = node
         self.registry = StoreExecutor(store: registry)
         self.secret = Array(secret.utf8)
         self.leaseTTLms = leaseTTLms
         self.directory = directory
         self.loops = loops
-        self.monotonicMs = monotonicMs
+        self.clock = clock
         self.log = log
     }
 
@@ -61,7 +62,7 @@ final class SignalCluster: Sendable {
     /// A node starting again holds no ID: its rows from before go, then its lease begins.
     func start() throws(StoreError) {
         try registry.store.forget(node: node)
-        lastRenewal.store(monotonicMs(), ordering: .relaxed)
+        lastRenewal.store(clock.monotonic().nanoseconds, ordering: .relaxed)
         try registry.store.renewLease(node: node, forwardURL: node, ttlMs: leaseTTLms)
     }
 
@@ -71,17 +72,18 @@ final class SignalCluster: Sendable {
     /// ended `unavailable` (close 1013, try again later), which releases its rows, so an ID is never
     /// live on two nodes; the clients register again and the registry decides.
     func renewLease() {
-        let started = monotonicMs()
+        let started = clock.monotonic()
         registry.submit(lane: 0) { [self] registry in
             do throws(StoreError) {
                 try registry.renewLease(node: node, forwardURL: node, ttlMs: leaseTTLms)
                 answered()
-                let previous = lastRenewal.exchange(started, ordering: .relaxed)
-                guard started &- previous >= UInt64(leaseTTLms) else { return }
+                let previous = MonotonicInstant(nanoseconds: lastRenewal.exchange(started.nanoseconds, ordering: .relaxed))
+                let silent = started.elapsed(since: previous)
+                guard silent >= .milliseconds(leaseTTLms) else { return }
                 let ended = directory.everySocket
                 for socket in ended { socket.value.loop.execute { socket.value.end(with: .unavailable) } }
                 locations.withLock { $0.removeAll() }
-                log("signal: this node's lease lapsed (no renewal for \((started &- previous) / 1000) s); \(ended.count) registrations ended (1013) so their IDs are claimed anew")
+                log("signal: this node's lease lapsed (no renewal for \(silent.components.seconds) s); \(ended.count) registrations ended (1013) so their IDs are claimed anew")
             } catch {
                 failed(error)
             }
@@ -135,13 +137,13 @@ final class SignalCluster: Sendable {
     }
 
     private func location(of id: SignalingID, in registry: any SignalRegistry) -> String? {
-        let now = monotonicMs()
-        if let cached = locations.withLock({ $0[id] }), now &- cached.at < Self.locationTTLms { return cached.url }
+        let now = clock.monotonic()
+        if let cached = locations.withLock({ $0[id] }), now.elapsed(since: cached.at) < Self.locationTTL { return cached.url }
         do throws(StoreError) {
             let url = try registry.locate(id.canonical)
             answered()
             locations.withLock { locations in
-                if locations.count >= Self.maxLocations { locations = locations.filter { now &- $0.value.at < Self.locationTTLms } }
+                if locations.count >= Self.maxLocations { locations = locations.filter { now.elapsed(since: $0.value.at) < Self.locationTTL } }
                 if locations.count >= Self.maxLocations { locations.removeAll(keepingCapacity: true) }
                 locations[id] = url.map { ($0, now) }
             }

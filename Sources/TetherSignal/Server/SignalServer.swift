@@ -33,7 +33,7 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
     /// §6.4's per-IP limits.
     public static let maxSocketsPerIP = 16
     public static let upgradesPerIP = 60
-    public static let upgradeWindowMs: UInt64 = 60_000
+    public static let upgradeWindow: Duration = .seconds(60)
 
     /// - Parameters:
     ///   - issuer: where credentials come from; nil: what the configuration's mode calls for.
@@ -50,12 +50,12 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
         let runtime = ServiceRuntime(name: "signal", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
         self.runtime = runtime
         var limits = ConnectionGate.Limits()
-        limits.socketRate = .init(limit: Self.upgradesPerIP, windowMs: Self.upgradeWindowMs)
+        limits.socketRate = .init(limit: Self.upgradesPerIP, window: Self.upgradeWindow)
         limits.maxSocketsPerIP = Self.maxSocketsPerIP
         limits.maxTotalSockets = configuration.maxSockets
         // §13.1: total sockets, then per-IP sockets, then the upgrade rate.
         limits.socketCheckOrder = [.total, .perIP, .rate]
-        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock.monotonicNetClock)
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock)
         chores = Chores(loop: group.loops[0])
         let shared: (any SignalRegistry)?
         if let registry {
@@ -69,7 +69,7 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
         cluster = shared.map { registry in
             SignalCluster(node: configuration.nodeURL ?? "", registry: registry, secret: configuration.clusterSecret ?? "",
                           leaseTTLms: configuration.leaseTTLms, directory: directory, loops: group.loops,
-                          monotonicMs: { clock.monotonicMs() }, log: logLine)
+                          clock: clock, log: logLine)
         }
         metrics.register(sockets: { [weak self] in self?.openSockets ?? 0 }, routable: { [directory] in directory.routableCount },
                          issuing: { [limiter] in limiter.inFlight }, droppedLogLines: { [runtime] in runtime.droppedLogLines })
@@ -97,7 +97,7 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
         let server = HTTPServer(group: group, configuration: settings, delegate: ClusterListener(cluster: cluster))
         let port = try server.start()
         clusterServer.withLock { $0 = server }
-        chores.start("lease", every: SignalCluster.leaseRenewMs) { cluster.renewLease() }
+        chores.start("lease", every: SignalCluster.leaseRenewInterval) { cluster.renewLease() }
         line("signal: cluster node \(cluster.node): listening for other nodes on \(configuration.clusterHost):\(port), lease \(cluster.leaseTTLms) ms")
     }
 
@@ -137,16 +137,16 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
         let limited = issuer.isLimited
         let loop = socket.loop
         let confined = UncheckedTransfer(socket)
-        if limited, !limiter.start(nowMs: clock.monotonicMs()) {
+        if limited, !limiter.start(now: clock.monotonic()) {
             metrics.issuances.labels(IssuanceFailure.Reason.overLimit.rawValue).increment()
             let failure = IssuanceFailure(.overLimit, "issuance limits reached")
             loop.execute { confined.value.issued(.failure(failure), id: id) }
             return nil
         }
-        let started = ServiceClock.monotonicNanoseconds()
-        return issuer.issue(now: Int64(clock.wallMs() / 1000)) { [self] result in
+        let started = clock.monotonic()
+        return issuer.issue(now: clock.wall().unixSeconds) { [self] result in
             if limited { limiter.finish() }
-            metrics.issuanceLatency.observe(Double(ServiceClock.monotonicNanoseconds() &- started) / 1e9)
+            metrics.issuanceLatency.observe(clock.monotonic().elapsed(since: started).secondsDouble)
             switch result {
             case .success: metrics.issuances.labels("issued").increment()
             case let .failure(failure): metrics.issuances.labels(failure.reason.rawValue).increment()

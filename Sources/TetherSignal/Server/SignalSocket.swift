@@ -1,3 +1,4 @@
+import TetherSync
 import TetherNet
 import TetherService
 import TetherWire
@@ -9,12 +10,12 @@ import TetherWire
 /// including the directory's, the cluster's and the issuer's answers, runs there.
 final class SignalSocket: WebSocketDelegate {
     /// §4: the server pings every 30 s and drops a socket that did not answer the previous one.
-    static let keepaliveInterval: UInt64 = .seconds(30)
+    static let keepaliveInterval: Duration = .seconds(30)
     /// A socket whose output stays above the chassis' high-water mark this long (its own
     /// replies or forwarded signals, unread; reading it is paused meanwhile) is closed as §6.4
     /// closes one over its pending-output limit. One keepalive interval: a client that has read
     /// nothing for that long has not seen a ping either.
-    static let stallTimeout: UInt64 = .seconds(30)
+    static let stallTimeout: Duration = .seconds(30)
 
     let server: SignalServer
     let loop: EventLoop
@@ -23,7 +24,7 @@ final class SignalSocket: WebSocketDelegate {
     private(set) var machine: SignalSocketMachine
     private var issuance: (any IssuanceHandle)?
     /// The timer armed for the machine's deadline, and that deadline (monotonic ms).
-    private var deadline: (timer: EventLoop.TimerID, at: UInt64)?
+    private var deadline: (timer: EventLoop.TimerID, at: MonotonicInstant)?
 
     init(server: SignalServer, lease: SocketLease, transport: any Transport) {
         self.server = server
@@ -45,7 +46,7 @@ final class SignalSocket: WebSocketDelegate {
         socket = WebSocketConnection(connection: transport, role: .server, options: options, delegate: self)
         server.opened(self)
         let challenge = server.random(32)
-        let now = server.clock.monotonicMs()
+        let now = server.clock.monotonic()
         perform(machine.open(challenge: challenge, now: now))
         // The time the challenge was stamped with: its timer waits the whole lifetime from there.
         armDeadline(now: now)
@@ -58,11 +59,11 @@ final class SignalSocket: WebSocketDelegate {
     // MARK: WebSocketDelegate
 
     func webSocket(_ socket: WebSocketConnection, didReceiveText text: [UInt8]) {
-        handle(machine.received(text: text, now: server.clock.monotonicMs()))
+        handle(machine.received(text: text, now: server.clock.monotonic()))
     }
 
     func webSocket(_ socket: WebSocketConnection, didReceiveBinary data: [UInt8]) {
-        handle(machine.received(binary: data, now: server.clock.monotonicMs()))
+        handle(machine.received(binary: data, now: server.clock.monotonic()))
     }
 
     func webSocketDidClose(_ socket: WebSocketConnection, code: UInt16, reason: String) {
@@ -203,17 +204,17 @@ final class SignalSocket: WebSocketDelegate {
 
     /// One timer for the machine's deadline, re-armed only when the deadline moves. `now`: the
     /// time the deadline was computed from, when the caller has it.
-    private func armDeadline(now: UInt64? = nil) {
+    private func armDeadline(now: MonotonicInstant? = nil) {
         let next = machine.nextDeadline
         if next == deadline?.at { return }
         if let deadline { loop.cancel(deadline.timer) }
         deadline = nil
         guard let next else { return }
-        let now = now ?? server.clock.monotonicMs()
-        let timer = loop.schedule(after: .milliseconds(next > now ? next - now : 0)) { [weak self] in
+        let now = now ?? server.clock.monotonic()
+        let timer = loop.schedule(after: next.elapsed(since: now)) { [weak self] in
             guard let self else { return }
             self.deadline = nil
-            self.handle(self.machine.tick(now: self.server.clock.monotonicMs()))
+            self.handle(self.machine.tick(now: self.server.clock.monotonic()))
         }
         deadline = (timer, next)
     }

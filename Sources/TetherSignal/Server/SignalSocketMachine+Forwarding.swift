@@ -1,3 +1,4 @@
+import TetherSync
 import TetherEncoding
 import TetherWire
 
@@ -5,7 +6,7 @@ import TetherWire
 /// recipient's (delivery while routable, within its outbound bound).
 extension SignalSocketMachine {
     /// §6.2 steps 1–3 in order; step 4 needs the directory, so it waits for `recipientLookedUp`.
-    mutating func signal(_ fields: [String: JSONValue], from id: SignalingID, now: UInt64) -> [SignalSocketAction] {
+    mutating func signal(_ fields: [String: JSONValue], from id: SignalingID, now: MonotonicInstant) -> [SignalSocketAction] {
         let message: SignalMessage
         switch SignalMessage.parse(fields) {
         case let .failure(fault): return refuse(.badMessage, .badMessage, call: fault.call, kind: fault.kind)

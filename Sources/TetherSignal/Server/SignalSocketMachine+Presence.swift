@@ -1,10 +1,11 @@
+import TetherSync
 import TetherEncoding
 import TetherWire
 
 /// §6.3 Presence: a query is answered from the set of routable IDs, asked afresh each time.
 extension SignalSocketMachine {
     /// A well-formed query within its rate asks the directory (§5.5, §6.4).
-    mutating func presence(_ fields: [String: JSONValue], from id: SignalingID, now: UInt64) -> [SignalSocketAction] {
+    mutating func presence(_ fields: [String: JSONValue], from id: SignalingID, now: MonotonicInstant) -> [SignalSocketAction] {
         guard let query = PresenceQuery.parse(fields) else { return answer(.badMessage) }
         guard presenceWindow.hit(now: now) else { return answer(.rateLimited) }
         return [.count(.presenceQuery), .lookUpPresence(query.ids)]

@@ -1,3 +1,4 @@
+import TetherSync
 import TetherCrypto
 import TetherEncoding
 import TetherWire
@@ -6,8 +7,8 @@ import TetherWire
 /// and the issuer's answers, each of which may arrive after the connection has gone.
 extension SignalSocketMachine {
     /// §6.1 step 2, in order.
-    mutating func register(_ fields: [String: JSONValue], now: UInt64) -> [SignalSocketAction] {
-        let challenge: String, sentAt: UInt64
+    mutating func register(_ fields: [String: JSONValue], now: MonotonicInstant) -> [SignalSocketAction] {
+        let challenge: String, sentAt: MonotonicInstant
         switch stage {
         case .pending: return answer(.registrationPending)
         case .registered: return answer(.alreadyRegistered)
@@ -15,7 +16,7 @@ extension SignalSocketMachine {
         case let .challenged(text, at): (challenge, sentAt) = (text, at)
         }
         guard let message = RegisterMessage.parse(fields) else { return end(.badMessage) }
-        guard now &- sentAt <= Self.challengeLifetimeMs else { return end(.challengeExpired) }
+        guard now.elapsed(since: sentAt) <= Self.challengeLifetime else { return end(.challengeExpired) }
         // Past step 3 the challenge timer stops (§13.1): the stage below has no deadline.
         let transcript = SignalingTranscript.register(challenge: challenge, id: message.id)
         guard let key = try? Ed25519.PublicKey(rawRepresentation: message.id.key),

@@ -1,3 +1,4 @@
+import TetherSync
 import TetherCrypto
 import TetherEncoding
 import TetherService
@@ -15,10 +16,10 @@ struct SignalSocketMachine {
     /// §4, §6.4: larger messages never reach the machine; the transport closes them (`tooLarge`).
     static let maxMessageBytes = 65_536
     /// §5.1 [DOC].
-    static let challengeLifetimeMs: UInt64 = 10_000
+    static let challengeLifetime: Duration = .seconds(10)
     /// §6.4: pending outbound bytes beyond what the kernel took.
     static let maxPendingOutbound = 1 << 20
-    static let rateWindowMs: UInt64 = 10_000
+    static let rateWindow: Duration = .seconds(10)
     static let presencePerWindow = 10
 
     struct Configuration: Sendable, Equatable {
@@ -31,7 +32,7 @@ struct SignalSocketMachine {
     enum Stage: Equatable {
         /// Before the challenge is sent, and once the connection has ended: nothing is answered.
         case closed
-        case challenged(challenge: String, sentAt: UInt64)
+        case challenged(challenge: String, sentAt: MonotonicInstant)
         /// The ID is reserved here (or being reserved) but not routable (§6.1 step 6).
         case pending(SignalingID, Registration)
         case registered(SignalingID)
@@ -51,14 +52,14 @@ struct SignalSocketMachine {
     // Internal rather than private: the machine's rules live in one extension file per section.
     var stage: Stage = .closed
     var signalWindow: FixedWindow
-    var presenceWindow = FixedWindow(limit: SignalSocketMachine.presencePerWindow, window: SignalSocketMachine.rateWindowMs)
+    var presenceWindow = FixedWindow(limit: SignalSocketMachine.presencePerWindow, window: SignalSocketMachine.rateWindow)
     /// The registered ID's key, kept from its registration's verify: every signal's `from` must
     /// be that ID (§6.2 step 1), so each signal is verified with it as it stands.
     var signingKey: Ed25519.PublicKey?
 
     init(configuration: Configuration) {
         self.configuration = configuration
-        signalWindow = FixedWindow(limit: configuration.signalRateLimit, window: Self.rateWindowMs)
+        signalWindow = FixedWindow(limit: configuration.signalRateLimit, window: Self.rateWindow)
     }
 
     /// True once `registered` was sent and until the connection ends (§5.5's "routable"):
@@ -72,14 +73,14 @@ struct SignalSocketMachine {
 
     /// The upgrade completed at `now`: the challenge goes out at once (§5.1, §6.1 step 1).
     /// `challenge` is 32 fresh random bytes.
-    mutating func open(challenge: [UInt8], now: UInt64) -> [SignalSocketAction] {
+    mutating func open(challenge: [UInt8], now: MonotonicInstant) -> [SignalSocketAction] {
         let text = Base64.encode(challenge)
         stage = .challenged(challenge: text, sentAt: now)
         return [.send(.challenge(text))]
     }
 
     /// A text frame's message.
-    mutating func received(text: [UInt8], now: UInt64) -> [SignalSocketAction] {
+    mutating func received(text: [UInt8], now: MonotonicInstant) -> [SignalSocketAction] {
         if case .closed = stage { return [] }
         guard let (type, fields) = SignalingClientMessage.classify(text) else { return badMessage() }
         switch type {
@@ -93,7 +94,7 @@ struct SignalSocketMachine {
     }
 
     /// §4: a binary frame's payload is read as UTF-8 text; invalid UTF-8 is a `bad_message`.
-    mutating func received(binary: [UInt8], now: UInt64) -> [SignalSocketAction] {
+    mutating func received(binary: [UInt8], now: MonotonicInstant) -> [SignalSocketAction] {
         if case .closed = stage { return [] }
         guard String(validating: binary, as: UTF8.self) != nil else { return badMessage() }
         return received(text: binary, now: now)
@@ -105,13 +106,13 @@ struct SignalSocketMachine {
     /// host arms one timer for it and calls `tick` then. At that very millisecond a `register`
     /// is still in time (step 2.3 refuses one *more* than 10 s late); whichever of the two
     /// reaches the machine first decides.
-    var nextDeadline: UInt64? {
+    var nextDeadline: MonotonicInstant? {
         guard case let .challenged(_, sentAt) = stage else { return nil }
-        return sentAt + Self.challengeLifetimeMs
+        return sentAt + Self.challengeLifetime
     }
 
     /// §6.1 step 3: no `register` within the lifetime → `challenge_expired`, close.
-    mutating func tick(now: UInt64) -> [SignalSocketAction] {
+    mutating func tick(now: MonotonicInstant) -> [SignalSocketAction] {
         guard let deadline = nextDeadline, now >= deadline else { return [] }
         return end(.challengeExpired)
     }

@@ -7,7 +7,7 @@ import TetherWire
 /// refused, the answer bounded to 65,536 bytes, and the request cancelled when the registering
 /// socket closes. The key id and token never leave the server and never reach a log.
 public struct CloudflareIssuer: TURNIssuer {
-    public static let timeout: UInt64 = .seconds(8)
+    public static let timeout: Duration = .seconds(8)
     public static let maxResponseBytes = 65_536
     static let body = Array(#"{"ttl": 3600}"#.utf8)
 

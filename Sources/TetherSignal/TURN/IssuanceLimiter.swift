@@ -1,5 +1,5 @@
 import TetherService
-import TetherSync
+public import TetherSync
 
 /// The per-process issuance limits of signaling.md §8.1 [DOC]: at most 8 issuances at once and
 /// 60 started per minute (a fixed window from the first counted start, §13.1). An issuance
@@ -7,12 +7,12 @@ import TetherSync
 public final class IssuanceLimiter: Sendable {
     public static let maxConcurrent = 8
     public static let perWindow = 60
-    public static let windowMs: UInt64 = 60_000
+    public static let window: Duration = .seconds(60)
 
     private struct State {
         var inFlight = 0
         /// Restarts when `now − start > window`, strictly, as every window of relay.md §2.5.
-        var window = FixedWindow(limit: IssuanceLimiter.perWindow, window: IssuanceLimiter.windowMs)
+        var window = FixedWindow(limit: IssuanceLimiter.perWindow, window: IssuanceLimiter.window)
     }
 
     private let state = Locked(State())
@@ -21,9 +21,9 @@ public final class IssuanceLimiter: Sendable {
 
     /// Takes a place for one issuance at `nowMs` (monotonic); false when over either limit. One
     /// refused for the concurrency limit does not count toward the window.
-    public func start(nowMs: UInt64) -> Bool {
+    public func start(now: MonotonicInstant) -> Bool {
         state.withLock { state in
-            guard state.inFlight < Self.maxConcurrent, state.window.hit(now: nowMs) else { return false }
+            guard state.inFlight < Self.maxConcurrent, state.window.hit(now: now) else { return false }
             state.inFlight += 1
             return true
         }
