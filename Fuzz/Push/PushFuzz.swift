@@ -15,6 +15,7 @@ import TetherCrypto
 import TetherNet
 import TetherPush
 import TetherStore
+import TetherSync
 import TetherWire
 import TetherEncoding
 
@@ -56,7 +57,7 @@ public enum PushFuzz {
             }
         case 2:
             if case let .success(fields) = ITermProfile.registration(from: input.rest()) {
-                touch(ITermProfile.needsWrite(fields, stored: iterm, now: nowSeconds * 1000))
+                touch(ITermProfile.needsWrite(fields, stored: iterm, now: WallInstant(unixSeconds: Int64(nowSeconds))))
             }
         case 3:
             let kind: ITermProfile.Kind = input.bool() ? .mutable : .plain

@@ -15,6 +15,7 @@ import TetherAttest
 import TetherCrypto
 import TetherRelay
 import TetherStore
+import TetherSync
 import TetherWire
 import TetherEncoding
 
@@ -51,7 +52,7 @@ enum RelayBodiesFuzz {
                 try! store.putRegistrationToken(token, record, in: room)
             }
             let before = try! store.verifier(of: room)
-            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: now) { count in
+            let outcome = endpoints.handle(path: path, body: body, room: room, store: store, now: WallInstant(unixMilliseconds: now)) { count in
                 random &+= 1
                 return [UInt8](repeating: random, count: count)
             }
