@@ -44,6 +44,8 @@ public struct EndpointContext: Sendable {
     public let clock: any DeviceClock
     /// The socket joined last (a park or a session's), for a stopping command to close.
     let lastJoined = LastJoinedSocket()
+    /// The frames the endpoint sends, held until a session is up.
+    let outbox = Outbox()
 
     public init(loop: EventLoop, tls: TLSClientContext? = nil, state: StateDirectory, clock: any DeviceClock = SystemDeviceClock(),
                 events: @escaping @Sendable (EndpointEvent) -> Void) {
@@ -210,14 +212,40 @@ final class LastJoinedSocket: Sendable {
     func set(_ socket: AdmittedSocket) { held.withLock { $0 = socket } }
 }
 
-/// What both roles share: the context, the queue of outgoing frames, and how a session is
-/// served and how its end is read (client.md §14).
-public class CompanionEndpoint: @unchecked Sendable { // open to the Mac and phone endpoints; every stored property is a let of a Sendable type
-    public let context: EndpointContext
-    let outbox = Outbox()
+/// A Mac or a phone endpoint: what an app (or the `tether` command) drives either through. Both
+/// keep everything that changes in their context (the outgoing frames, the socket joined last),
+/// so the operations below are the same for both.
+public protocol CompanionEndpoint: AnyObject, Sendable {
+    var context: EndpointContext { get }
+}
 
-    init(context: EndpointContext) { self.context = context }
+extension CompanionEndpoint {
+    /// Sends an application frame to the other device (held until a session is up).
+    public func send(_ frame: [UInt8]) { context.outbox.send(frame) }
 
+    /// Closes the current session, if any (the process is about to end).
+    public func closeSession() { context.outbox.current?.close() }
+
+    /// The socket the endpoint joined last, parked or in a session (nil before the first join).
+    /// A stopping command takes it, then cancels the endpoint's task (so it does not join again),
+    /// then closes it and waits for its end.
+    public var heldSocket: AdmittedSocket? { context.lastJoined.socket }
+}
+
+/// What differs between the roles while a session is served, and how a session is served and
+/// how its end is read (client.md §14), shared by both.
+protocol EndpointRole: CompanionEndpoint {
+    /// The frame a session starts with, before anything queued (the phone's `pushStatus`).
+    func greeting() -> [UInt8]?
+    /// The phone's `pushStatus` arrived (the Mac keeps it).
+    func received(_ status: PushStatus)
+}
+
+extension EndpointRole {
+    func greeting() -> [UInt8]? { nil }
+    func received(_ status: PushStatus) {}
+
+    var outbox: Outbox { context.outbox }
     var events: @Sendable (EndpointEvent) -> Void { context.events }
     var state: StateDirectory { context.state }
 
@@ -226,23 +254,6 @@ public class CompanionEndpoint: @unchecked Sendable { // open to the Mac and pho
                                    _ body: @escaping @Sendable () async throws(CompanionError) -> T) async throws(CompanionError) -> T {
         try await racingDeadline(clock: context.clock, after: limit, onTimeout: onTimeout, body)
     }
-
-    /// Sends an application frame to the other device (held until a session is up).
-    public func send(_ frame: [UInt8]) { outbox.send(frame) }
-
-    /// The phone's `pushStatus` arrived (the Mac keeps it).
-    func received(_ status: PushStatus) {}
-
-    /// The frame a session starts with, before anything queued (the phone's `pushStatus`).
-    func greeting() -> [UInt8]? { nil }
-
-    /// Closes the current session, if any (the process is about to end).
-    public func closeSession() { outbox.current?.close() }
-
-    /// The socket the endpoint joined last, parked or in a session (nil before the first join).
-    /// A stopping command takes it, then cancels the endpoint's task (so it does not join again),
-    /// then closes it and waits for its end.
-    public var heldSocket: AdmittedSocket? { context.lastJoined.socket }
 
     /// Serves one session until it ends, waits as its end says (`delay` picks the wait for a
     /// relay close), and returns what the relay's close signalled. The other device's farewell

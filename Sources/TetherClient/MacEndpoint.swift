@@ -11,7 +11,8 @@ import TetherSync
 /// Noise XK handshake, takes the phone's code as typed input (3 attempts, constant-time),
 /// sends the verdict, pins the phone's key, stores the couriered room secret and acks it;
 /// paired, it parks with signed joins and serves the session, re-parking whenever it ends.
-public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // CompanionEndpoint is not final; every stored property is a let of a Sendable type
+public final class MacEndpoint: CompanionEndpoint, EndpointRole {
+    public let context: EndpointContext
     /// How long a pairing link lives without a phone using it (client.md §2.6).
     public static let pairingLinkLifetime: Duration = .seconds(120)
     /// Routine re-park delay: 5 s doubling to a 60 s cap, reset by a successful park (§14).
@@ -33,7 +34,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
         self.transport = transport
         self.pairingLinkLifetime = pairingLinkLifetime
         self.enterCode = enterCode
-        super.init(context: context)
+        self.context = context
     }
 
     /// The phone's last `pushStatus` (client.md §12.6), kept across sessions: its
@@ -41,7 +42,7 @@ public final class MacEndpoint: CompanionEndpoint, @unchecked Sendable { // Comp
     /// (push.md §3.3). Nil until a phone sent one.
     public var pushStatus: PushStatus? { lastPushStatus.withLock { $0 } }
 
-    override func received(_ status: PushStatus) { lastPushStatus.withLock { $0 = status } }
+    func received(_ status: PushStatus) { lastPushStatus.withLock { $0 = status } }
 
     /// Pairs if needed, then serves sessions until a fatal error (thrown) or cancellation.
     public func run() async throws(CompanionError) {

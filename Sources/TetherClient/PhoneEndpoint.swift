@@ -11,7 +11,8 @@ import TetherSync
 /// initiator, shows the code until the Mac's verdict, mints and couriers the room secret,
 /// registers the verifier only after the Mac's ack; afterwards it reconnects with signed joins,
 /// re-couriers the secret and re-runs `hello` on every connection, and classifies every close.
-public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // CompanionEndpoint is not final; every stored property is a let of a Sendable type
+public final class PhoneEndpoint: CompanionEndpoint, EndpointRole {
+    public let context: EndpointContext
     /// How long the code is shown while the Mac decides (client.md §14).
     public static let verdictTimeout: Duration = .seconds(180)
     /// Re-resolves allowed for one attempt when the map is stale (client.md §14).
@@ -35,7 +36,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
         }
     }
 
-    override func greeting() -> [UInt8]? {
+    func greeting() -> [UInt8]? {
         pushStatus.map { CompanionEnvelope(.pushStatus($0)).frame }
     }
 
@@ -43,7 +44,7 @@ public final class PhoneEndpoint: CompanionEndpoint, @unchecked Sendable { // Co
         self.attester = attester
         self.pingInterval = pingInterval
         self.pongTimeout = pongTimeout
-        super.init(context: context)
+        self.context = context
     }
 
     /// Pairs with the Mac that shows `link`, then serves sessions like `run()`.

@@ -90,7 +90,7 @@ struct PeerOptions {
 /// feeds `lines`; its end in a terminal (Ctrl-D) means the person is done, so the session closes
 /// and the command exits 0, while a script's input may end with the chat going on (received lines
 /// are still printed), so then nothing happens.
-func runPeer(console: Console, endpoint: CompanionEndpoint, lines: LineQueue, _ body: @escaping @Sendable () async throws(CompanionError) -> Void) async -> Never {
+func runPeer(console: Console, endpoint: any CompanionEndpoint, lines: LineQueue, _ body: @escaping @Sendable () async throws(CompanionError) -> Void) async -> Never {
     signal(SIGPIPE, SIG_IGN)
     // The session runs in a task of its own, so a stop signal can cancel it: the endpoint's loops
     // check for cancellation before they park or join again, and a stopping Mac does not re-join
@@ -135,7 +135,7 @@ func runPeer(console: Console, endpoint: CompanionEndpoint, lines: LineQueue, _ 
 /// holds (parked or in a session) is taken, the endpoint's task cancelled (so it does not join
 /// again), and the socket closed with a close frame; the process leaves once the relay has
 /// answered the close, or after 2 s.
-func stop(_ endpoint: CompanionEndpoint, cancelling work: Task<CompanionError?, Never>) -> Never {
+func stop(_ endpoint: any CompanionEndpoint, cancelling work: Task<CompanionError?, Never>) -> Never {
     shuttingDown.withLock { $0 = true }
     let socket = endpoint.heldSocket
     work.cancel()

@@ -207,7 +207,7 @@ public final class CallAgent: Sendable {
 
 /// A call's media reports, carried onto the agent's loop and tagged with the call; the machine
 /// ignores those of a call that has ended.
-private final class MediaReports: CallMediaTransportDelegate, @unchecked Sendable {  // immutable after init
+private final class MediaReports: CallMediaTransportDelegate, Sendable {
     let call: CallUUID
     let loop: EventLoop
     weak let agent: CallAgent?
@@ -225,7 +225,16 @@ private final class MediaReports: CallMediaTransportDelegate, @unchecked Sendabl
 }
 
 /// The agent, held weakly by what outlives it (its signaling client's handler, media transports).
-private final class WeakAgent: @unchecked Sendable {  // written once on the creating thread, before any event
-    weak var agent: CallAgent?
-    init(_ agent: CallAgent? = nil) { self.agent = agent }
+private final class WeakAgent: Sendable {
+    private struct Reference {
+        weak var agent: CallAgent?
+    }
+
+    // Set once, after the agent's init made the client that reports through it.
+    private let reference = Locked(Reference())
+
+    var agent: CallAgent? {
+        get { reference.withLock { $0.agent } }
+        set { reference.withLock { $0.agent = newValue } }
+    }
 }

@@ -291,8 +291,8 @@ public final class SignalingClient: Sendable {
 
 /// The socket's delegate: the client is held weakly so that a client the application dropped
 /// is not kept alive by its socket.
-private final class SocketDelegate: WebSocketDelegate, @unchecked Sendable {  // used on the client's loop only
-    weak var client: SignalingClient?
+private final class SocketDelegate: WebSocketDelegate, Sendable {
+    weak let client: SignalingClient?
 
     init(client: SignalingClient) { self.client = client }
 

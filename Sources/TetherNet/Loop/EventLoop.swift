@@ -58,7 +58,7 @@ public final class EventLoop: @unchecked Sendable {   // confined state is touch
     @exclusivity(unchecked) private var tlsGatherStorage: UnsafeMutableRawBufferPointer?
 
     /// A timer's work; it runs on the loop that scheduled it.
-    public struct TimerTask: @unchecked Sendable { // a body run only on the loop that scheduled it, never carried elsewhere
+    public struct TimerTask {
         let body: () -> Void
     }
 

@@ -3,7 +3,7 @@ public import TetherSync
 /// Deadlines in a binary min-heap. Cancelling frees the payload at once (a cancelled timer
 /// must not pin its closure, and what that captures, until its deadline); the bare heap entry is
 /// skipped when it reaches the top, and the heap is rebuilt when dead entries outnumber live ones.
-public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
+public struct TimerQueue<Payload> {
     public struct ID: Hashable, Sendable {
         let raw: UInt64
     }
@@ -104,3 +104,5 @@ public struct TimerQueue<Payload>: Sendable where Payload: Sendable {
         }
     }
 }
+
+extension TimerQueue: Sendable where Payload: Sendable {}
