@@ -11,7 +11,7 @@ import Glibc
 ///
 /// Until the first certificate arrives the listener serves a self-signed placeholder, so a
 /// service can start (and answer TLS-ALPN-01, which needs its TLS port) before it has one.
-public final class ACMECertificates: @unchecked Sendable {   // `task` is touched only by start/stop
+public final class ACMECertificates: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The names on the certificate (the first is its common name).
         public var domains: [String]
@@ -44,8 +44,12 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
     public let configuration: Configuration
     public let challenges = ACMEChallenges()
     private let log: @Sendable (String) -> Void
-    private var task: Task<Void, Never>?
-    private var httpListener: HTTPServer?
+    private struct Running {
+        var task: Task<Void, Never>?
+        var httpListener: HTTPServer?
+    }
+
+    private let running = Locked(Running())
 
     public init(configuration: Configuration, log: @escaping @Sendable (String) -> Void) {
         self.configuration = configuration
@@ -88,21 +92,24 @@ public final class ACMECertificates: @unchecked Sendable {   // `task` is touche
             settings.port = port
             let listener = HTTPServer(group: group, configuration: settings, delegate: ACMEHTTPResponder(challenges: challenges))
             try listener.start()
-            httpListener = listener
+            running.withLock { $0.httpListener = listener }
         }
         let loop = group.loops[0]
-        task = Task { [self] in await renewForever(tls: tls, loop: loop, service: service) }
+        let task = Task { [self] in await renewForever(tls: tls, loop: loop, service: service) }
+        running.withLock { $0.task = task }
     }
 
     public func stop() {
-        task?.cancel()
-        task = nil
-        httpListener?.shutdown(grace: .zero)
-        httpListener = nil
+        let stopped = running.withLock { running in
+            defer { running = Running() }
+            return running
+        }
+        stopped.task?.cancel()
+        stopped.httpListener?.shutdown(grace: .zero)
     }
 
     /// The HTTP-01 listener's bound port (tests bind port 0).
-    public var httpPort: UInt16? { httpListener?.port }
+    public var httpPort: UInt16? { running.withLock { $0.httpListener }?.port }
 
     private func renewForever(tls: TLSServerContext, loop: EventLoop, service: String) async {
         var backOff: UInt64 = 30
