@@ -45,11 +45,22 @@ public struct PushConfiguration: Sendable, ServiceListenerSettings {
 }
 
 extension PushConfiguration {
-    /// Reads `environment` (already merged with any env-file) and `arguments`; returns the
-    /// configuration and start-up notes.
-    public static func load(environment: [String: String], arguments: [String]) throws(SettingError) -> (PushConfiguration, [String]) {
+    /// Reads `arguments` (`--config ENV-FILE` beneath the environment, flags on top) and
+    /// `environment`; returns the configuration and start-up notes, the warnings about
+    /// look-alike variables first.
+    public static func load(environment: [String: String], arguments: [String],
+                            readFile: (String) -> String? = SettingsTable.readTextFile) throws(SettingError) -> (PushConfiguration, [String]) {
+        let values = try PushSetting.table.load(arguments: arguments, environment: environment, readFile: readFile)
+        let (configuration, notes) = try build(values)
+        return (configuration, values.warnings + notes)
+    }
+
+    /// The push relay's settings table (`tether push --check` lists it with the values in effect).
+    public static var settingsTable: SettingsTable { PushSetting.table }
+
+    /// The configuration from read settings, and its start-up notes.
+    public static func build(_ values: SettingValues) throws(SettingError) -> (PushConfiguration, [String]) {
         typealias S = PushSetting
-        let values = try S.table.values(environment: environment, arguments: arguments)
         var c = PushConfiguration()
         var notes: [String] = []
         c.host = try values.value(of: S.host)

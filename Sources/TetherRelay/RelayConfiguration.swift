@@ -105,15 +105,22 @@ public typealias RelayConfigurationError = SettingError
 public typealias ClientIPResolver = TetherService.ClientIPResolver
 
 extension RelayConfiguration {
-    /// Reads `environment` (already merged with any env-file) and `arguments` (flags win).
-    /// Returns the configuration and the start-up notes to print.
-    public static func load(environment: [String: String], arguments: [String]) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
-        try build(RelaySetting.table.values(environment: environment, arguments: arguments))
+    /// Reads `arguments` (`--config ENV-FILE` beneath the environment, flags on top) and
+    /// `environment`. Returns the configuration and the start-up notes to print, the warnings
+    /// about look-alike variables first.
+    public static func load(environment: [String: String], arguments: [String],
+                            readFile: (String) -> String? = SettingsTable.readTextFile) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
+        let values = try RelaySetting.table.load(arguments: arguments, environment: environment, readFile: readFile)
+        let (configuration, notes) = try build(values)
+        return (configuration, values.warnings + notes)
     }
+
+    /// The relay's settings table (`tether relay --check` lists it with the values in effect).
+    public static var settingsTable: SettingsTable { RelaySetting.table }
 
     /// The settings read in the order their errors are reported (which the table's order, made
     /// for reading, is not): one value at a time, then the checks that span several.
-    private static func build(_ values: SettingValues) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
+    public static func build(_ values: SettingValues) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
         typealias S = RelaySetting
         var c = RelayConfiguration()
         var notes: [String] = []
@@ -173,7 +180,7 @@ extension RelayConfiguration {
             c.attestationRequired = false
             c.origin = origin ?? localOrigin(host: c.host, port: c.port)
             c.originFollowsBinding = origin == nil
-            if c.port != 0 { notes.append("local mode: listening on \(c.host):\(c.port) only, open admission (no App Attest), origin \(c.origin), database \(c.databasePath) in the working directory") }
+            if c.port != 0 { notes.append("local mode: listening on \(c.host.contains(":") ? "[\(c.host)]" : c.host):\(c.port) only, open admission (no App Attest), origin \(c.origin), database \(c.databasePath) in the working directory") }
         } else {
             guard let origin else {
                 throw .init(variable: "RELAY_ORIGIN", message: "required: the public https origin clients connect to (or run with --local)")

@@ -29,8 +29,8 @@ public enum RelaySetting {
     static let database = Setting<String>("RELAY_DB", default: "relay.db", parser: .databaseLocation, help: "SQLite database path, or a postgres:// URL every node shares (:memory: for none)")
     static let origin = Setting<String?>("RELAY_ORIGIN", defaultText: "(required)",
                                          help: "public origin clients connect to, exactly as in their pairing links, e.g. https://relay.example.com")
-    static let attestationRequired = Setting<Bool>("ATTEST_REQUIRED", default: true, defaultText: "required", parser: .unlessExactlyFalse,
-                                                   help: "App Attest for pairing phones; only the exact value false turns it off (open mode)")
+    static let attestationRequired = Setting<Bool>("ATTEST_REQUIRED", default: true, defaultText: "required", parser: .trueOrFalse,
+                                                   help: "App Attest for pairing phones: true or false (open mode); any other value stops start-up")
     static let appID = Setting<String?>("APP_ID", defaultText: "(required with attestation)",
                                         help: "team id + bundle id, e.g. H7V7XYVQ7D.com.googlecode.iterm2.companion")
     /// True for `development`.
@@ -73,7 +73,7 @@ public enum RelaySetting {
                                                    help: "spliced frames per room per second (0 = off)")
     static let stallTimeout = Setting<Int64>("RELAY_STALL_TIMEOUT_MS", default: 60_000, parser: .positiveInteger,
                                              help: "an admitted socket that holds its peer back this long is closed 1008 write stalled")
-    static let publicMetrics = Setting<Bool>("RELAY_PUBLIC_METRICS", default: true, defaultText: "true", parser: .unlessExactlyFalse,
+    static let publicMetrics = Setting<Bool>("RELAY_PUBLIC_METRICS", default: true, defaultText: "true", parser: .trueOrFalse,
                                              help: "false: /metrics and /healthz only on the admin listener, not on the public port (set it behind a proxy that adds no forwarding header)")
     static let adminHost = Setting<String>("RELAY_ADMIN_HOST", default: "127.0.0.1", parser: .ipAddress,
                                            help: "admin listener address (/metrics, /healthz, /readyz; loopback peers only)")

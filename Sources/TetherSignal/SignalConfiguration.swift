@@ -49,9 +49,23 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
 
     public init() {}
 
-    public static func load(environment: [String: String], arguments: [String]) throws(SettingError) -> (SignalConfiguration, [String]) {
+    /// Reads `arguments` (`--config ENV-FILE` beneath the environment, flags on top) and
+    /// `environment`; returns the configuration and start-up notes, the warnings about
+    /// look-alike variables first.
+    public static func load(environment: [String: String], arguments: [String],
+                            readFile: (String) -> String? = SettingsTable.readTextFile) throws(SettingError) -> (SignalConfiguration, [String]) {
+        let values = try SignalSetting.table.load(arguments: arguments, environment: environment, readFile: readFile)
+        let (configuration, notes) = try build(values)
+        return (configuration, values.warnings + notes)
+    }
+
+    /// The signaling server's settings table (`tether signal --check` lists it with the values
+    /// in effect).
+    public static var settingsTable: SettingsTable { SignalSetting.table }
+
+    /// The configuration from read settings, and its start-up notes.
+    public static func build(_ values: SettingValues) throws(SettingError) -> (SignalConfiguration, [String]) {
         typealias S = SignalSetting
-        let values = try S.table.values(environment: environment, arguments: arguments)
         var c = SignalConfiguration()
         var notes: [String] = []
         c.local = values.isOn(S.local)

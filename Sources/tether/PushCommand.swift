@@ -9,10 +9,10 @@ import TetherStore
 /// check of a running one (PushSendCommand.swift). Synchronous, on the main thread, for the
 /// reason `runSignalCommand` gives.
 func runPushCommand(_ arguments: [String]) {
-    var arguments = arguments
     answerHelpFlags(arguments, help: PushConfiguration.helpText + "\n\ntether push send --help: send a test notification through a running push relay.",
                     markdown: PushConfiguration.markdownReference)
-    let environment = serviceEnvironment(&arguments, command: "push")
+    answerCheckFlag("push", arguments, table: PushConfiguration.settingsTable) { values throws(SettingError) in try PushConfiguration.build(values).1 }
+    let environment = ProcessInfo.processInfo.environment
     let configuration = loadSettings("push") { () throws(SettingError) in try PushConfiguration.load(environment: environment, arguments: arguments) }
     let store: any PushStore = openWaitingForDatabase("push", setting: "PUSH_DB") { try StoreLocation(configuration.databasePath).openPushStore() }
     SignalWatcher.blockHandledSignals()
@@ -29,6 +29,8 @@ func runPushCommand(_ arguments: [String]) {
     } catch {
         fail("push: cannot start: \(error)", code: 1)
     }
-    FileHandle.standardOutput.write(Data("push: listening on \(configuration.host):\(port) (profiles=\(configuration.profiles), db=\(StoreLocation(configuration.databasePath).display)) tether \(TetherVersion.current)\n".utf8))
+    StartLine.write(StartLine.line("push", host: configuration.host, port: port,
+                                   fields: ["profiles=\(configuration.profiles)", "db=\(StoreLocation(configuration.databasePath).display)"],
+                                   tlsCertificate: configuration.tlsCertificatePath, acme: configuration.acme, adminPort: push.adminPort))
     serveUntilSignalled(push, adminHost: configuration.adminHost, group: group)
 }

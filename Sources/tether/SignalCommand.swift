@@ -9,9 +9,9 @@ import TetherStore
 /// so only the watcher takes SIGTERM (from an async function this would be a pool thread, and
 /// the main thread would still die of the signal).
 func runSignalCommand(_ arguments: [String]) {
-    var arguments = arguments
     answerHelpFlags(arguments, help: SignalConfiguration.helpText, markdown: SignalConfiguration.markdownReference)
-    let environment = serviceEnvironment(&arguments, command: "signal")
+    answerCheckFlag("signal", arguments, table: SignalConfiguration.settingsTable) { values throws(SettingError) in try SignalConfiguration.build(values).1 }
+    let environment = ProcessInfo.processInfo.environment
     let configuration = loadSettings("signal") { () throws(SettingError) in try SignalConfiguration.load(environment: environment, arguments: arguments) }
     // Before the signals are blocked: a stop while it waits for the database ends it at once.
     let registry = configuration.database.map { url in
@@ -28,8 +28,10 @@ func runSignalCommand(_ arguments: [String]) {
     } catch {
         fail("signal: cannot start: \(error)", code: 1)
     }
-    let scheme = configuration.tlsCertificatePath == nil ? "ws" : "wss"
-    let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-    FileHandle.standardOutput.write(Data("signal: listening on \(configuration.host):\(port) (\(scheme)://\(host):\(port)/signal, turn=\(configuration.turnMode.rawValue)) tether \(TetherVersion.current)\n".utf8))
+    // Served over TLS from files or from ACME alike: the URL a client uses says so.
+    let scheme = configuration.tlsCertificatePath == nil && configuration.acme == nil ? "ws" : "wss"
+    StartLine.write(StartLine.line("signal", host: configuration.host, port: port,
+                                   fields: ["\(scheme)://\(StartLine.address(configuration.host, port))/signal", "turn=\(configuration.turnMode.rawValue)"],
+                                   tlsCertificate: configuration.tlsCertificatePath, acme: configuration.acme, adminPort: server.adminPort))
     serveUntilSignalled(server, adminHost: configuration.adminHost, group: group)
 }

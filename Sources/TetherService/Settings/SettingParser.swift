@@ -34,8 +34,9 @@ extension SettingParser where Value == String? {
 }
 
 extension SettingParser where Value == Bool {
-    /// Exactly `true` or exactly `false` (the only spellings the reference acts on); any other
-    /// text (`yes`, `1`, `TRUE`) is refused rather than read silently as off.
+    /// Exactly `true` or exactly `false`, the one spelling set of every switch of every service;
+    /// any other text (`yes`, `1`, `TRUE`, `no`, `off`) stops start-up rather than being read
+    /// silently as either.
     public static var trueOrFalse: SettingParser {
         SettingParser { text throws(InvalidSettingValue) in
             switch text {
@@ -45,10 +46,6 @@ extension SettingParser where Value == Bool {
             }
         }
     }
-
-    /// False iff the text is exactly `false`: for safety switches that stay on unless turned off
-    /// deliberately (`ATTEST_REQUIRED`).
-    public static var unlessExactlyFalse: SettingParser { SettingParser { $0 != "false" } }
 }
 
 extension SettingParser {

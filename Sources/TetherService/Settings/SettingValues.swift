@@ -7,6 +7,11 @@ public struct SettingValues: Sendable, Equatable {
     public private(set) var texts: [String: String]
     /// The flags of the switches that were on.
     public private(set) var switches: Set<String>
+    /// Where each given text came from (a name absent here came from the environment).
+    public private(set) var sources: [String: SettingSource] = [:]
+    /// What start-up should say before it goes on: variables in the environment that look like
+    /// this service's settings but are not (a typo is otherwise silently ignored).
+    public internal(set) var warnings: [String] = []
 
     /// Values as given; `SettingsTable.values`/`load` build them from the process's inputs.
     public init(texts: [String: String] = [:], switches: Set<String> = []) {
@@ -23,6 +28,12 @@ public struct SettingValues: Sendable, Equatable {
             if let text = texts[name] { return (name, text) }
         }
         return nil
+    }
+
+    /// Where the setting's value comes from: a default unless it (or a fallback) was given.
+    public func origin(of entry: SettingEntry) -> SettingSource {
+        guard let (name, _) = source(of: entry) else { return .defaultValue }
+        return sources[name] ?? .environment
     }
 
     /// Whether the setting (or a fallback) was given.
@@ -42,6 +53,11 @@ public struct SettingValues: Sendable, Equatable {
         }
     }
 
-    mutating func set(_ name: String, _ text: String) { texts[name] = text }
+    mutating func set(_ name: String, _ text: String, from source: SettingSource = .flag) {
+        texts[name] = text
+        sources[name] = source
+    }
+
+    mutating func mark(_ name: String, from source: SettingSource) { sources[name] = source }
     mutating func turnOn(_ flag: String) { switches.insert(flag) }
 }

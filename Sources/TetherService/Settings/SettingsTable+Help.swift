@@ -9,6 +9,7 @@ extension SettingsTable {
         text += "Every setting is read from an env-file (\(Self.configFlag): NAME=value lines), the environment under\n"
         text += "its name, or the flag beside it (flags win, then the environment). Invalid values stop start-up.\n\n"
         text += Self.switchLine("\(Self.configFlag) ENV-FILE", "read settings from this env-file (systemd EnvironmentFile syntax)")
+        text += Self.switchLine(Self.checkFlag, Self.checkHelp)
         for toggle in switches { text += Self.switchLine(toggle.flag, toggle.help) }
         for entry in entries {
             text += "  \(entry.flags.joined(separator: ", "))  (\(Self.names(entry)), default \(entry.defaultText))\n"

@@ -9,6 +9,7 @@ extension SettingsTable {
             text += "| \(names) | \(flags) | \(Self.cell(entry.defaultText)) | \(Self.cell(entry.help)) |\n"
         }
         text += "| | `\(Self.configFlag) ENV-FILE` | | read settings from this env-file (systemd EnvironmentFile syntax, the names above) |\n"
+        text += "| | `\(Self.checkFlag)` | | \(Self.cell(Self.checkHelp)) |\n"
         for toggle in switches {
             text += "| | `\(toggle.flag)` | off | \(Self.cell(toggle.help)) |\n"
         }

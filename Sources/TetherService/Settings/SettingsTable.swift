@@ -16,6 +16,9 @@ public struct SettingsTable: Sendable {
 
     /// The flag that names a config file; handled by `load`, before the other flags.
     public static let configFlag = "--config"
+    /// The flag that checks the settings instead of starting (the command answers it).
+    public static let checkFlag = "--check"
+    static let checkHelp = "print every setting in effect and where it came from (default, file, env, flag), secrets hidden, then exit: 0 if nothing is wrong, 2 otherwise"
 
     /// Names and flags must be unique across the table (checked: a duplicate is a programming
     /// error, caught at the first start-up).
@@ -27,7 +30,7 @@ public struct SettingsTable: Sendable {
         // Two rows answering to one name or flag would make one of them unreachable.
         let names = rows.flatMap { [$0.entry.name] + $0.entry.fallbacks }
         precondition(Set(names).count == names.count, "\(command): a setting name appears twice")
-        let flags = rows.flatMap(\.entry.flags) + switches.map(\.flag) + [Self.configFlag]
+        let flags = rows.flatMap(\.entry.flags) + switches.map(\.flag) + [Self.configFlag, Self.checkFlag]
         precondition(Set(flags).count == flags.count, "\(command): a flag appears twice")
     }
 
