@@ -27,9 +27,11 @@ public enum PushSetting {
     static let privateKey = Setting<String?>("APNS_PRIVATE_KEY", defaultText: "(this or the file)", fallbacks: ["APNS_P8"],
                                              help: "the .p8 key text, armour lines included (\\n for newlines in an env file)")
     static let privateKeyFile = Setting<String?>("APNS_PRIVATE_KEY_FILE", fallbacks: ["APNS_P8_FILE"], parser: .readableFile, help: "path of the .p8 key")
-    static let topic = Setting<String>("APNS_TOPIC", default: "com.m-tkg.mytty.remote", parser: .text,
+    static let topic = Setting<String>("APNS_TOPIC", default: "com.m-tkg.mytty.remote", emptyMeansUnset: false,
+                                       parser: .nonEmpty("the app's bundle id"),
                                        help: "Profile M topic: the Mytty app's bundle id")
-    static let topicITerm2 = Setting<String>("APNS_TOPIC_ITERM2", default: "com.googlecode.iterm2.companion", parser: .text,
+    static let topicITerm2 = Setting<String>("APNS_TOPIC_ITERM2", default: "com.googlecode.iterm2.companion", emptyMeansUnset: false,
+                                             parser: .nonEmpty("the app's bundle id"),
                                              help: "Profile I topic: the iTerm2 app's bundle id")
     static let productionURL = Setting<String>("APNS_PRODUCTION_URL", default: "https://api.push.apple.com", parser: httpsURL,
                                                help: "APNs production endpoint")

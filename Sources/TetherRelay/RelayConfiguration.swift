@@ -178,7 +178,7 @@ extension RelayConfiguration {
         if local {
             guard isLoopback(c.host) else { throw .init(variable: "RELAY_HOST", message: "--local binds loopback only, not \(c.host)") }
             c.attestationRequired = false
-            c.origin = origin ?? localOrigin(host: c.host, port: c.port)
+            c.origin = origin ?? localOrigin(host: c.host, port: c.port, tls: c.tlsCertificatePath != nil)
             c.originFollowsBinding = origin == nil
             if c.port != 0 { notes.append("local mode: listening on \(c.host.contains(":") ? "[\(c.host)]" : c.host):\(c.port) only, open admission (no App Attest), origin \(c.origin), database \(c.databasePath) in the working directory") }
         } else {
@@ -190,6 +190,9 @@ extension RelayConfiguration {
                 throw .init(variable: "RELAY_ORIGIN", message: "must be a bare https origin such as https://relay.example.com (no path, query, user or trailing slash): \(origin)")
             }
             c.origin = origin
+            if let acme = c.acme, let host = RelayOrigin.host(of: origin), !acme.domains.contains(host) {
+                notes.append("warning: RELAY_ACME_DOMAIN (\(acme.domains.joined(separator: ","))) does not name RELAY_ORIGIN's host \(host): clients connecting to \(origin) will be refused the certificate")
+            }
             if c.attestationRequired, c.appID == nil {
                 throw .init(variable: "APP_ID", message: "required in attestation mode (set ATTEST_REQUIRED=false for open mode)")
             }
@@ -240,9 +243,11 @@ extension RelayConfiguration {
 
     static func isLoopback(_ host: String) -> Bool { RelayOrigin.isLoopback(host: host) }
 
-    /// The origin clients reach a `--local` relay at: its bound address, an IPv6 one bracketed.
-    public static func localOrigin(host: String, port: UInt16) -> String {
-        "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+    /// The origin clients reach a `--local` relay at: its bound address, an IPv6 one bracketed,
+    /// `https` when it serves TLS from certificate files (the Mac's pairing link then names the
+    /// scheme the relay really speaks).
+    public static func localOrigin(host: String, port: UInt16, tls: Bool = false) -> String {
+        (tls ? "https://" : "http://") + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
     }
 
     /// The configuration once the relay's port is known (a `--relay-port 0` given one by the
@@ -250,7 +255,7 @@ extension RelayConfiguration {
     public func bound(to port: UInt16) -> RelayConfiguration {
         var bound = self
         bound.port = port
-        if originFollowsBinding { bound.origin = Self.localOrigin(host: host, port: port) }
+        if originFollowsBinding { bound.origin = Self.localOrigin(host: host, port: port, tls: tlsCertificatePath != nil) }
         return bound
     }
 

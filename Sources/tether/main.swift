@@ -33,6 +33,7 @@ commands:
   push      run the push relay for APNs, or send a test notification through one (tether push --help)
   signal    run the signaling server: signed call setup, presence, TURN credentials (tether signal --help)
   shardmap  show or publish the resolver v2 shard map in a relay database (tether shardmap --help)
+  db        show, or apply, what a service's PostgreSQL schema lacks (tether db --help)
   mac       the Mac side: show a pairing link and QR code, then chat (tether mac --help)
   phone     the phone side: pair from a link, show the code, then chat (tether phone --help)
   unpair    end a pairing, on either side (tether unpair --help)
@@ -43,19 +44,24 @@ commands:
   demo      watch a whole pairing on a local relay, narrated (tether demo --help); tether demo call: a call
   attester  make a software App Attest root for tests (tether attester --help)
 
-tether --version prints the release; tether <command> --help explains a command.
+tether --version prints the release; tether <command> --help (or tether help <command>) explains a command.
 
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let command = arguments.first else {
+guard var command = arguments.first else {
     FileHandle.standardError.write(Data(usage.utf8))
     exit(2)
 }
 arguments.removeFirst()
 if ["--help", "-h", "help"].contains(command) {
-    print(usage, terminator: "")
-    exit(0)
+    // `tether help relay` is `tether relay --help`.
+    guard let topic = arguments.first, !topic.hasPrefix("-") else {
+        print(usage, terminator: "")
+        exit(0)
+    }
+    command = topic
+    arguments = ["--help"]
 }
 if command == "--version" || ((command == "relay" || command == "push" || command == "signal") && arguments.contains("--version")) {
     print("tether \(TetherVersion.current)")
@@ -77,15 +83,21 @@ func serviceEnvironment(_ arguments: inout [String], command: String) -> [String
 }
 
 /// What `tether relay`, `tether push` and `tether signal` do alike once their server runs: the
-/// admin listener is named, SIGHUP reloads the certificate, SIGUSR2 flips verbose logging,
-/// SIGTERM/SIGINT drain and exit 0.
-func serveUntilSignalled(_ service: some ChassisService, adminHost: String, group: EventLoopGroup) -> Never {
+/// admin listener is named, SIGHUP reloads the certificate (and says which settings changed in
+/// the config file since the start, which need a restart), SIGUSR2 flips verbose logging,
+/// SIGTERM/SIGINT/SIGQUIT drain and exit 0.
+func serveUntilSignalled(_ service: some ChassisService, adminHost: String, group: EventLoopGroup,
+                         settings table: SettingsTable, arguments: [String]) -> Never {
     let name = service.runtime.name
     if let admin = service.adminPort {
         service.note("\(name): admin listener on \(adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }
+    let started = try? table.load(arguments: arguments)
     let signals = SignalWatcher(handlers: .init(
-        reload: { service.note(service.reloadCertificates()) },
+        reload: {
+            service.note(service.reloadCertificates())
+            for line in settingsChanged(table, arguments: arguments, since: started) { service.note("\(name): \(line)") }
+        },
         toggleVerbose: {
             service.verbose.toggle()
             service.note("\(name): verbose logging \(service.verbose ? "on" : "off") (SIGUSR2)")
@@ -95,6 +107,19 @@ func serveUntilSignalled(_ service: some ChassisService, adminHost: String, grou
     service.shutdown()
     group.shutdown()
     exit(0)
+}
+
+/// On SIGHUP: the settings read now against those the service started with. Only certificates
+/// reload in place, so each changed setting is named as waiting for a restart, and a file that
+/// no longer reads is reported while the running settings stay.
+@Sendable func settingsChanged(_ table: SettingsTable, arguments: [String], since started: SettingValues?) -> [String] {
+    let now: SettingValues
+    do { now = try table.load(arguments: arguments) } catch {
+        return ["warning: SIGHUP: \(error); the settings in use stay as they started"]
+    }
+    guard let started else { return [] }
+    let changed = table.knownNames.filter { started.texts[$0] != now.texts[$0] }.sorted()
+    return changed.map { "warning: SIGHUP: \($0) changed; only certificates reload in place, so it takes effect at the next restart" }
 }
 
 /// A port the kernel calls free on `host`, learned by binding a socket to port 0 and closing it,
@@ -220,7 +245,7 @@ case "relay":
                                    fields: ["db=\(StoreLocation(configuration.databasePath).display)", "attest=\(attest)"],
                                    tlsCertificate: configuration.tlsCertificatePath, acme: configuration.acme, adminPort: relay.adminPort))
     // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
-    serveUntilSignalled(relay, adminHost: configuration.adminHost, group: group)
+    serveUntilSignalled(relay, adminHost: configuration.adminHost, group: group, settings: RelayConfiguration.settingsTable, arguments: arguments)
 default:
     FileHandle.standardError.write(Data(usage.utf8))
     fail("unknown command \(command)")

@@ -217,6 +217,31 @@ final class RelayConfigurationTests: XCTestCase {
         XCTAssertTrue(try load(production.merging(["ATTEST_REQUIRED": ""]) { $1 }).0.attestationRequired)
     }
 
+    /// A `--local` relay serving TLS from certificate files advertises the scheme it speaks, so
+    /// the Mac's pairing link and its advice work.
+    func testALocalRelayServingTLSAdvertisesAnHTTPSOrigin() throws {
+        let (plain, _) = try load([:], ["--local", "--relay-port", "8787"])
+        XCTAssertEqual(plain.origin, "http://127.0.0.1:8787")
+        let (tls, notes) = try load([:], ["--local", "--relay-port", "8443", "--tls-cert", #filePath, "--tls-key", #filePath])
+        XCTAssertEqual(tls.origin, "https://127.0.0.1:8443")
+        XCTAssertTrue(notes.contains { $0.contains("origin https://127.0.0.1:8443") }, "\(notes)")
+        XCTAssertEqual(tls.bound(to: 9443).origin, "https://127.0.0.1:9443")
+    }
+
+    /// ACME names domains: an address is refused naming the way to certify one, and a domain list
+    /// that leaves out the origin's host is a warning (clients of that origin would be refused).
+    func testACMERefusesAnAddressAndWarnsWhenTheOriginIsNotAmongItsDomains() throws {
+        for address in ["192.0.2.1", "2001:db8::1"] {
+            assertRefused(production.merging(["RELAY_ACME_DOMAIN": address]) { $1 }, naming: "RELAY_ACME_DOMAIN")
+        }
+        let (_, notes) = try load(production.merging(["RELAY_ACME_DOMAIN": "other.example.com", "RELAY_ACME_DIR": NSTemporaryDirectory()]) { $1 })
+        XCTAssertTrue(notes.contains("warning: RELAY_ACME_DOMAIN (other.example.com) does not name RELAY_ORIGIN's host relay.example.com: clients connecting to https://relay.example.com will be refused the certificate"), "\(notes)")
+        let (named, quiet) = try load(production.merging(["RELAY_ACME_DOMAIN": "relay.example.com", "RELAY_ACME_DIR": NSTemporaryDirectory()]) { $1 },
+                                      ["--acme-http-port", "8080"])
+        XCTAssertEqual(named.acme?.httpPort, 8080, "--acme-http-port works as --acme-domain does")
+        XCTAssertFalse(quiet.contains { $0.contains("RELAY_ACME_DOMAIN") }, "\(quiet)")
+    }
+
     func testFlagsOverrideTheEnvironment() throws {
         // Certificate files are checked at start-up, so two that exist.
         let certificate = #filePath, key = Vectors.packageRoot().appendingPathComponent("Package.swift").path

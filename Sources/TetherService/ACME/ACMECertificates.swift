@@ -68,7 +68,10 @@ public final class ACMECertificates: Sendable {
             try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw ACMEClient.Failure("cannot create the ACME directory \(configuration.stateDirectory): \(error.localizedDescription)")
+            // Foundation's words ("The file doesn't exist.") name neither the path nor the cause;
+            // the system's, from the same call made directly, do.
+            let reason = mkdir(configuration.stateDirectory, 0o700) == 0 ? "\(error)" : String(cString: strerror(errno))
+            throw ACMEClient.Failure("cannot create the ACME directory \(configuration.stateDirectory) (*_ACME_DIR): \(reason)")
         }
         guard currentLeaf() == nil else { return }
         let key = P256.PrivateKey()

@@ -18,12 +18,14 @@ public struct ACMESettings: Sendable {
                                   help: "obtain and renew the TLS certificate for this name over ACME, in place of \(prefix)_TLS_CERT/KEY (comma-separated for several)")
         email = Setting<String?>("\(prefix)_ACME_EMAIL", extraFlags: [.init("--acme-email", needs: "an e-mail address")],
                                  help: "the ACME account's contact address (expiry notices)")
-        directory = Setting<String>("\(prefix)_ACME_DIRECTORY", default: ACMECertificates.Configuration.letsEncrypt, parser: .text,
+        directory = Setting<String>("\(prefix)_ACME_DIRECTORY", default: ACMECertificates.Configuration.letsEncrypt,
+                                    extraFlags: [.init("--acme-directory", needs: "a URL")], parser: .text,
                                     help: "the ACME server's directory URL")
-        caFile = Setting<String?>("\(prefix)_ACME_CA_FILE", parser: .readableFile, help: "an extra PEM trust root for the ACME server (a private or test CA)")
-        stateDirectory = Setting<String>("\(prefix)_ACME_DIR", default: "acme", parser: .directoryPath,
+        caFile = Setting<String?>("\(prefix)_ACME_CA_FILE", extraFlags: [.init("--acme-ca-file", needs: "a file path")], parser: .readableFile, help: "an extra PEM trust root for the ACME server (a private or test CA)")
+        stateDirectory = Setting<String>("\(prefix)_ACME_DIR", default: "acme", extraFlags: [.init("--acme-dir", needs: "a directory path")],
+                                         parser: .directoryPath,
                                          help: "where the ACME account key, the certificate and its key are kept (owner-only)")
-        httpPort = Setting<UInt16>("\(prefix)_ACME_HTTP_PORT", default: 80, parser: .port,
+        httpPort = Setting<UInt16>("\(prefix)_ACME_HTTP_PORT", default: 80, extraFlags: [.init("--acme-http-port", needs: "a port")], parser: .port,
                                    help: "the HTTP-01 challenge listener's port, on \(prefix)_HOST (0: TLS-ALPN-01 only, on the service's port)")
     }
 
@@ -38,6 +40,10 @@ public struct ACMESettings: Sendable {
             throw SettingError(variable: domain.entry.name, message: "ACME keeps the certificate itself: unset \(prefix)_TLS_CERT and \(prefix)_TLS_KEY")
         }
         let names = domains.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if let address = names.first(where: SettingParser<String>.isNumericAddress) {
+            throw SettingError(variable: domain.entry.name,
+                               message: "\(address) is an IP address: ACME certifies domain names only (use \(prefix)_TLS_CERT and \(prefix)_TLS_KEY for a certificate of an address)")
+        }
         guard !names.isEmpty, names.allSatisfy(Self.isDomainName) else {
             throw SettingError(variable: domain.entry.name, message: "not a domain name (or a comma-separated list of them): \(domains)")
         }
@@ -49,9 +55,11 @@ public struct ACMESettings: Sendable {
     }
 
     /// A DNS name a certificate may carry: dot-separated labels of letters, digits and inner
-    /// hyphens, at most 253 characters (no wildcard: HTTP-01 cannot prove one).
+    /// hyphens, at most 253 characters (no wildcard: HTTP-01 cannot prove one), whose last label
+    /// is not all digits: `192.0.2.1` is an address, for which ACME issues nothing.
     public static func isDomainName(_ name: String) -> Bool {
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard let last = labels.last, !last.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
         return name.utf8.count <= 253 && labels.count >= 2 && labels.allSatisfy { label in
             (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
                 && label.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }

@@ -6,7 +6,8 @@ import TetherSync
 /// The process's signals, taken synchronously by one dedicated thread with `sigwait` — never in
 /// an asynchronous handler, where almost nothing is safe to do:
 ///
-/// - SIGTERM, SIGINT: graceful shutdown, once (a second signal while shutting down is ignored);
+/// - SIGTERM, SIGINT, SIGQUIT: graceful shutdown, once (a second signal while shutting down is
+///   ignored); SIGQUIT is a supervisor's other usual stop, and blocked it would do nothing at all;
 /// - SIGHUP: reload (certificates, a config file);
 /// - SIGUSR2: flip verbose logging (the reference's signal: Node reserves SIGUSR1);
 /// - SIGUSR1, SIGPIPE: ignored (a write to a closed socket fails with EPIPE instead of killing us).
@@ -18,7 +19,7 @@ import TetherSync
 public final class SignalWatcher: Sendable {
     /// What each signal does; every handler runs on the watcher thread, one at a time.
     public struct Handlers: Sendable {
-        /// SIGTERM or SIGINT, with which one; called at most once.
+        /// SIGTERM, SIGINT or SIGQUIT, with which one; called at most once.
         public var shutdown: @Sendable (_ signal: Int32) -> Void
         /// SIGHUP, each time.
         public var reload: @Sendable () -> Void
@@ -35,7 +36,7 @@ public final class SignalWatcher: Sendable {
 
     /// The signals the watcher takes. SIGUSR1 is among them only to be swallowed — and to wake
     /// the watcher when it is stopped.
-    public static let handledSignals: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR2, SIGUSR1]
+    public static let handledSignals: [Int32] = [SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR2, SIGUSR1]
 
     private let handlers: Handlers
     private let thread: Locked<pthread_t?>
@@ -64,11 +65,11 @@ public final class SignalWatcher: Sendable {
         thread.withLock { $0 = started }
         // Threads that predate the mask (an async `main`'s) would take the default action; a
         // handler sends what reaches them on to this thread.
-        let forwarded: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR2]
+        let forwarded: [Int32] = [SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR2]
         _ = forwarded.withUnsafeBufferPointer { tether_forward_signals(started, $0.baseAddress, Int32($0.count)) }
     }
 
-    /// Blocks the caller until SIGTERM or SIGINT has arrived (and its handler has run); returns
+    /// Blocks the caller until SIGTERM, SIGINT or SIGQUIT has arrived (and its handler has run); returns
     /// which. For a `main` that runs the shutdown itself.
     @discardableResult
     public func waitForShutdown() -> Int32 {
@@ -106,7 +107,7 @@ public final class SignalWatcher: Sendable {
         while true {
             guard sigwait(&set, &received) == 0 else { continue }
             switch received {
-            case SIGTERM, SIGINT:
+            case SIGTERM, SIGINT, SIGQUIT:
                 // Once: the first shutdown signal wins, later ones find the slot taken.
                 guard shutdownSignal.compareExchange(expected: 0, desired: received, ordering: .acquiringAndReleasing).exchanged else { continue }
                 handlers.shutdown(received)

@@ -16,10 +16,11 @@ public struct Setting<Value: Sendable>: SettingRow {
     /// - Parameters:
     ///   - defaultText: how the default reads in `--help` and the reference; derived from the
     ///     value when nil (`unset` for nil, `on`/`off` for a Bool).
+    ///   - emptyMeansUnset: false when `NAME=` must reach the parser (and be refused there).
     public init(_ name: String, default defaultValue: Value, defaultText: String? = nil, fallbacks: [String] = [],
-                extraFlags: [SettingEntry.ExtraFlag] = [], parser: SettingParser<Value>, help: String) {
+                extraFlags: [SettingEntry.ExtraFlag] = [], emptyMeansUnset: Bool = true, parser: SettingParser<Value>, help: String) {
         entry = SettingEntry(name: name, fallbacks: fallbacks, extraFlags: extraFlags,
-                             defaultText: defaultText ?? Self.describe(defaultValue), help: help)
+                             defaultText: defaultText ?? Self.describe(defaultValue), help: help, emptyMeansUnset: emptyMeansUnset)
         self.defaultValue = defaultValue
         self.parser = parser
     }

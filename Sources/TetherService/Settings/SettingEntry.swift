@@ -25,8 +25,13 @@ public struct SettingEntry: Sendable, Equatable {
     public let defaultText: String
     /// One line, no trailing period needed.
     public let help: String
+    /// Whether `NAME=` (empty) means unset, as it does for most settings (an env-file line left
+    /// blank). False for a setting whose empty value is a mistake to name (`APNS_TOPIC=` would
+    /// otherwise fall back to another app's topic with no word).
+    public let emptyMeansUnset: Bool
 
-    public init(name: String, fallbacks: [String] = [], extraFlags: [ExtraFlag] = [], defaultText: String, help: String) {
+    public init(name: String, fallbacks: [String] = [], extraFlags: [ExtraFlag] = [], defaultText: String, help: String,
+                emptyMeansUnset: Bool = true) {
         precondition(!name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") },
                      "a setting's name is an environment name: \(name)")
         precondition(!help.contains("\n"), "a setting's help is one line: \(name)")
@@ -35,6 +40,7 @@ public struct SettingEntry: Sendable, Equatable {
         self.extraFlags = extraFlags
         self.defaultText = defaultText
         self.help = help
+        self.emptyMeansUnset = emptyMeansUnset
     }
 
     /// `RELAY_MAX_ROOMS` → `--relay-max-rooms`.

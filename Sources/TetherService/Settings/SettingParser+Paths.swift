@@ -32,6 +32,9 @@ extension SettingParser where Value == String {
     public static var databaseLocation: SettingParser {
         SettingParser { text throws(InvalidSettingValue) in
             if text == ":memory:" || text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") { return text }
+            if let scheme = text.range(of: "://").map({ text[..<$0.lowerBound] }) {
+                throw InvalidSettingValue("\(scheme):// is not a database Tether can use: give a SQLite file path, a postgres:// URL or :memory:")
+            }
             guard !text.isEmpty else { throw InvalidSettingValue("needs a SQLite file path, a postgres:// URL or :memory:") }
             guard !text.hasSuffix("/"), !PathName.isDirectory(text) else { throw InvalidSettingValue("\(text) is a directory, not a database file") }
             let parent = PathName.parent(of: text)

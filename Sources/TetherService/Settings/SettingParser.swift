@@ -14,17 +14,30 @@ extension SettingParser where Value == String {
 }
 
 extension SettingParser where Value == String {
+    /// Any text but the empty one, which is refused naming what the setting needs.
+    public static func nonEmpty(_ needs: String) -> SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw InvalidSettingValue("empty: needs \(needs) (remove the line to use the default)") }
+            return text
+        }
+    }
+
     /// A numeric IPv4 or IPv6 address to bind (`127.0.0.1`, `::1`, `0.0.0.0`). Names are refused
     /// rather than half-accepted: `localhost` would pass a loopback check and then fail to bind.
     public static var ipAddress: SettingParser {
         SettingParser { text throws(InvalidSettingValue) in
-            var v4 = in_addr()
-            var v6 = in6_addr()
-            guard inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1 else {
+            guard Self.isNumericAddress(text) else {
                 throw InvalidSettingValue("must be a numeric IP address such as 127.0.0.1, ::1 or 0.0.0.0 (names are not resolved): \(text)")
             }
             return text
         }
+    }
+
+    /// Whether `text` is a numeric IPv4 or IPv6 address (`192.0.2.1`, `::1`).
+    public static func isNumericAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 }
 

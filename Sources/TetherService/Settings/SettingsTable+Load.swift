@@ -60,7 +60,9 @@ extension SettingsTable {
     /// Reads `environment` (already merged with any config file) and then `arguments`: each a
     /// switch, or a flag with its value as the next argument or after `=`. Flags win.
     public func values(environment: [String: String], arguments: [String]) throws(SettingError) -> SettingValues {
-        var values = SettingValues(texts: environment.filter { !$0.value.isEmpty && knownNames.contains($0.key) })
+        let known = knownNames
+        let keepsEmpty = Set(entries.filter { !$0.emptyMeansUnset }.flatMap { [$0.name] + $0.fallbacks })
+        var values = SettingValues(texts: environment.filter { known.contains($0.key) && (!$0.value.isEmpty || keepsEmpty.contains($0.key)) })
         var it = arguments.makeIterator()
         while let argument = it.next() {
             let (flag, inline) = Self.split(argument)

@@ -1,0 +1,71 @@
+import Foundation
+import Glibc
+import TetherTestSupport
+import XCTest
+
+/// Messages and signals an operator meets after the first day, on the real binary: each names
+/// the thing at fault and the fix.
+final class OperatorSecondDayTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("second-day-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: directory) }
+
+    func testHelpForACommandInEitherOrderAndTheCommandListNamesDb() throws {
+        let (status, output) = try TetherBinary.run(["help", "relay"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.hasPrefix("usage: tether relay"), output)
+        XCTAssertTrue(output.contains("--check"), "the check is documented where the settings are: \(output)")
+        let general = try TetherBinary.run(["--help"])
+        XCTAssertTrue(general.output.contains("\n  db "), general.output)
+    }
+
+    func testADatabaseURLOfAnotherKindIsNamedAsSuch() throws {
+        let (status, output) = try TetherBinary.run(["relay", "--local", "--relay-db", "mysql://u@h/db"])
+        XCTAssertEqual(status, 2, output)
+        XCTAssertEqual(output, "tether: relay: RELAY_DB: mysql:// is not a database Tether can use: give a SQLite file path, a postgres:// URL or :memory:\n")
+        let missing = try TetherBinary.run(["relay", "--local", "--relay-db", "/nonexistent/dir/relay.db"])
+        XCTAssertEqual(missing.output, "tether: relay: RELAY_DB: no directory /nonexistent/dir for /nonexistent/dir/relay.db\n")
+    }
+
+    func testAnEmptyAPNsTopicStopsThePushRelayNamingIt() throws {
+        let key = Vectors.packageRoot().appendingPathComponent("Package.swift").path
+        let (status, output) = try TetherBinary.run(["push", "--check", "--push-db", ":memory:"], environment: [
+            "APNS_TEAM_ID": "ABCDE12345", "APNS_KEY_ID": "FGHIJ67890", "APNS_PRIVATE_KEY_FILE": key, "APNS_TOPIC": "",
+        ])
+        XCTAssertEqual(status, 2, output)
+        XCTAssertTrue(output.contains("APNS_TOPIC: empty: needs the app's bundle id (remove the line to use the default)"), output)
+    }
+
+    func testSIGQUITStopsAServiceLikeSIGTERM() throws {
+        let process = try ServiceProcess(TetherBinary.url, ["relay", "--local", "--relay-db", ":memory:", "--relay-port", "0"],
+                                         expecting: "relay: listening on", capturing: true)
+        kill(process.process.processIdentifier, SIGQUIT)
+        process.process.waitUntilExit()
+        XCTAssertEqual(process.process.terminationReason, .exit, "it exits, not dumps core")
+        XCTAssertEqual(process.process.terminationStatus, 0)
+        XCTAssertTrue(eventually("the shutdown line", within: 5) { process.capturedOutput.contains("relay: shutting down") }, process.capturedOutput)
+    }
+
+    func testSIGHUPNamesASettingChangedInTheConfigFileAsWaitingForARestart() throws {
+        let file = directory.appendingPathComponent("relay.env")
+        try "RELAY_MAX_ROOMS=100\n".write(to: file, atomically: true, encoding: .utf8)
+        let process = try ServiceProcess(TetherBinary.url, ["relay", "--local", "--config", file.path, "--relay-db", ":memory:", "--relay-port", "0"],
+                                         expecting: "relay: listening on", capturing: true)
+        defer { process.stop() }
+        try "RELAY_MAX_ROOMS=200\n".write(to: file, atomically: true, encoding: .utf8)
+        kill(process.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(eventually("the SIGHUP warning", within: 5) {
+            process.capturedOutput.contains("relay: warning: SIGHUP: RELAY_MAX_ROOMS changed; only certificates reload in place, so it takes effect at the next restart")
+        }, process.capturedOutput)
+        try "RELAY_MAX_ROOM=200\n".write(to: file, atomically: true, encoding: .utf8)
+        kill(process.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(eventually("the SIGHUP problem", within: 5) {
+            process.capturedOutput.contains("relay: warning: SIGHUP: RELAY_MAX_ROOM: not a setting of tether relay")
+        }, process.capturedOutput)
+    }
+}
