@@ -95,7 +95,7 @@ func serveUntilSignalled(_ service: some ChassisService, adminHost: String, grou
     let started = try? table.load(arguments: arguments)
     let signals = SignalWatcher(handlers: .init(
         reload: {
-            service.note(service.reloadCertificates())
+            service.reloadCertificates()
             for line in settingsChanged(table, arguments: arguments, since: started) { service.note("\(name): \(line)") }
         },
         toggleVerbose: {

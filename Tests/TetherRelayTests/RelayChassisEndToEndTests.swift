@@ -50,15 +50,18 @@ extension RelayEndToEndTests {
             return shown.stderr.split(separator: "\n").first { $0.contains("subject: CN=") }.map { String($0.split(separator: "=").last ?? "") } ?? ""
         }
         try make("first")
-        try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key])
+        try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key, "--relay-log-format", "timestamp"])
         XCTAssertEqual(try servedName(), "first")
         try make("second")
         kill(process.processIdentifier, SIGHUP)
-        XCTAssertTrue(logLines().contains { $0.hasPrefix("relay: TLS certificate reloaded (SIGHUP)") }, "\(logLines())")
+        // Each at its own level, so alerting that watches warnings and errors sees them: the
+        // reload is news, the day-old certificate's expiry a warning, a failed reload an error.
+        XCTAssertTrue(eventually("the reload line") { logLines().contains { $0.hasSuffix(" info relay: TLS certificate reloaded (SIGHUP)") } }, "\(logLines())")
+        XCTAssertTrue(logLines().contains { $0.contains(" warning relay: warning: the TLS certificate expires at ") }, "\(logLines())")
         XCTAssertEqual(try servedName(), "second")
         try Data("not a certificate".utf8).write(to: URL(fileURLWithPath: cert))
         kill(process.processIdentifier, SIGHUP)
-        XCTAssertTrue(logLines().contains { $0.hasPrefix("relay: TLS certificate not reloaded, the current one stays: ") }, "\(logLines())")
+        XCTAssertTrue(eventually("the failed reload") { logLines().contains { $0.contains(" error relay: TLS certificate not reloaded, the current one stays: ") } }, "\(logLines())")
         XCTAssertEqual(try servedName(), "second")
         XCTAssertTrue(process.isRunning)
     }
@@ -90,6 +93,12 @@ extension RelayEndToEndTests {
         XCTAssertGreaterThanOrEqual(try sample("process_max_fds") ?? 0, 1024)
         let started = try XCTUnwrap(try sample("process_start_time_seconds"))
         XCTAssertLessThan(abs(started - Date().timeIntervalSince1970), 120)
+        XCTAssertGreaterThan(try sample("process_cpu_seconds_total") ?? 0, 0)
+        // The certificate was made for one day: its expiry, for alerting, is a day from now.
+        let expiry = try XCTUnwrap(try sample("tether_tls_certificate_expiry_timestamp_seconds"))
+        XCTAssertLessThan(abs(expiry - Date().timeIntervalSince1970 - 86_400), 600)
+        XCTAssertEqual(try sample("tether_acme_issuances_total{outcome=\"failure\"}"), 0, "known outcomes are exposed from the start")
+        XCTAssertEqual(try sample("tether_acme_issuances_total{outcome=\"success\"}"), 0)
         XCTAssertFalse(logLines().contains { $0.lowercased().contains("handshake") }, "a failed handshake is counted, not logged: \(logLines())")
     }
 

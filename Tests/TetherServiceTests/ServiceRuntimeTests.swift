@@ -85,7 +85,7 @@ final class ServiceRuntimeTests: XCTestCase {
     func testACertificateReloadBeforeStartOrWithoutTLSSaysSo() throws {
         let (runtime, _) = collected()
         let service = Echo(runtime)
-        XCTAssertEqual(service.reloadCertificates(), "echo: SIGHUP: not serving yet")
+        XCTAssertEqual(service.reloadCertificates(), ["echo: SIGHUP: not serving yet"])
         XCTAssertNil(service.adminPort)
         let group = try EventLoopGroup(count: 1)
         defer { group.shutdown() }
@@ -95,6 +95,6 @@ final class ServiceRuntimeTests: XCTestCase {
                                    status: StatusPage(title: "echo", headline: []))
         defer { runtime.stopListeners(grace: .zero) }
         XCTAssertNil(service.adminPort, "no admin port set: no admin listener")
-        XCTAssertEqual(service.reloadCertificates(), "echo: SIGHUP: no TLS certificate to reload")
+        XCTAssertEqual(service.reloadCertificates(), ["echo: SIGHUP: no TLS certificate to reload"])
     }
 }

@@ -3,6 +3,7 @@ public import TetherNet
 import TetherCrypto
 import TetherSync
 import Glibc
+import Synchronization
 
 /// A service's own certificate, obtained and renewed over ACME in-process (RFC 8555): kept in a
 /// state directory (owner-only), installed into the serving TLS context when it changes — new
@@ -43,7 +44,7 @@ public final class ACMECertificates: Sendable {
 
     public let configuration: Configuration
     public let challenges = ACMEChallenges()
-    private let log: @Sendable (String) -> Void
+    private let log: @Sendable (String, LogLevel) -> Void
     private struct Running {
         var task: Task<Void, Never>?
         var httpListener: HTTPServer?
@@ -51,7 +52,7 @@ public final class ACMECertificates: Sendable {
 
     private let running = Locked(Running())
 
-    public init(configuration: Configuration, log: @escaping @Sendable (String) -> Void) {
+    public init(configuration: Configuration, log: @escaping @Sendable (String, LogLevel) -> Void) {
         self.configuration = configuration
         self.log = log
     }
@@ -125,11 +126,16 @@ public final class ACMECertificates: Sendable {
                     let (leaf, proved) = try await issue(loop: loop)
                     try tls.load(certificateChainPath: certificatePath, privateKeyPath: keyPath)
                     let how = proved.isEmpty ? "authorizations still valid" : Set(proved.map(\.rawValue)).sorted().joined(separator: ", ")
-                    log("\(service): ACME certificate for \(configuration.domains.joined(separator: ", ")) installed (\(how)), valid until \(Self.stamp(leaf.notAfter))")
+                    log("\(service): ACME certificate for \(configuration.domains.joined(separator: ", ")) installed (\(how)), valid until \(Self.stamp(leaf.notAfter))", .info)
+                    ServedCertificate.record(certificateChainPath: certificatePath)
+                    ACMEOutcomes.successes.add(1, ordering: .relaxed)
                     backOff = 30
                     continue
                 } catch {
-                    log("\(service): ACME issuance failed, retrying in \(backOff) s: \(error)")
+                    // An error: a certificate that cannot be renewed expires, and alerting watches
+                    // the error level (and tether_acme_issuances_total{outcome="failure"}).
+                    log("\(service): ACME issuance failed, retrying in \(backOff) s: \(error)", .error)
+                    ACMEOutcomes.failures.add(1, ordering: .relaxed)
                     wait = backOff
                     backOff = min(backOff * 2, 6 * 3600)
                 }

@@ -18,7 +18,7 @@ public struct ServiceListeners: Sendable {
     /// the error thrown (a service never runs half-started).
     public static func start(group: EventLoopGroup, configuration: some ServiceListenerSettings, delegate: any HTTPServerDelegate,
                              metrics: MetricsSource, readiness: ReadinessChecks, status: StatusPage? = nil,
-                             service: String = "service", log: @escaping @Sendable (String) -> Void = { _ in }) throws -> ServiceListeners {
+                             service: String = "service", log: @escaping @Sendable (String, LogLevel) -> Void = { _, _ in }) throws -> ServiceListeners {
         var settings = HTTPServer.Configuration()
         settings.host = configuration.host
         settings.port = configuration.port
@@ -33,8 +33,10 @@ public struct ServiceListeners: Sendable {
                 challenges.alpnCertificate(serverName: name).map { ($0.certificatePEM, $0.keyPEM) }
             }
             acme = certificates
+            ServedCertificate.record(certificateChainPath: certificates.certificatePath)
         } else if let certificate = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
             tls = try TLSServerContext(certificateChainPath: certificate, privateKeyPath: key)
+            ServedCertificate.record(certificateChainPath: certificate)
         }
         settings.tls = tls
         let http = HTTPServer(group: group, configuration: settings, delegate: delegate)
@@ -63,15 +65,17 @@ public struct ServiceListeners: Sendable {
 
     /// SIGHUP: the TLS certificate chain and key are read again; new connections get them, open
     /// ones keep theirs, and a pair that does not load (or match) leaves the current one serving.
-    /// Returns a zero-PII line for the log, prefixed `<service>: `.
-    public func reloadCertificates(service: String) -> String {
-        guard let tls else { return "\(service): SIGHUP: no TLS certificate to reload" }
+    /// Returns the zero-PII lines for the log, prefixed `<service>: `, each at its level: the
+    /// reload (info) or its failure (error), then any expiry warning on a line of its own.
+    public func reloadCertificates(service: String) -> [(text: String, level: LogLevel)] {
+        guard let tls else { return [("\(service): SIGHUP: no TLS certificate to reload", .info)] }
         do {
             try tls.reload()
-            return "\(service): TLS certificate reloaded (SIGHUP)"
-                + (Self.expiryWarning(certificatePath: tls.certificateChainPath, service: service).map { "; " + $0 } ?? "")
+            ServedCertificate.record(certificateChainPath: tls.certificateChainPath)
+            return [("\(service): TLS certificate reloaded (SIGHUP)", .info)]
+                + (Self.expiryWarning(certificatePath: tls.certificateChainPath, service: service).map { [($0, .warning)] } ?? [])
         } catch {
-            return "\(service): TLS certificate not reloaded, the current one stays: \(error)"
+            return [("\(service): TLS certificate not reloaded, the current one stays: \(error)", .error)]
         }
     }
 }

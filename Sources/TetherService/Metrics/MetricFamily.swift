@@ -41,6 +41,12 @@ public final class MetricFamily<Metric: ExposedMetric>: Sendable {
         }
     }
 
+    /// Puts `child` at these label values (a callback read at scrape time), replacing any.
+    func set(_ child: Metric, for values: [String]) {
+        precondition(values.count == labelNames.count, "\(name) takes \(labelNames.count) label values")
+        children.withLock { $0[values] = child }
+    }
+
     /// The family's lines, children sorted by label values; empty when nothing is visible.
     func exposition() -> String {
         // Snapshot under the lock, read values outside it: a callback never runs under our lock.

@@ -33,6 +33,23 @@ public final class MetricsRegistry: Sendable {
         })
     }
 
+    /// A fractional counter kept by someone else (CPU seconds), read at each scrape. Named apart
+    /// from `counter` so a trailing closure returning a literal never picks it by accident.
+    public func secondsCounter(_ name: String, help: String, read: @escaping @Sendable () -> Double) {
+        _ = single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: false, type: Counter.prometheusType) {
+            CallbackMetric(reading: .double(read))
+        })
+    }
+
+    /// A counter with one label whose every value is known in advance, each kept by someone else
+    /// and read at each scrape: every series is exposed from the start, at 0 until it counts.
+    public func counter(_ name: String, help: String, label: String, readings: [(value: String, read: @Sendable () -> UInt64)]) {
+        let family = register(MetricFamily(name: name, help: help, labelNames: [label], hiddenAtZero: false, type: Counter.prometheusType) {
+            CallbackMetric(reading: .unsigned { 0 })
+        })
+        for (value, read) in readings { family.set(CallbackMetric(reading: .unsigned(read)), for: [value]) }
+    }
+
     @discardableResult
     public func gauge(_ name: String, help: String, hiddenAtZero: Bool = false) -> Gauge {
         single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero) { Gauge() })

@@ -11,6 +11,14 @@ extension MetricsRegistry {
         gauge("process_max_fds", help: "The process's descriptor limit (RLIMIT_NOFILE, soft).") { ProcessFigures.descriptorLimit() }
         let started = Double(WallInstant.now().unixMilliseconds) / 1000
         gauge("process_start_time_seconds", help: "When the service started, seconds since the Unix epoch.", readDouble: { started })
+        secondsCounter("process_cpu_seconds_total", help: "CPU time the process has used, user and system, seconds.") { ProcessFigures.cpuSeconds() }
+        gauge("tether_tls_certificate_expiry_timestamp_seconds",
+              help: "When the TLS certificate the service serves expires, seconds since the Unix epoch (0 without TLS); alert well before it.") {
+            ServedCertificate.notAfter
+        }
+        counter("tether_acme_issuances_total", help: "ACME certificate issuances and renewals by outcome (success, failure); a failure is retried with back-off.",
+                label: "outcome", readings: [("failure", { ACMEOutcomes.failures.load(ordering: .relaxed) }),
+                                             ("success", { ACMEOutcomes.successes.load(ordering: .relaxed) })])
         counter("tether_tls_handshake_failures_total",
                 help: "TLS handshakes the service refused or that failed (no shared protocol or cipher, a malformed hello, an acme-tls/1 offer with no challenge pending); counted, never logged with the peer.") {
             UInt64(TLSServerContext.handshakeFailures.value)
@@ -20,6 +28,14 @@ extension MetricsRegistry {
 
 /// Read from /proc at scrape time: nothing to keep in step.
 public enum ProcessFigures {
+    /// User plus system CPU time of every thread of the process (`getrusage`).
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
     /// The second field of /proc/self/statm (resident pages) times the page size.
     static func residentBytes() -> Int64 {
         guard let file = fopen("/proc/self/statm", "r") else { return 0 }

@@ -40,7 +40,7 @@ public final class ServiceRuntime: Sendable {
     public func startListeners(group: EventLoopGroup, settings: some ServiceListenerSettings, delegate: any HTTPServerDelegate,
                                metrics: MetricsSource, status: StatusPage) throws -> ServiceListeners {
         let listeners = try ServiceListeners.start(group: group, configuration: settings, delegate: delegate, metrics: metrics,
-                                                   readiness: readiness, status: status, service: name) { [weak self] text in self?.line(text) }
+                                                   readiness: readiness, status: status, service: name) { [weak self] text, level in self?.line(text, level: level) }
         started.withLock { $0 = listeners }
         if let warning = ServiceListeners.expiryWarning(certificatePath: settings.tlsCertificatePath, service: name) {
             line(warning, level: .warning)
@@ -54,9 +54,13 @@ public final class ServiceRuntime: Sendable {
     /// The admin listener's port, once started with one.
     public var adminPort: UInt16? { listeners?.admin?.port }
 
-    /// SIGHUP: the certificate and key are read again (`ServiceListeners.reloadCertificates`).
-    public func reloadCertificates() -> String {
-        listeners?.reloadCertificates(service: name) ?? "\(name): SIGHUP: not serving yet"
+    /// SIGHUP: the certificate and key are read again (`ServiceListeners.reloadCertificates`);
+    /// each resulting line is logged at its level and returned.
+    @discardableResult
+    public func reloadCertificates() -> [String] {
+        let lines = listeners?.reloadCertificates(service: name) ?? [("\(name): SIGHUP: not serving yet", .info)]
+        for (text, level) in lines { line(text, level: level) }
+        return lines.map(\.text)
     }
 
     /// The first step of every graceful stop: `/readyz` answers not ready from now on, so a load
@@ -126,5 +130,6 @@ extension ChassisService {
 
     public var adminPort: UInt16? { runtime.adminPort }
 
-    public func reloadCertificates() -> String { runtime.reloadCertificates() }
+    @discardableResult
+    public func reloadCertificates() -> [String] { runtime.reloadCertificates() }
 }
