@@ -37,28 +37,30 @@ public final class PushMetrics: Sendable {
     public let apnsOutcomes: MetricFamily<Counter>
 
     public init() {
-        httpRequests = registry.counter("pushrelay_http_requests_total", help: "HTTP requests answered")
-        httpErrors = registry.counter("pushrelay_http_errors_total", help: "HTTP requests answered with a 5xx status")
-        registers = registry.counter("pushrelay_register_total", help: "registration requests")
-        registersWritten = registry.counter("pushrelay_register_written_total", help: "registrations written")
-        registersSkipped = registry.counter("pushrelay_register_skipped_total", help: "re-registrations skipped as unchanged")
-        registersRejected = registry.counter("pushrelay_register_rejected_total", help: "registration requests refused (invalid, rate limited)")
-        pushes = registry.counter("pushrelay_push_total", help: "push requests")
-        pushesDelivered = registry.counter("pushrelay_push_delivered_total", help: "pushes APNs accepted")
-        badSecrets = registry.counter("pushrelay_push_bad_secret_total", help: "pushes refused for a bad secret or signature")
-        unknownTokens = registry.counter("pushrelay_push_unknown_token_total", help: "pushes for no live registration")
-        apnsErrors = registry.counter("pushrelay_push_apns_error_total", help: "pushes APNs refused or could not be reached for")
-        rateLimited = registry.counter("pushrelay_rate_limited_total", help: "requests refused by a rate limit")
+        httpRequests = registry.counter("pushrelay_http_requests_total", help: "HTTP requests answered.")
+        httpErrors = registry.counter("pushrelay_http_errors_total", help: "HTTP requests answered with a 5xx status.")
+        registers = registry.counter("pushrelay_register_total", help: "Registration requests.")
+        registersWritten = registry.counter("pushrelay_register_written_total", help: "Registrations written.")
+        registersSkipped = registry.counter("pushrelay_register_skipped_total", help: "Re-registrations skipped as unchanged.")
+        registersRejected = registry.counter("pushrelay_register_rejected_total", help: "Registration requests refused (invalid, rate limited).")
+        pushes = registry.counter("pushrelay_push_total", help: "Push requests.")
+        pushesDelivered = registry.counter("pushrelay_push_delivered_total", help: "Pushes APNs accepted.")
+        badSecrets = registry.counter("pushrelay_push_bad_secret_total", help: "Pushes refused for a bad secret or signature.")
+        unknownTokens = registry.counter("pushrelay_push_unknown_token_total", help: "Pushes for no live registration.")
+        apnsErrors = registry.counter("pushrelay_push_apns_error_total", help: "Pushes APNs refused or could not be reached for.")
+        rateLimited = registry.counter("pushrelay_rate_limited_total", help: "Requests refused by a rate limit.")
         connectionsRefused = registry.counter("pushrelay_connections_refused_total",
-                                              help: "connections refused at accept: the client address held PUSH_MAX_CONNECTIONS_PER_IP")
-        processExceptions = registry.counter("pushrelay_process_exceptions_total", help: "internal faults survived")
-        storageErrors = registry.counter("pushrelay_storage_errors_total", help: "store calls that failed (database down, disk full)")
-        storageAvailable = registry.gauge("pushrelay_storage_available", help: "1 while the store answers, 0 from a failed call until one succeeds")
+                                              help: "Connections refused at accept: the client address held PUSH_MAX_CONNECTIONS_PER_IP.")
+        processExceptions = registry.counter("pushrelay_process_exceptions_total", help: "Internal faults survived.")
+        storageErrors = registry.counter("pushrelay_storage_errors_total", help: "Store calls that failed (database down, disk full).")
+        storageAvailable = registry.gauge("pushrelay_storage_available", help: "1 while the store answers, 0 from a failed call until one succeeds.")
         storageAvailable.set(1)
-        devices = registry.gauge("pushrelay_devices", help: "live registrations, both profiles")
-        apnsLatency = registry.histogram("pushrelay_apns_latency_seconds", help: "APNs round trip per push, retries included",
+        devices = registry.gauge("pushrelay_devices", help: "Live registrations, both profiles.")
+        apnsLatency = registry.histogram("pushrelay_apns_latency_seconds", help: "APNs round trip per push, retries included.",
                                          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])
-        apnsOutcomes = registry.counter("pushrelay_apns_outcomes_total", help: "APNs outcomes by reason", labels: ["reason"])
+        apnsOutcomes = registry.counter("pushrelay_apns_outcomes_total", help: "APNs outcomes by reason.", labels: ["reason"])
+        // Every reason is exposed from the start, at 0 (APNs' documented ones and the three words).
+        for reason in ["delivered", "no-reason", "unreachable"] + APNsReason.classes.keys.sorted() { _ = apnsOutcomes.labels(reason) }
     }
 
     /// Gauges read at scrape time from their owners.
@@ -66,10 +68,10 @@ public final class PushMetrics: Sendable {
                   tokensMinted: @escaping @Sendable () -> Int, droppedLogLines: @escaping @Sendable () -> Int) {
         registry.registerBuildInfo(service: "push")
         registry.registerProcessMetrics()
-        registry.gauge("pushrelay_store_backlog", help: "storage calls queued and not yet finished") { Int64(storageBacklog()) }
-        registry.counter("pushrelay_apns_connections_opened_total", help: "HTTP/2 connections opened to APNs") { UInt64(apnsConnections()) }
-        registry.counter("pushrelay_apns_provider_tokens_minted_total", help: "provider tokens signed") { UInt64(tokensMinted()) }
-        registry.counter("pushrelay_log_lines_dropped_total", help: "log lines dropped because standard error was too slow") {
+        registry.gauge("pushrelay_store_backlog", help: "Storage calls queued and not yet finished.") { Int64(storageBacklog()) }
+        registry.counter("pushrelay_apns_connections_opened_total", help: "HTTP/2 connections opened to APNs.") { UInt64(apnsConnections()) }
+        registry.counter("pushrelay_apns_provider_tokens_minted_total", help: "Provider tokens signed.") { UInt64(tokensMinted()) }
+        registry.counter("pushrelay_log_lines_dropped_total", help: "Log lines dropped because standard error was too slow.") {
             UInt64(droppedLogLines())
         }
     }

@@ -15,25 +15,34 @@ public final class SignalMetrics: Sendable {
     let issuanceLatency: Histogram
 
     init() {
-        upgrades = registry.counter("signal_upgrades_total", help: "WebSocket upgrades accepted")
-        upgradesRefused = registry.counter("signal_upgrades_refused_total", help: "upgrade requests refused, by reason", labels: ["reason"])
-        registrations = registry.counter("signal_registrations_total", help: "registrations completed (the ID became routable)")
-        signals = registry.counter("signal_signals_total", help: "signals by kind and outcome", labels: ["kind", "outcome"])
-        errors = registry.counter("signal_errors_total", help: "error messages sent, by code", labels: ["code"])
-        presenceQueries = registry.counter("signal_presence_queries_total", help: "presence queries answered")
-        issuances = registry.counter("signal_issuances_total", help: "TURN credential issuances by result", labels: ["result"])
-        issuanceLatency = registry.histogram("signal_issuance_latency_seconds", help: "TURN credential issuance time",
+        upgrades = registry.counter("signal_upgrades_total", help: "WebSocket upgrades accepted.")
+        upgradesRefused = registry.counter("signal_upgrades_refused_total", help: "Upgrade requests refused, by reason.", labels: ["reason"])
+        registrations = registry.counter("signal_registrations_total", help: "Registrations completed (the ID became routable).")
+        signals = registry.counter("signal_signals_total", help: "Signals by kind and outcome.", labels: ["kind", "outcome"])
+        errors = registry.counter("signal_errors_total", help: "Error messages sent, by code.", labels: ["code"])
+        presenceQueries = registry.counter("signal_presence_queries_total", help: "Presence queries answered.")
+        issuances = registry.counter("signal_issuances_total", help: "TURN credential issuances by result.", labels: ["result"])
+        issuanceLatency = registry.histogram("signal_issuance_latency_seconds", help: "TURN credential issuance time.",
                                              buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 8])
+        // Every label value known in advance is exposed from the start, at 0: a rate over a
+        // series that appears only with its first event reads as no data, not as none.
+        for reason in Self.refusalReasons { _ = upgradesRefused.labels(reason) }
+        for kind in SignalKind.allCases { for outcome in SignalOutcome.allCases { _ = signals.labels(kind.rawValue, outcome.rawValue) } }
+        for code in SignalingErrorCode.allCases { _ = errors.labels(code.rawValue) }
+        for result in ["issued"] + IssuanceFailure.Reason.allCases.map(\.rawValue) { _ = issuances.labels(result) }
     }
+
+    /// `signal_upgrades_refused_total`'s reasons: the upgrade's own checks and the gate's.
+    static let refusalReasons = ["draining", "handshake", "ip_cap", "origin", "path", "query", "rate_limited", "total_cap"]
 
     func register(sockets: @escaping @Sendable () -> Int, routable: @escaping @Sendable () -> Int,
                   issuing: @escaping @Sendable () -> Int, droppedLogLines: @escaping @Sendable () -> Int) {
         registry.registerBuildInfo(service: "signal")
         registry.registerProcessMetrics()
-        registry.gauge("signal_sockets", help: "open WebSocket connections") { Int64(sockets()) }
-        registry.gauge("signal_routable_ids", help: "IDs registered and routable now") { Int64(routable()) }
-        registry.gauge("signal_issuances_in_flight", help: "TURN credential issuances in flight") { Int64(issuing()) }
-        registry.counter("signal_log_lines_dropped_total", help: "log lines dropped because standard error was too slow") {
+        registry.gauge("signal_sockets", help: "Open WebSocket connections.") { Int64(sockets()) }
+        registry.gauge("signal_routable_ids", help: "IDs registered and routable now.") { Int64(routable()) }
+        registry.gauge("signal_issuances_in_flight", help: "TURN credential issuances in flight.") { Int64(issuing()) }
+        registry.counter("signal_log_lines_dropped_total", help: "Log lines dropped because standard error was too slow.") {
             UInt64(droppedLogLines())
         }
     }

@@ -59,7 +59,7 @@ enum SignalSocketMetric: Equatable {
 }
 
 /// What became of a `signal` (§6.2), as `signal_signals_total` labels it.
-enum SignalOutcome: String, Equatable {
+enum SignalOutcome: String, Equatable, CaseIterable {
     case forwarded
     /// Handed to the cluster: another node may hold the recipient.
     case toNode = "to_node"
