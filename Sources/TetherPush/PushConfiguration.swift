@@ -34,6 +34,8 @@ public struct PushConfiguration: Sendable, ServiceListenerSettings {
     public var clientIP = ClientIPResolver()
     public var verboseLog = false
     public var logFormat = LogFormat.plain
+    /// Lines below this level are not written (`debug` turns verbose diagnostics on, as `*_LOG=true`).
+    public var logLevel = LogLevel.info
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
@@ -87,6 +89,8 @@ extension PushConfiguration {
                                       trustedHops: Int(try values.value(of: S.trustedHops)))
         c.verboseLog = try values.value(of: S.log)
         c.logFormat = try values.value(of: S.logFormat)
+        c.logLevel = try values.value(of: S.logLevel)
+        if c.logLevel == .debug { c.verboseLog = true }
         c.adminHost = try values.value(of: S.adminHost)
         c.adminPort = try values.value(of: S.adminPort)
         c.tlsCertificatePath = try values.value(of: S.tlsCertificate)

@@ -10,7 +10,7 @@ public enum PushSetting {
         command: "tether push", synopsis: "[--tls-cert FILE --tls-key FILE]", switches: [],
         rows: [host, port, database, profiles, teamID, keyID, privateKey, privateKeyFile, topic, topicITerm2,
                productionURL, sandboxURL, caFile, registerLimit, registerRateLimit, maxConnectionsPerIP, trustProxy, trustCloudflare, trustedHops,
-               log, logFormat, adminHost, adminPort, tlsCertificate, tlsKey] + acme.rows)
+               log, logLevel, logFormat, adminHost, adminPort, tlsCertificate, tlsKey] + acme.rows)
 
     public static var all: [SettingEntry] { table.entries }
 
@@ -51,6 +51,8 @@ public enum PushSetting {
     static let trustedHops = Setting<Int64>("PUSH_TRUSTED_HOPS", default: 1, parser: .positiveInteger,
                                             help: "which X-Forwarded-For element, counted from the right")
     static let log = Setting<Bool>("PUSH_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
+    static let logLevel = Setting<LogLevel>("PUSH_LOG_LEVEL", default: .info, defaultText: "info", parser: .logLevel,
+                                            help: "the least a line must weigh to be written: debug (as PUSH_LOG=true), info, warning or error")
     static let logFormat = Setting<LogFormat>("PUSH_LOG_FORMAT", default: .plain, defaultText: "plain", parser: .logFormat,
                                               help: "plain (the line alone, as journald expects), timestamp (RFC 3339 time and level first) or json (one object per line)")
     static let adminHost = Setting<String>("PUSH_ADMIN_HOST", default: "127.0.0.1", parser: .ipAddress,

@@ -25,6 +25,8 @@ public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
     public var leaseTTLms: Int64 = 10_000
     public var verboseLog = false
     public var logFormat = LogFormat.plain
+    /// Lines below this level are not written (`debug` turns verbose diagnostics on, as `*_LOG=true`).
+    public var logLevel = LogLevel.info
     public var clientIP = ClientIPResolver()
     public var maxRooms = 200_000
     public var maxSocketsPerIP = 64
@@ -138,6 +140,8 @@ extension RelayConfiguration {
         c.leaseTTLms = try values.value(of: S.leaseTTL)
         c.verboseLog = try values.value(of: S.log)
         c.logFormat = try values.value(of: S.logFormat)
+        c.logLevel = try values.value(of: S.logLevel)
+        if c.logLevel == .debug { c.verboseLog = true }
         c.clientIP = ClientIPResolver(trustCloudflare: try values.value(of: S.trustCloudflare),
                                       trustProxy: try values.value(of: S.trustProxy),
                                       trustedHops: Int(try values.value(of: S.trustedHops)))

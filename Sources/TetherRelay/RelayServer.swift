@@ -76,8 +76,11 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
         self.group = group
         storage = StoreExecutor(store: store, lanes: storeLanes)
         self.clock = clock
-        runtime = ServiceRuntime(name: "relay", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
-        gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: clock)
+        runtime = ServiceRuntime(name: "relay", format: configuration.logFormat, verbose: configuration.verboseLog,
+                                 level: configuration.logLevel, log: log)
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: Self.gateLimits(configuration), clock: clock) { [runtime] what, refusal in
+            runtime.diagnostic("relay: refused a \(what): \(refusal.reason) (\(refusal.response.status))")
+        }
         endpoints = RoomEndpoints(origin: configuration.origin, attestationRequired: configuration.attestationRequired,
                                   verifier: Self.appAttestVerifier(configuration))
         rooms = group.loops.map { RoomTable(loop: $0, clock: clock) }

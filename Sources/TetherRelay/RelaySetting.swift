@@ -12,7 +12,7 @@ public enum RelaySetting {
     public static let table = SettingsTable(
         command: "tether relay", synopsis: "[--local] [--tls-cert FILE --tls-key FILE]", switches: [local],
         rows: [host, port, database, origin, attestationRequired, appID, appAttestEnvironment, appAttestRootPEM,
-               dailyByteQuota, establishedIdleTTL, log, logFormat, trustProxy, trustCloudflare, trustedHops, maxRooms,
+               dailyByteQuota, establishedIdleTTL, log, logLevel, logFormat, trustProxy, trustCloudflare, trustedHops, maxRooms,
                maxSocketsPerIP, maxTotalSockets, keepalive, wsRateLimit, wsRateWindow, attestRateLimit, attestRateWindow, maxFramesPerSecond,
                stallTimeout, publicMetrics, metricsPushURL, metricsPushToken, metricsPushInterval, adminHost, adminPort, shardMap, leaseTTL,
                nodeURL, clusterHost, clusterPort, clusterSecret,
@@ -47,6 +47,8 @@ public enum RelaySetting {
     static let establishedIdleTTL = Setting<Int64>("RELAY_ESTABLISHED_IDLE_TTL_MS", default: 2_592_000_000, parser: .positiveInteger,
                                                    help: "an established room unused this long is reaped")
     static let log = Setting<Bool>("RELAY_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
+    static let logLevel = Setting<LogLevel>("RELAY_LOG_LEVEL", default: .info, defaultText: "info", parser: .logLevel,
+                                            help: "the least a line must weigh to be written: debug (as RELAY_LOG=true), info, warning or error")
     static let logFormat = Setting<LogFormat>("RELAY_LOG_FORMAT", default: .plain, defaultText: "plain", parser: .logFormat,
                                               help: "plain (the line alone, as journald expects), timestamp (RFC 3339 time and level first) or json (one object per line)")
     static let trustProxy = Setting<Bool>("RELAY_TRUST_PROXY", default: false, parser: .trueOrFalse, help: "true: key clients by X-Forwarded-For")

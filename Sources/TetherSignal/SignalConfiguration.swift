@@ -30,6 +30,8 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
     public var cloudflareCAFile: String?
     public var verboseLog = false
     public var logFormat = LogFormat.plain
+    /// Lines below this level are not written (`debug` turns verbose diagnostics on, as `*_LOG=true`).
+    public var logLevel = LogLevel.info
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
@@ -86,6 +88,8 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
         c.cloudflareCAFile = try values.value(of: S.cloudflareCAFile)
         c.verboseLog = try values.value(of: S.log)
         c.logFormat = try values.value(of: S.logFormat)
+        c.logLevel = try values.value(of: S.logLevel)
+        if c.logLevel == .debug { c.verboseLog = true }
         c.adminHost = try values.value(of: S.adminHost)
         c.adminPort = try values.value(of: S.adminPort)
         c.tlsCertificatePath = try values.value(of: S.tlsCertificate)

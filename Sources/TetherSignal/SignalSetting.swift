@@ -8,7 +8,7 @@ public enum SignalSetting {
     public static let table = SettingsTable(
         command: "tether signal", synopsis: "[--local] [--tls-cert FILE --tls-key FILE]", switches: [local],
         rows: [host, port, allowedOrigins, maxSockets, signalRateLimit, trustProxy, trustCloudflare, trustedHops, turnMode, turnSecret, turnURLs,
-               stunURLs, cloudflareKeyID, cloudflareToken, cloudflareURL, cloudflareCAFile, log, logFormat, adminHost, adminPort,
+               stunURLs, cloudflareKeyID, cloudflareToken, cloudflareURL, cloudflareCAFile, log, logLevel, logFormat, adminHost, adminPort,
                tlsCertificate, tlsKey, database, nodeURL, clusterHost, clusterPort, clusterSecret, leaseTTL] + acme.rows)
 
     public static var all: [SettingEntry] { table.entries }
@@ -58,6 +58,8 @@ public enum SignalSetting {
     static let cloudflareCAFile = Setting<String?>("CLOUDFLARE_CA_FILE", defaultText: "(system roots only)", parser: .readableFile,
                                                    help: "extra PEM trust root for the Cloudflare API, in addition to the system roots")
     static let log = Setting<Bool>("SIGNAL_LOG", default: false, parser: .trueOrFalse, help: "verbose diagnostics iff true (SIGUSR2 toggles)")
+    static let logLevel = Setting<LogLevel>("SIGNAL_LOG_LEVEL", default: .info, defaultText: "info", parser: .logLevel,
+                                            help: "the least a line must weigh to be written: debug (as SIGNAL_LOG=true), info, warning or error")
     static let logFormat = Setting<LogFormat>("SIGNAL_LOG_FORMAT", default: .plain, defaultText: "plain", parser: .logFormat,
                                               help: "plain (the line alone, as journald expects), timestamp (RFC 3339 time and level first) or json (one object per line)")
     static let adminHost = Setting<String>("SIGNAL_ADMIN_HOST", default: "127.0.0.1", parser: .ipAddress,

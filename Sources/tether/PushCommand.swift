@@ -13,7 +13,7 @@ func runPushCommand(_ arguments: [String]) {
                     markdown: PushConfiguration.markdownReference)
     answerCheckFlag("push", arguments, table: PushConfiguration.settingsTable) { values throws(SettingError) in try PushConfiguration.build(values).1 }
     let environment = ProcessInfo.processInfo.environment
-    let configuration = loadSettings("push") { () throws(SettingError) in try PushConfiguration.load(environment: environment, arguments: arguments) }
+    let configuration = loadSettings("push", style: { ($0.logFormat, $0.logLevel) }) { () throws(SettingError) in try PushConfiguration.load(environment: environment, arguments: arguments) }
     let store: any PushStore = openWaitingForDatabase("push", setting: "PUSH_DB") { try StoreLocation(configuration.databasePath).openPushStore() }
     SignalWatcher.blockHandledSignals()
     let group: EventLoopGroup

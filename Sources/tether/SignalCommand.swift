@@ -12,7 +12,7 @@ func runSignalCommand(_ arguments: [String]) {
     answerHelpFlags(arguments, help: SignalConfiguration.helpText, markdown: SignalConfiguration.markdownReference)
     answerCheckFlag("signal", arguments, table: SignalConfiguration.settingsTable) { values throws(SettingError) in try SignalConfiguration.build(values).1 }
     let environment = ProcessInfo.processInfo.environment
-    let configuration = loadSettings("signal") { () throws(SettingError) in try SignalConfiguration.load(environment: environment, arguments: arguments) }
+    let configuration = loadSettings("signal", style: { ($0.logFormat, $0.logLevel) }) { () throws(SettingError) in try SignalConfiguration.load(environment: environment, arguments: arguments) }
     // Before the signals are blocked: a stop while it waits for the database ends it at once.
     let registry = configuration.database.map { url in
         openWaitingForDatabase("signal", setting: "SIGNAL_DB") { try PostgresSignalRegistry(pool: PostgresPool(PostgresPool.Settings(url: url))) }

@@ -1,5 +1,6 @@
 import Foundation
 import TetherService
+import TetherSync
 
 /// The line a service prints on standard output once it listens, which supervisors, tests and
 /// operators read: where it listens (IPv6 in brackets), then the specification's own fields,
@@ -18,6 +19,33 @@ enum StartLine {
     /// `127.0.0.1:8787`, `[::1]:8787`.
     static func address(_ host: String, _ port: UInt16) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// Written straight to the descriptor, so a supervisor (or a test) sees it at once.
-    static func write(_ line: String) { FileHandle.standardOutput.write(Data(line.utf8)) }
+    /// Written straight to the descriptor, so a supervisor (or a test) sees it at once; in the
+    /// service's log format, so under `json` it is a JSON object like every other line.
+    static func write(_ line: String) {
+        FileHandle.standardOutput.write(Data(ServiceOutput.rendered(String(line.dropLast()), level: .info).utf8))
+    }
+}
+
+/// How a service command writes what it says before (and beside) its log sink: start-up notes
+/// and warnings, the `listening on` line, a refusal to start. Plain until the service's settings
+/// are read; then in its `*_LOG_FORMAT`, above its `*_LOG_LEVEL`.
+enum ServiceOutput {
+    private static let style = Locked<(service: String, format: LogFormat, level: LogLevel)?>(nil)
+
+    static func adopt(service: String, format: LogFormat, level: LogLevel) { style.withLock { $0 = (service, format, level) } }
+
+    /// `line` (which starts `<service>: `) as the format writes it, newline included.
+    static func rendered(_ line: String, level: LogLevel) -> String {
+        guard let (service, format, _) = style.withLock({ $0 }), format != .plain else { return line + "\n" }
+        return format.render(line, level: level, service: service) + "\n"
+    }
+
+    /// A note or warning to standard error, unless below the service's level.
+    static func note(_ line: String, level: LogLevel) {
+        if let threshold = style.withLock({ $0?.level }), level < threshold { return }
+        FileHandle.standardError.write(Data(rendered(line, level: level).utf8))
+    }
+
+    /// Whether a service's style was adopted (so `fail` writes in it).
+    static var isAdopted: Bool { style.withLock { $0 != nil } }
 }

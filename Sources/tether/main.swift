@@ -12,7 +12,10 @@ import TetherStore
 import TetherWire
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
-    FileHandle.standardError.write(Data("tether: \(message)\n".utf8))
+    // A service that read its settings refuses in its own log format (its message starts with
+    // the service's name); anything earlier is a plain line.
+    let text = ServiceOutput.isAdopted ? ServiceOutput.rendered(message, level: .error) : "tether: \(message)\n"
+    FileHandle.standardError.write(Data(text.utf8))
     leave(code)
 }
 
@@ -153,12 +156,16 @@ enum PortProbe {
     }
 }
 
-/// A service's settings, or a one-line refusal naming the setting (exit 2); the start-up notes
-/// go to standard error.
-func loadSettings<Configuration>(_ name: String, _ load: () throws(SettingError) -> (Configuration, [String])) -> Configuration {
+/// A service's settings, or a one-line refusal naming the setting (exit 2); from then on the
+/// command writes in the service's log format and level (`style`), and the start-up notes go to
+/// standard error in it (a `warning: …` note at warning level).
+func loadSettings<Configuration>(_ name: String, style: (Configuration) -> (LogFormat, LogLevel),
+                                 _ load: () throws(SettingError) -> (Configuration, [String])) -> Configuration {
     do {
         let (configuration, notes) = try load()
-        for note in notes { FileHandle.standardError.write(Data("\(name): \(note)\n".utf8)) }
+        let (format, level) = style(configuration)
+        ServiceOutput.adopt(service: name, format: format, level: level)
+        for note in notes { ServiceOutput.note("\(name): \(note)", level: note.hasPrefix("warning") ? .warning : .info) }
         return configuration
     } catch {
         fail("\(name): \(error)")
@@ -215,13 +222,13 @@ case "relay":
     answerHelpFlags(arguments, help: RelayConfiguration.helpText, markdown: RelayConfiguration.markdownReference)
     answerCheckFlag("relay", arguments, table: RelayConfiguration.settingsTable) { values throws(SettingError) in try RelayConfiguration.build(values).1 }
     let environment = ProcessInfo.processInfo.environment
-    var configuration = loadSettings("relay") { () throws(SettingError) in try RelayConfiguration.load(environment: environment, arguments: arguments) }
+    var configuration = loadSettings("relay", style: { ($0.logFormat, $0.logLevel) }) { () throws(SettingError) in try RelayConfiguration.load(environment: environment, arguments: arguments) }
     // `--local --relay-port 0`: the origin (bound into every signature) needs the real port before
     // the relay starts, so the kernel picks a free one first.
     if configuration.port == 0, configuration.originFollowsBinding {
         guard let chosen = PortProbe.freePort(host: configuration.host) else { fail("relay: cannot find a free port on \(configuration.host)", code: 1) }
         configuration = configuration.bound(to: chosen)
-        FileHandle.standardError.write(Data("relay: local mode: listening on \(StartLine.address(configuration.host, chosen)) only, open admission (no App Attest), origin \(configuration.origin), database \(configuration.databasePath) in the working directory\n".utf8))
+        ServiceOutput.note("relay: local mode: listening on \(StartLine.address(configuration.host, chosen)) only, open admission (no App Attest), origin \(configuration.origin), database \(configuration.databasePath) in the working directory", level: .info)
     }
     let store: any RoomStore = openWaitingForDatabase("relay", setting: "RELAY_DB") { try StoreLocation(configuration.databasePath).openRoomStore() }
     // Before any thread exists, so every loop, lane and writer inherits the blocked signals and

@@ -192,4 +192,18 @@ final class ConnectionGateTests: XCTestCase {
         XCTAssertEqual(gate.openSockets, 0)
         XCTAssertEqual(gate.addressesWithSockets, 0)
     }
+    func testEachRefusalIsReportedWithWhatWasRefusedAndWhyButNotWho() {
+        let reported = Locked<[String]>([])
+        var limits = ConnectionGate.Limits()
+        limits.maxSocketsPerIP = 1
+        limits.requestLimits["attest"] = .init(.init(limit: 1))
+        let gate = ConnectionGate(limits: limits, clock: clock) { what, refusal in reported.withLock { $0.append("\(what) \(refusal.reason) \(refusal.response.status)") } }
+        let lease = try? gate.admitSocket(ip: "192.0.2.7").get()
+        _ = gate.admitSocket(ip: "192.0.2.7")
+        XCTAssertNil(gate.admitRequest("attest", ip: "192.0.2.7"))
+        _ = gate.admitRequest("attest", ip: "192.0.2.7")
+        XCTAssertEqual(reported.withLock { $0 }, ["upgrade ip_cap 429", "request attest 429"])
+        XCTAssertFalse(reported.withLock { $0 }.joined().contains("192.0.2.7"))
+        lease?.release()
+    }
 }

@@ -27,6 +27,26 @@ final class LogFormatTests: XCTestCase {
         XCTAssertEqual(object, ["ts": "2026-12-01T23:36:19.123Z", "level": "warning", "service": "relay", "msg": "relay \"q\" \\ tab\tnew\nline \u{1}"])
     }
 
+    /// The service is its own field, so the message drops the `relay: ` it starts with, and each
+    /// `name=value` of the line is a field a log pipeline can filter on.
+    func testJSONLeavesTheServicePrefixOutOfTheMessageAndLiftsNameValueWordsIntoFields() throws {
+        let line = "relay room#ab12 disconnect role=mac code=1006 lived=1520ms (db=relay.db, tls=off)"
+        let bytes = LogFormat.json.encode("relay: listening on 127.0.0.1:8787 (db=relay.db, attest=required, tls=off, admin=9787) tether 0.5.0",
+                                          level: .info, service: "relay", nowNanoseconds: instant)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(bytes.dropLast())) as? [String: String])
+        XCTAssertEqual(object["msg"], "listening on 127.0.0.1:8787 (db=relay.db, attest=required, tls=off, admin=9787) tether 0.5.0")
+        XCTAssertEqual(object["db"], "relay.db")
+        XCTAssertEqual(object["attest"], "required")
+        XCTAssertEqual(object["admin"], "9787")
+        XCTAssertEqual(LogFormat.fields(of: line).map { "\($0)=\($1)" }, ["role=mac", "code=1006", "lived=1520ms", "db=relay.db", "tls=off"])
+        XCTAssertTrue(LogFormat.fields(of: "msg=forged level=error ts=1 service=x").isEmpty, "the reserved names stay in the message")
+    }
+
+    func testLevelsOrderFromDebugToError() {
+        XCTAssertEqual(LogLevel.allCases.sorted(), [.debug, .info, .warning, .error])
+        XCTAssertTrue(LogLevel.warning >= .info)
+    }
+
     func testTheSinkWritesInItsFormatAndDiagnosticsAreDebug() {
         let output = RecordingOutput()
         let sink = LogSink(name: "push", verbose: true, format: .json, output: output.write)

@@ -232,7 +232,7 @@ public final class TLSConnection: Transport, TransportDelegate, FlushPointWriter
     func fail(_ error: TLSError) {
         if !handshakeDone, handshakeFailure == nil {
             handshakeFailure = error
-            if SSL_is_server(ssl) == 1 { TLSServerContext.handshakeFailures.increment() }
+            if SSL_is_server(ssl) == 1 { TLSServerContext.handshakeFailed("\(error)") }
         }
         if let onHandshake {
             self.onHandshake = nil

@@ -47,6 +47,19 @@ public final class TLSServerContext: Sendable {
     /// Server-side handshakes that failed, in this process (each service is a process of its own).
     public static let handshakeFailures = NetCounter()
 
+    private static let handshakeFailureObserver = Locked<(@Sendable (String) -> Void)?>(nil)
+
+    /// `observer` is told of each failed server-side handshake and why (OpenSSL's words; never
+    /// the peer): the service logs it at debug. One per process, as the counter is.
+    public static func observeHandshakeFailures(_ observer: @escaping @Sendable (String) -> Void) {
+        handshakeFailureObserver.withLock { $0 = observer }
+    }
+
+    static func handshakeFailed(_ reason: String) {
+        handshakeFailures.increment()
+        handshakeFailureObserver.withLock { $0 }?(reason)
+    }
+
     /// The context serving new connections, and the files it was built from.
     private let loaded: Locked<(context: SSLContextBox, chain: String, key: String)>
     /// Kept for the process's life: every SSL_CTX built points at it.

@@ -59,7 +59,8 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
         self.clock = clock
         self.random = random
         storage = StoreExecutor(store: store, lanes: storeLanes)
-        let runtime = ServiceRuntime(name: "push", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
+        let runtime = ServiceRuntime(name: "push", format: configuration.logFormat, verbose: configuration.verboseLog,
+                                 level: configuration.logLevel, log: log)
         self.runtime = runtime
         let metrics = PushMetrics()
         self.metrics = metrics
@@ -73,7 +74,9 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
                                                                 refusal: MyttyProfile.rateLimited.response)
         limits.maxSocketsPerIP = configuration.maxConnectionsPerIP > 0 ? configuration.maxConnectionsPerIP : .max
         limits.perIPRefusal = Self.tooManyConnections.response
-        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock)
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock) { [runtime] what, refusal in
+            runtime.diagnostic("push: refused a \(what): \(refusal.reason) (\(refusal.response.status))")
+        }
         pushWindows = Locked(FixedWindowLimiter(limit: ITermProfile.pushesPerWindow, window: ITermProfile.window))
         chores = Chores(loop: group.loops[0])
         let router = Self.router(for: self)

@@ -12,6 +12,7 @@ import TetherSync
 public final class ConnectionGate: Sendable {
     /// How a request's client key is derived (§2.4).
     public let clientIPResolver: ClientIPResolver
+    private let onRefusal: @Sendable (_ what: String, GateRefusal) -> Void
     /// The limits and their refusals, fixed for the gate's life.
     public let limits: Limits
     private let clock: any NetClock
@@ -29,7 +30,11 @@ public final class ConnectionGate: Sendable {
 
     /// - Parameters:
     ///   - clock: monotonic nanoseconds (`ManualClock` in tests); windows are kept in ms.
-    public init(clientIP: ClientIPResolver = ClientIPResolver(), limits: Limits, clock: any NetClock = MonotonicClock()) {
+    /// - Parameter onRefusal: told of each refusal (what was refused, and why), outside the
+    ///   gate's lock: the service logs it at debug. Never given the client's address.
+    public init(clientIP: ClientIPResolver = ClientIPResolver(), limits: Limits, clock: any NetClock = MonotonicClock(),
+                onRefusal: @escaping @Sendable (_ what: String, GateRefusal) -> Void = { _, _ in }) {
+        self.onRefusal = onRefusal
         precondition(limits.maxSocketsPerIP > 0 && limits.maxTotalSockets > 0, "socket caps are positive (Int.max for none)")
         clientIPResolver = clientIP
         self.limits = limits
@@ -52,7 +57,10 @@ public final class ConnectionGate: Sendable {
         guard let configured = limits.requestLimits[limiter] else { preconditionFailure("no request limiter \(limiter)") }
         let now = clock.now()
         let allowed = state.withLock { $0.requestLimiters[limiter]!.hit(ip, now: now) }
-        return allowed ? nil : GateRefusal(reason: limiter, response: configured.refusal)
+        guard !allowed else { return nil }
+        let refusal = GateRefusal(reason: limiter, response: configured.refusal)
+        onRefusal("request", refusal)
+        return refusal
     }
 
     /// Admits a socket from `ip`, in the limits' order (relay.md §2.3's by default: the rate
@@ -72,7 +80,7 @@ public final class ConnectionGate: Sendable {
     /// must call `releaseSocket(ip:)` exactly once when the socket closes.
     public func admitSocketPlace(ip: String, check: () -> GateRefusal? = { nil }) -> Result<UInt64, GateRefusal> {
         let now = clock.now()
-        return state.withLock { state in
+        let admitted: Result<UInt64, GateRefusal> = state.withLock { state in
             if let refusal = socketChecks(&state, ip: ip, held: state.socketsPerIP[ip, default: 0], now: now) { return .failure(refusal) }
             if let refusal = check() { return .failure(refusal) }
             state.socketsPerIP[ip, default: 0] += 1
@@ -80,6 +88,8 @@ public final class ConnectionGate: Sendable {
             state.arrivals += 1
             return .success(state.arrivals)
         }
+        if case let .failure(refusal) = admitted { onRefusal("upgrade", refusal) }
+        return admitted
     }
 
     /// Admits a connection from TCP peer `peer` as it is accepted, before its head is read: an
@@ -103,7 +113,7 @@ public final class ConnectionGate: Sendable {
         guard countsConnections else { return nil }
         let peer = key(address)
         let now = clock.now()
-        return state.withLock { state in
+        let refusal: GateRefusal? = state.withLock { state in
             let held = state.connectionsPerPeer[peer, default: 0]
             guard held < limits.maxSocketsPerIP else {
                 return socketChecks(&state, ip: peer, held: held, now: now)
@@ -111,6 +121,8 @@ public final class ConnectionGate: Sendable {
             state.connectionsPerPeer[peer] = held + 1
             return nil
         }
+        if let refusal { onRefusal("connection", refusal) }
+        return refusal
     }
 
     /// The socket checks in the limits' order for `ip`, which holds `held` places of the per-IP

@@ -8,15 +8,21 @@ public enum LogFormat: String, Sendable, CaseIterable {
     /// RFC 3339 UTC time with milliseconds and the level before the line:
     /// `2026-12-01T23:36:19.123Z info relay: listening on …`.
     case timestamp
-    /// One JSON object per line: `{"ts":"…","level":"info","service":"relay","msg":"relay: …"}`.
+    /// One JSON object per line: `{"ts":"…","level":"info","service":"relay","msg":"…"}`, the
+    /// message without the service's own `relay: ` prefix, and each `name=value` of the line
+    /// (`role=mac`, `lived=1520ms`) as a field of its own.
     case json
 }
 
 /// A line's weight: `debug` for verbose diagnostics (`*_LOG=true`), `warning` for what an operator
 /// should look at soon (a certificate about to expire), `error` for what failed (a store that
 /// stopped answering, an internal fault).
-public enum LogLevel: String, Sendable {
+public enum LogLevel: String, Sendable, Comparable, CaseIterable {
     case debug, info, warning, error
+
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
 }
 
 extension LogFormat {
@@ -31,11 +37,40 @@ extension LogFormat {
         case .timestamp:
             bytes = Array(Self.rfc3339(nowNanoseconds).utf8) + [0x20] + Array(level.rawValue.utf8) + [0x20] + Self.flattened(line)
         case .json:
+            let message = line.hasPrefix(service + ": ") ? String(line.dropFirst(service.count + 2)) : line
             bytes = Array(#"{"ts":""#.utf8) + Array(Self.rfc3339(nowNanoseconds).utf8) + Array(#"","level":""#.utf8) + Array(level.rawValue.utf8)
-                + Array(#"","service":"#.utf8) + Self.jsonString(service) + Array(#","msg":"#.utf8) + Self.jsonString(line) + [0x7D]
+                + Array(#"","service":"#.utf8) + Self.jsonString(service) + Array(#","msg":"#.utf8) + Self.jsonString(message)
+            for (name, value) in Self.fields(of: message) {
+                bytes += [0x2C] + Self.jsonString(name) + [0x3A] + Self.jsonString(value)
+            }
+            bytes.append(0x7D)
         }
         bytes.append(0x0A)
         return bytes
+    }
+
+    /// A line as the format writes it, without its newline: what `tether` prints before the log
+    /// sink exists (start-up notes) or beside it (the `listening on` line on standard output).
+    public func render(_ line: String, level: LogLevel, service: String) -> String {
+        String(decoding: encode(line, level: level, service: service).dropLast(), as: UTF8.self)
+    }
+
+    /// The `name=value` words of a line (lowercase names; the first of a name wins, and the
+    /// reserved `ts`, `level`, `service` and `msg` are left in the message only).
+    static func fields(of line: String) -> [(String, String)] {
+        var seen: Set<String> = ["ts", "level", "service", "msg"]
+        var fields: [(String, String)] = []
+        for raw in line.split(separator: " ") {
+            // `(db=relay.db,` and `admin=off)`: the punctuation around a list is not the value's.
+            let word = raw.drop { $0 == "(" }
+            guard let equals = word.firstIndex(of: "="), equals != word.startIndex else { continue }
+            let name = String(word[..<equals])
+            var value = word[word.index(after: equals)...]
+            while let last = value.last, last == "," || last == ")" { value = value.dropLast() }
+            guard !value.isEmpty, name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F }), seen.insert(name).inserted else { continue }
+            fields.append((name, String(value)))
+        }
+        return fields
     }
 
     static func flattened(_ line: String) -> [UInt8] {
@@ -79,6 +114,16 @@ extension LogFormat {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+}
+
+extension SettingParser where Value == LogLevel {
+    /// `debug`, `info`, `warning` or `error`, exactly.
+    public static var logLevel: SettingParser {
+        SettingParser { text throws(InvalidSettingValue) in
+            guard let level = LogLevel(rawValue: text) else { throw InvalidSettingValue("must be debug, info, warning or error: \(text)") }
+            return level
+        }
     }
 }
 

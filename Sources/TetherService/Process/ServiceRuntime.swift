@@ -19,17 +19,22 @@ public final class ServiceRuntime: Sendable {
     }
 
     private let output: Output
+    /// Lines below it are dropped; debug lines follow `verbose` instead.
+    private let threshold: LogLevel
     private let verboseFlag: Atomic<Bool>
     private let drainingFlag = Atomic<Bool>(false)
     private let started = Locked<ServiceListeners?>(nil)
 
     /// - Parameter log: where lines go (tests collect them); nil means a `LogSink` on standard
     ///   error, so a loop never waits on a slow stderr.
-    public init(name: String, format: LogFormat, verbose: Bool, log: (@Sendable (String) -> Void)? = nil) {
+    /// - Parameter level: `*_LOG_LEVEL`: info, warning and error lines below it are not written.
+    public init(name: String, format: LogFormat, verbose: Bool, level: LogLevel = .info, log: (@Sendable (String) -> Void)? = nil) {
         self.name = name
         output = log.map(Output.collector) ?? .sink(LogSink(name: name, format: format))
-        verboseFlag = Atomic(verbose)
+        threshold = level
+        verboseFlag = Atomic(verbose || level == .debug)
         readiness.register("accepting") { [weak self] in self.map { !$0.isDraining } ?? false }
+        TLSServerContext.observeHandshakeFailures { [weak self] reason in self?.diagnostic("\(name): TLS handshake failed: \(reason)") }
     }
 
     // MARK: Listeners
@@ -83,6 +88,7 @@ public final class ServiceRuntime: Sendable {
     /// A line for the log at `level` (the level shows in the timestamp and json formats); the
     /// caller keeps it zero-PII: tags, never names, IPs, keys or content.
     public func line(_ text: String, level: LogLevel = .info) {
+        guard level == .debug || level >= threshold else { return }
         switch output {
         case let .sink(sink): sink.log(text, level: level)
         case let .collector(collect): collect(text)

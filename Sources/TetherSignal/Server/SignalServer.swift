@@ -47,7 +47,8 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
         self.clock = clock
         self.random = random
         self.issuer = try issuer ?? configuration.issuer(loops: group.loops)
-        let runtime = ServiceRuntime(name: "signal", format: configuration.logFormat, verbose: configuration.verboseLog, log: log)
+        let runtime = ServiceRuntime(name: "signal", format: configuration.logFormat, verbose: configuration.verboseLog,
+                                 level: configuration.logLevel, log: log)
         self.runtime = runtime
         var limits = ConnectionGate.Limits()
         limits.socketRate = .init(limit: Self.upgradesPerIP, window: Self.upgradeWindow)
@@ -55,7 +56,9 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
         limits.maxTotalSockets = configuration.maxSockets
         // §13.1: total sockets, then per-IP sockets, then the upgrade rate.
         limits.socketCheckOrder = [.total, .perIP, .rate]
-        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock)
+        gate = ConnectionGate(clientIP: configuration.clientIP, limits: limits, clock: clock) { [runtime] what, refusal in
+            runtime.diagnostic("signal: refused a \(what): \(refusal.reason) (\(refusal.response.status))")
+        }
         chores = Chores(loop: group.loops[0])
         let shared: (any SignalRegistry)?
         if let registry {
