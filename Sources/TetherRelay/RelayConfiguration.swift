@@ -182,7 +182,7 @@ extension RelayConfiguration {
         if local {
             guard isLoopback(c.host) else { throw .init(variable: "RELAY_HOST", message: "--local binds loopback only, not \(c.host)") }
             c.attestationRequired = false
-            c.origin = origin ?? localOrigin(host: c.host, port: c.port, tls: c.tlsCertificatePath != nil)
+            c.origin = origin ?? localOrigin(host: c.host, port: c.port, tls: c.servesTLS)
             c.originFollowsBinding = origin == nil
             if c.port != 0 { notes.append("local mode: listening on \(c.host.contains(":") ? "[\(c.host)]" : c.host):\(c.port) only, open admission (no App Attest), origin \(c.origin), database \(c.databasePath) in the working directory") }
         } else {
@@ -247,9 +247,12 @@ extension RelayConfiguration {
 
     static func isLoopback(_ host: String) -> Bool { RelayOrigin.isLoopback(host: host) }
 
+    /// Whether the relay serves TLS itself, from certificate files or from ACME.
+    public var servesTLS: Bool { tlsCertificatePath != nil || acme != nil }
+
     /// The origin clients reach a `--local` relay at: its bound address, an IPv6 one bracketed,
-    /// `https` when it serves TLS from certificate files (the Mac's pairing link then names the
-    /// scheme the relay really speaks).
+    /// `https` when it serves TLS itself (the Mac's pairing link then names the scheme the relay
+    /// really speaks).
     public static func localOrigin(host: String, port: UInt16, tls: Bool = false) -> String {
         (tls ? "https://" : "http://") + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
     }
@@ -259,7 +262,7 @@ extension RelayConfiguration {
     public func bound(to port: UInt16) -> RelayConfiguration {
         var bound = self
         bound.port = port
-        if originFollowsBinding { bound.origin = Self.localOrigin(host: host, port: port, tls: tlsCertificatePath != nil) }
+        if originFollowsBinding { bound.origin = Self.localOrigin(host: host, port: port, tls: servesTLS) }
         return bound
     }
 

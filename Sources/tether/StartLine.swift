@@ -19,10 +19,12 @@ enum StartLine {
     /// `127.0.0.1:8787`, `[::1]:8787`.
     static func address(_ host: String, _ port: UInt16) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// Written straight to the descriptor, so a supervisor (or a test) sees it at once; in the
-    /// service's log format, so under `json` it is a JSON object like every other line.
+    /// Written straight to the descriptor, so a supervisor (or a test) sees it at once. Under
+    /// `json` it is a JSON object like every other line; otherwise the plain line scripts wait
+    /// for (`relay: listening on`), whatever stderr's format.
     static func write(_ line: String) {
-        FileHandle.standardOutput.write(Data(ServiceOutput.rendered(String(line.dropLast()), level: .info).utf8))
+        let text = ServiceOutput.isJSON ? ServiceOutput.rendered(String(line.dropLast()), level: .info) : line
+        FileHandle.standardOutput.write(Data(text.utf8))
     }
 }
 
@@ -46,6 +48,8 @@ enum ServiceOutput {
         FileHandle.standardError.write(Data(rendered(line, level: level).utf8))
     }
 
-    /// Whether a service's style was adopted (so `fail` writes in it).
-    static var isAdopted: Bool { style.withLock { $0 != nil } }
+    /// Whether the service writes a format of its own (timestamp or json), so `fail` writes in it.
+    static var isFormatted: Bool { style.withLock { $0.map { $0.format != .plain } ?? false } }
+
+    static var isJSON: Bool { style.withLock { $0?.format == .json } }
 }

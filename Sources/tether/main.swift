@@ -14,7 +14,7 @@ import TetherWire
 func fail(_ message: String, code: Int32 = 2) -> Never {
     // A service that read its settings refuses in its own log format (its message starts with
     // the service's name); anything earlier is a plain line.
-    let text = ServiceOutput.isAdopted ? ServiceOutput.rendered(message, level: .error) : "tether: \(message)\n"
+    let text = ServiceOutput.isFormatted ? ServiceOutput.rendered(message, level: .error) : "tether: \(message)\n"
     FileHandle.standardError.write(Data(text.utf8))
     leave(code)
 }
