@@ -15,7 +15,7 @@ public enum CompanionError: Error, Equatable, Sendable, CustomStringConvertible 
     /// Three wrong codes were typed on the Mac: the pairing is void, make a new one.
     case wrongCode
     /// No phone used the pairing link in time; a new one is made.
-    case pairingExpired
+    case pairingExpired(lifetime: Duration)
     /// A step did not finish in time (the handshake, the verdict).
     case timedOut(String)
     /// The peer broke the pairing protocol (an unexpected or malformed message).
@@ -46,7 +46,7 @@ public enum CompanionError: Error, Equatable, Sendable, CustomStringConvertible 
         case let .invalidLink(error): "\(error)"
         case .pairingDeclined: "The pairing was declined on your Mac. Make sure the code matches and try again."
         case .wrongCode: "The code was entered wrongly three times; start a new pairing."
-        case .pairingExpired: "The pairing link expired (2 minutes without a phone); a new one was made."
+        case let .pairingExpired(lifetime): "The pairing link expired (\(Self.describe(lifetime)) without a phone); a new one was made."
         case let .timedOut(what): "timed out: \(what)"
         case let .protocolViolation(what): "the other device broke the protocol: \(what)"
         case let .incompatible(verdict): verdict == .upgradeSelf ? "this app must be upgraded" : "the other device's app must be upgraded"
@@ -68,6 +68,20 @@ public enum CompanionError: Error, Equatable, Sendable, CustomStringConvertible 
         case .channel, .timedOut, .protocolViolation: .transient
         case let .resolve(error): error == .noTransport ? .fatal : .transient
         default: .fatal
+        }
+    }
+}
+
+extension CompanionError {
+    /// `2 minutes`, `3 seconds`, `1 minute 30 seconds`: a lifetime as a person reads it.
+    public static func describe(_ lifetime: Duration) -> String {
+        let whole = max(1, Int(lifetime.secondsDouble.rounded()))
+        func unit(_ count: Int, _ name: String) -> String { "\(count) \(name)\(count == 1 ? "" : "s")" }
+        let (minutes, rest) = (whole / 60, whole % 60)
+        switch (minutes, rest) {
+        case (0, _): return unit(rest, "second")
+        case (_, 0): return unit(minutes, "minute")
+        default: return unit(minutes, "minute") + " " + unit(rest, "second")
         }
     }
 }

@@ -81,7 +81,7 @@ public final class MacEndpoint: CompanionEndpoint, EndpointRole {
         var parks = 0
         while !Task.isCancelled {
             let remaining = expiry - context.clock.now
-            guard remaining > .zero else { return events(.pairingRestarted(CompanionError.pairingExpired.description)) }
+            guard remaining > .zero else { return events(.pairingRestarted(CompanionError.pairingExpired(lifetime: pairingLinkLifetime).description)) }
             let socket: AdmittedSocket
             let room: RelayRoom
             do {
@@ -106,12 +106,12 @@ public final class MacEndpoint: CompanionEndpoint, EndpointRole {
             events(.waitingForPeer)
             let channel: SecureChannel
             do throws(CompanionError) {
-                channel = try await withDeadline(after: remaining, onTimeout: .pairingExpired) { () throws(CompanionError) in
+                channel = try await withDeadline(after: remaining, onTimeout: .pairingExpired(lifetime: pairingLinkLifetime)) { () throws(CompanionError) in
                     try await Self.respond(socket, key: key, pairingID: pid, pinnedPeer: nil)
                 }
-            } catch .pairingExpired {
+            } catch .pairingExpired(_) {
                 socket.close()
-                return events(.pairingRestarted(CompanionError.pairingExpired.description))
+                return events(.pairingRestarted(CompanionError.pairingExpired(lifetime: pairingLinkLifetime).description))
             } catch {
                 // The phone left mid-handshake or the park was lost: park again, same link — at
                 // once the first time, then with the re-park backoff, so a relay that keeps

@@ -17,7 +17,7 @@ public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .noTransport: "No transport configured (no relay origin)"
+        case .noTransport: "the pairing link names no relay (neither a relay origin nor a resolver): make a new link with `tether mac --relay https://HOST`"
         case let .resolverUnreachable(why): "shard-map resolver unreachable: \(why)"
         case let .resolverRefused(status): "shard-map resolver answered \(status)"
         case let .invalidMap(why): "shard map rejected: \(why)"

@@ -48,7 +48,17 @@ struct PeerOptions {
 
     /// The state directory: `--state`, else `$XDG_STATE_HOME/tether/<role>` (or
     /// `~/.local/state/tether/<role>`).
-    func stateDirectory(role: PairingRecord.Role) -> StateDirectory { stateDirectory(name: role.rawValue) }
+    ///
+    /// A pairing directory this run makes is removed again if the run fails before a pairing is
+    /// stored in it (`FreshPairingState`): a mistyped flag, an unreachable relay or a refused
+    /// certificate leave no directory, and no device key, behind.
+    func stateDirectory(role: PairingRecord.Role) -> StateDirectory {
+        let path = state ?? Self.defaultStatePath(role: role)
+        let fresh = !FileManager.default.fileExists(atPath: path)
+        let directory = stateDirectory(name: role.rawValue)
+        if fresh { FreshPairingState.made(directory) }
+        return directory
+    }
 
     /// The same for any use of the SDK's state (`call` for calling identities).
     func stateDirectory(name: String) -> StateDirectory {
@@ -164,6 +174,7 @@ let shuttingDown = Locked(false)
 
 /// Narrates endpoint events for a person (interactive) or a script (scripted).
 func narrate(_ event: EndpointEvent, console: Console, role: PairingRecord.Role, linkLifetime: Duration = MacEndpoint.pairingLinkLifetime) {
+    if event == .paired || event == .connected { FreshPairingState.pairedOnce() }
     if shuttingDown.withLock({ $0 }) { return }
     switch event {
     case let .pairingLink(link):
@@ -252,6 +263,15 @@ func runMacCommand(_ arguments: [String]) async -> Never {
         transport = .resolved(resolverURL: url)
     default: fail("mac: give --relay or --resolver, not both")
     }
+    // Every flag is checked before the state directory exists, so a typo makes none.
+    var linkLifetime = MacEndpoint.pairingLinkLifetime
+    if let lifetime = options.values["link-lifetime"] {
+        guard let seconds = Double(lifetime.hasSuffix("s") ? String(lifetime.dropLast()) : lifetime), seconds > 0, seconds.isFinite else {
+            fail("mac: --link-lifetime needs a positive number of seconds (such as 90 or 90s): \(lifetime)")
+        }
+        linkLifetime = .seconds(seconds)
+    }
+    let tls = options.tls()
     let notPaired = "mac: not paired yet; give --relay https://HOST[:PORT] (or --resolver URL)"
     guard let state = transport == nil ? options.existingStateDirectory(role: .mac) : options.stateDirectory(role: .mac) else { fail(notPaired) }
     if state.pairedRole == .phone { fail("mac: \(state.url.path) holds a phone's pairing; use another --state", code: 1) }
@@ -262,18 +282,13 @@ func runMacCommand(_ arguments: [String]) async -> Never {
     let group: EventLoopGroup
     do { group = try EventLoopGroup(count: 1) } catch { fail("mac: \(error)", code: 1) }
     let chat = ChatPump(lines: lines)
-    var linkLifetime = MacEndpoint.pairingLinkLifetime
-    if let lifetime = options.values["link-lifetime"] {
-        guard let seconds = Double(lifetime), seconds > 0 else { fail("mac: --link-lifetime needs a positive number of seconds") }
-        linkLifetime = .seconds(seconds)
-    }
-    let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { [linkLifetime] event in
+    let context = EndpointContext(loop: group.next(), tls: tls, state: state) { [linkLifetime] event in
         narrate(event, console: console, role: .mac, linkLifetime: linkLifetime)
         if event == .paired || event == .connected { chat.start() }
     }
     // A new pairing on a direct relay: its link must carry the origin the relay signs with.
     if state.pairedRole == nil, case let .direct(origin?)? = transport,
-       let advertised = await RelayIdentity.origin(of: origin, loop: group.next(), tls: options.tls()), advertised != origin {
+       let advertised = await RelayIdentity.origin(of: origin, loop: group.next(), tls: tls), advertised != origin {
         fail("mac: the relay at \(origin) signs with the origin \(advertised); pair with --relay \(advertised) (a link with another spelling would pair, then fail every reconnect)", code: 1)
     }
     let mac = MacEndpoint(context: context, transport: transport, pairingLinkLifetime: linkLifetime) { _ in await lines.next() }
@@ -315,6 +330,7 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
             fail("phone: \(error.userMessage)\(detail)", code: 1)
         }
     }
+    let tls = options.tls()
     let notPaired = "phone: not paired yet; give the pairing link the Mac shows"
     guard let state = link == nil ? options.existingStateDirectory(role: .phone) : options.stateDirectory(role: .phone) else { fail(notPaired, code: 1) }
     if state.pairedRole == .mac { fail("phone: \(state.url.path) holds a Mac's pairing; use another --state", code: 1) }
@@ -329,12 +345,12 @@ func runPhoneCommand(_ arguments: [String]) async -> Never {
     let group: EventLoopGroup
     do { group = try EventLoopGroup(count: 1) } catch { fail("phone: \(error)", code: 1) }
     let chat = ChatPump(lines: lines)
-    let context = EndpointContext(loop: group.next(), tls: options.tls(), state: state) { event in
+    let context = EndpointContext(loop: group.next(), tls: tls, state: state) { event in
         narrate(event, console: console, role: .phone)
     }
     // A new pairing: the link's relay must sign with the origin the link carries.
     if stored == nil, case let .direct(origin?)? = link?.transport,
-       let advertised = await RelayIdentity.origin(of: origin, loop: group.next(), tls: options.tls()), advertised != origin {
+       let advertised = await RelayIdentity.origin(of: origin, loop: group.next(), tls: tls), advertised != origin {
         fail("phone: this link names the relay \(origin), but that relay signs with the origin \(advertised): make a new link on the Mac with --relay \(advertised)", code: 1)
     }
     let phone = PhoneEndpoint(context: context, attester: softwareAttester(options))
@@ -447,13 +463,27 @@ func runUnpairCommand(_ arguments: [String]) async -> Never {
 }
 
 /// "2 minutes", "3 seconds", "1 minute 30 seconds": how long a pairing link lives, in words.
-func describeLifetime(_ lifetime: Duration) -> String {
-    let whole = Int(lifetime.secondsDouble.rounded())
-    func unit(_ count: Int, _ name: String) -> String { "\(count) \(name)\(count == 1 ? "" : "s")" }
-    let (minutes, rest) = (whole / 60, whole % 60)
-    switch (minutes, rest) {
-    case (0, _): return unit(max(rest, 1), "second")
-    case (_, 0): return unit(minutes, "minute")
-    default: return unit(minutes, "minute") + " " + unit(rest, "second")
+func describeLifetime(_ lifetime: Duration) -> String { CompanionError.describe(lifetime) }
+
+/// Pairing directories this run made. A run that ends with a failure removes each that still
+/// holds no pairing, with the device key it may have made: nothing of a failed first attempt
+/// stays behind (a second attempt makes a new key, as a first one does).
+enum FreshPairingState {
+    private static let paths = Locked<[String]>([])
+    private static let everPaired = Locked(false)
+
+    static func made(_ directory: StateDirectory) { paths.withLock { $0.append(directory.url.path) } }
+
+    /// The run paired (or reached a session): what it made is the user's from then on, even if
+    /// the pairing is later ended (an unpair keeps the device key, as it always did).
+    static func pairedOnce() { everPaired.withLock { $0 = true } }
+
+    /// Called on a failing exit.
+    static func removeUnpaired() {
+        guard !everPaired.withLock({ $0 }) else { return }
+        for path in paths.withLock({ $0 }) {
+            guard let directory = try? StateDirectory(path: path), directory.pairedRole == nil else { continue }
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 }

@@ -24,6 +24,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 /// Ctrl-C on `tether mac` crashed in pthread_rwlock_wrlock(NULL) now and then), so standard
 /// output is flushed and the process leaves without its teardown.
 func leave(_ code: Int32) -> Never {
+    if code != 0 { FreshPairingState.removeUnpaired() }
     tether_flush_standard_output()
     _exit(code)
 }

@@ -62,7 +62,7 @@ final class RelayResolverTests: XCTestCase {
             XCTFail("no transport")
         } catch {
             XCTAssertEqual(error, .noTransport)
-            XCTAssertEqual(error.description, "No transport configured (no relay origin)")
+            XCTAssertEqual(error.description, "the pairing link names no relay (neither a relay origin nor a resolver): make a new link with `tether mac --relay https://HOST`")
         }
     }
 

@@ -196,6 +196,41 @@ final class OperatorCommandTests: XCTestCase {
         XCTAssertTrue(phone.output.contains("but that relay signs with the origin \(relay.origin)"), phone.output)
     }
 
+    /// A failed first run leaves no state directory (and no device key) behind, whatever failed:
+    /// a bad flag, a CA file that is not there, an origin the relay does not sign with, a host
+    /// name that does not resolve. Each failure names the problem.
+    func testAFailedFirstRunLeavesNoStateBehindAndNamesTheProblem() throws {
+        let relay = try RelayProcess()
+        defer { relay.stop() }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tether-fresh-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cases: [(arguments: [String], status: Int32, says: String)] = [
+            (["mac", "--relay", relay.origin, "--link-lifetime", "soon"], 2, "mac: --link-lifetime needs a positive number of seconds (such as 90 or 90s): soon"),
+            (["mac", "--relay", relay.origin, "--ca", root.appendingPathComponent("nope.pem").path], 2, "mac: --ca "),
+            (["mac", "--relay", "http://localhost:\(relay.port)"], 1, "signs with the origin \(relay.origin)"),
+            (["mac", "--relay", "https://relay.invalid"], 1, "cannot resolve relay.invalid"),
+        ]
+        for (index, (arguments, status, says)) in cases.enumerated() {
+            let state = root.appendingPathComponent("state-\(index)")
+            let answer = try run(arguments + ["--state", state.path])
+            XCTAssertEqual(answer.status, status, "\(arguments): \(answer.output)")
+            XCTAssertTrue(answer.output.contains(says), "\(arguments): \(answer.output)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: state.path), "\(arguments) left \(state.path) behind")
+        }
+    }
+
+    /// The expiry message says the lifetime the link was given.
+    func testAPairingLinkThatExpiresSaysTheLifetimeItWasGiven() throws {
+        let relay = try RelayProcess()
+        defer { relay.stop() }
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("tether-lifetime-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let said = try narration(of: ["mac", "--relay", relay.origin, "--state", state.path, "--link-lifetime", "2s"], until: "without a phone")
+        XCTAssertTrue(said.contains("expires after 2 seconds without use"), said)
+        XCTAssertTrue(said.contains("The pairing link expired (2 seconds without a phone); a new one was made."), said)
+    }
+
     /// The pairing link a `tether mac` prints on standard output (the Mac is stopped after).
     private func macLink(relay: String, state: String) throws -> String {
         let mac = Process()

@@ -25,7 +25,8 @@ public enum TCPConnector {
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC
         var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return .failure(.invalidAddress(host)) }
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else { return .failure(.unresolved(host: host, reason: String(cString: gai_strerror(status)))) }
         defer { freeaddrinfo(list) }
         var storage = sockaddr_storage()
         withUnsafeMutableBytes(of: &storage) { raw in

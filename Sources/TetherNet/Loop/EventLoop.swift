@@ -376,6 +376,8 @@ protocol FlushPointWriter: AnyObject {
 public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     case system(String, Int32)
     case invalidAddress(String)
+    /// The host name did not resolve (DNS), with the resolver's reason.
+    case unresolved(host: String, reason: String)
     /// Another process listens on the address (a second server on a taken port).
     case addressInUse(String)
     case closed
@@ -390,6 +392,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .system(call, code): "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
         case let .invalidAddress(text): "invalid address \(text)"
+        case let .unresolved(host, reason): "cannot resolve \(host): \(reason) (check the host name in the URL)"
         case let .addressInUse(address): "\(address) is already in use by another process (another server on this port?)"
         case .closed: "connection closed"
         case .timedOut: "timed out"

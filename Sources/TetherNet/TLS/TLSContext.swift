@@ -12,6 +12,8 @@ public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .configuration(what): "TLS configuration: \(what)"
+        case let .handshake(what) where what.contains("wrong version number"):
+            "TLS handshake: the other end does not speak TLS on this port (\(what)): an https:// URL for a plain http:// port, or the reverse?"
         case let .handshake(what): "TLS handshake: \(what)"
         }
     }
