@@ -146,9 +146,14 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
 
     /// The admin listener's `/status`: occupancy, admissions and refusals, storage and sharding.
     static let statusPage = StatusPage(title: "tether relay", headline: [
-        "relay_sockets_live", "relay_rooms_live", "relay_rooms_both", "relay_rooms_mac_only", "relay_ws_upgrades_total",
-        "relay_http_requests_total", "relay_quota_exceeded_total", "relay_phone_no_mac_total", "relay_storage_available",
-        "relay_storage_errors_total", "relay_shard_map_version", "relay_process_exceptions_total",
+        .init("relay_sockets_live", "Open sockets"), .init("relay_rooms_live", "Resident rooms"),
+        .init("relay_rooms_both", "Rooms with Mac and phone"), .init("relay_rooms_mac_only", "Rooms with a parked Mac only"),
+        .init("relay_ws_upgrades_total", "Sockets admitted"), .init("relay_http_requests_total", "HTTP requests"),
+        .init("relay_quota_exceeded_total", "Closed: quota exceeded"), .init("relay_phone_no_mac_total", "Closed: phone without a Mac"),
+        .init("relay_ws_keepalive_terminated_total", "Closed: keepalive unanswered"), .init("relay_storage_errors_total", "Storage errors"),
+        .init("relay_shard_map_version", "Shard map version"), .init("relay_process_exceptions_total", "Internal faults survived"),
+        .init("process_resident_memory_bytes", "Memory (RSS)", unit: .bytes), .init("process_cpu_seconds_total", "CPU time", unit: .seconds),
+        .init("process_open_fds", "Open descriptors"),
     ])
 
     /// Binds and starts serving; returns the bound port. Start-up reads the store directly (the

@@ -1,4 +1,5 @@
 import Foundation
+import TetherService
 import TetherTestSupport
 import XCTest
 
@@ -18,12 +19,22 @@ final class RelayStatusPageEndToEndTests: XCTestCase {
         return out
     }
 
-    /// The figure a `data-metric` box shows, read from the page's DOM.
+    /// The raw value a `data-metric` box carries (as `/metrics` gives it), read from the DOM.
     private func figure(_ name: String, in dom: String) -> String? {
+        guard let box = dom.range(of: #"data-metric="\#(name)" data-value=""#),
+              let end = dom.range(of: "\"", range: box.upperBound..<dom.endIndex) else { return nil }
+        return String(dom[box.upperBound..<end.lowerBound])
+    }
+
+    /// What a `data-metric` box shows a person: its label and its value in words.
+    private func shown(_ name: String, in dom: String) -> (label: String, value: String)? {
         guard let box = dom.range(of: #"data-metric="\#(name)""#),
-              let value = dom.range(of: #"<div class="value">"#, range: box.upperBound..<dom.endIndex),
-              let end = dom.range(of: "</div>", range: value.upperBound..<dom.endIndex) else { return nil }
-        return String(dom[value.upperBound..<end.lowerBound])
+              let label = dom.range(of: #"<div class="name""#, range: box.upperBound..<dom.endIndex),
+              let labelStart = dom.range(of: ">", range: label.upperBound..<dom.endIndex),
+              let labelEnd = dom.range(of: "</div>", range: labelStart.upperBound..<dom.endIndex),
+              let value = dom.range(of: #"<div class="value">"#, range: labelEnd.upperBound..<dom.endIndex),
+              let valueEnd = dom.range(of: "</div>", range: value.upperBound..<dom.endIndex) else { return nil }
+        return (String(dom[labelStart.upperBound..<labelEnd.lowerBound]), String(dom[value.upperBound..<valueEnd.lowerBound]))
     }
 
     func testTheStatusPageShowsInABrowserTheFiguresMetricsGives() throws {
@@ -42,16 +53,27 @@ final class RelayStatusPageEndToEndTests: XCTestCase {
         func sample(_ name: String) -> String? {
             metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.split(separator: " ")[1]) }
         }
-        for name in ["relay_sockets_live", "relay_rooms_live", "relay_rooms_both", "relay_rooms_mac_only", "relay_ws_upgrades_total", "relay_storage_available"] {
+        for name in ["relay_sockets_live", "relay_rooms_live", "relay_rooms_both", "relay_rooms_mac_only", "relay_ws_upgrades_total"] {
             XCTAssertEqual(figure(name, in: dom), sample(name), name)
         }
         XCTAssertEqual(figure("relay_sockets_live", in: dom), "5", "3 parked macs and one spliced pair")
         XCTAssertEqual(figure("relay_rooms_both", in: dom), "1")
         XCTAssertTrue(dom.contains(#"data-sample="relay_ws_upgrades_total""#), "every series is listed below the figures")
+        // In words, for a person: labels, human numbers, the summary line.
+        XCTAssertEqual(shown("relay_sockets_live", in: dom)?.label, "Open sockets")
+        XCTAssertEqual(shown("relay_sockets_live", in: dom)?.value, "5")
+        XCTAssertTrue(shown("process_resident_memory_bytes", in: dom)?.value.hasSuffix(" MiB") == true, "\(String(describing: shown("process_resident_memory_bytes", in: dom)))")
+        XCTAssertTrue(dom.contains(#"data-summary="version""#) && dom.contains(TetherVersion.current), "the version is on the page")
+        XCTAssertTrue(dom.contains(#"data-summary="uptime""#), "and how long it has run")
+        XCTAssertTrue(dom.contains(#"data-summary="certificate""#) && dom.contains("not served here"), "and the certificate (no TLS here)")
+        XCTAssertTrue(dom.contains(#"data-summary="storage""#) && dom.contains("answering"), "and whether storage answers")
+        XCTAssertTrue(dom.contains("max "), "each chart states its scale")
 
-        let screenshot = NSTemporaryDirectory() + "tether-status-\(UUID().uuidString).png"
-        defer { try? FileManager.default.removeItem(atPath: screenshot) }
-        _ = try browser(["--window-size=1200,900", "--screenshot=" + screenshot, page])
+        // Kept for people to look at: .build/test-artifacts/status-relay.png.
+        let artifacts = Vectors.packageRoot().appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        let screenshot = artifacts.appendingPathComponent("status-relay.png").path
+        _ = try browser(["--window-size=1200,1000", "--screenshot=" + screenshot, page])
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
         XCTAssertEqual(Array(png.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "a PNG")
         XCTAssertGreaterThan(png.count, 20_000, "a rendered page, not a blank one")

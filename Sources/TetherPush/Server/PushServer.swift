@@ -91,9 +91,14 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
     public func start() throws -> UInt16 {
         let started = try runtime.startListeners(group: group, settings: configuration, delegate: self, metrics: .registry(metrics.registry),
                                                  status: StatusPage(title: "tether push", headline: [
-                                                     "pushrelay_devices", "pushrelay_push_total", "pushrelay_push_delivered_total",
-                                                     "pushrelay_push_apns_error_total", "pushrelay_register_total", "pushrelay_rate_limited_total",
-                                                     "pushrelay_storage_available", "pushrelay_store_backlog",
+                                                     .init("pushrelay_devices", "Registered devices"), .init("pushrelay_push_total", "Push requests"),
+                                                     .init("pushrelay_push_delivered_total", "Pushes APNs accepted"),
+                                                     .init("pushrelay_push_apns_error_total", "Pushes APNs refused or missed"),
+                                                     .init("pushrelay_register_total", "Registration requests"),
+                                                     .init("pushrelay_rate_limited_total", "Refused: rate limited"),
+                                                     .init("pushrelay_store_backlog", "Storage calls queued"),
+                                                     .init("process_resident_memory_bytes", "Memory (RSS)", unit: .bytes),
+                                                     .init("process_cpu_seconds_total", "CPU time", unit: .seconds),
                                                  ]))
         chores.start("housekeeping", every: Self.housekeepingInterval, runNow: true) { [weak self] in self?.housekeeping() }
         chores.start("storage probe", every: Self.storageProbeInterval) { [weak self] in self?.probeStorage() }

@@ -84,8 +84,12 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
     public func start() throws -> UInt16 {
         let started = try runtime.startListeners(group: group, settings: configuration, delegate: self, metrics: .registry(metrics.registry),
                                                  status: StatusPage(title: "tether signal", headline: [
-                                                     "signal_sockets", "signal_routable_ids", "signal_upgrades_total", "signal_registrations_total",
-                                                     "signal_presence_queries_total", "signal_issuances_in_flight",
+                                                     .init("signal_sockets", "Open sockets"), .init("signal_routable_ids", "Reachable IDs"),
+                                                     .init("signal_upgrades_total", "Sockets admitted"), .init("signal_registrations_total", "Registrations"),
+                                                     .init("signal_presence_queries_total", "Presence queries"),
+                                                     .init("signal_issuances_in_flight", "TURN credentials being issued"),
+                                                     .init("process_resident_memory_bytes", "Memory (RSS)", unit: .bytes),
+                                                     .init("process_cpu_seconds_total", "CPU time", unit: .seconds),
                                                  ]))
         if let cluster { try startCluster(cluster) }
         return started.http.port
