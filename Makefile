@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: deb deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover chaos bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: deb deb-lint deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover chaos bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -180,6 +180,11 @@ demo: build-deps
 # a clean debootstrap root and runs the relay from it (needs root and Debian's registry).
 deb: build-deps
 	scripts/make-deb
+
+# lintian on both packages, at the error and warning levels (Debian's lintian package).
+deb-lint: deb
+	@command -v lintian >/dev/null || { echo "deb-lint: apt-get install lintian" >&2; exit 2; }
+	lintian --fail-on error,warning dist/tether_*.deb dist/tether-dbgsym_*.deb
 
 deb-test: deb
 	@command -v debootstrap >/dev/null || { echo "deb-test: apt-get install debootstrap" >&2; exit 2; }

@@ -67,6 +67,11 @@ if ["--help", "-h", "help"].contains(command) {
     command = topic
     arguments = ["--help"]
 }
+if command == "--help-man" {
+    // The package's tether(1), generated from the usage and the three settings tables.
+    print(ManPage.text(usage: usage), terminator: "")
+    exit(0)
+}
 if command == "--version" || ((command == "relay" || command == "push" || command == "signal") && arguments.contains("--version")) {
     print("tether \(TetherVersion.current)")
     exit(0)

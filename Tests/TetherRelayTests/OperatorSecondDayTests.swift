@@ -24,6 +24,19 @@ final class OperatorSecondDayTests: XCTestCase {
         XCTAssertTrue(general.output.contains("\n  db "), general.output)
     }
 
+    /// The package's man page comes from the same tables as --help, so it lists every setting.
+    func testTheManPageIsGeneratedFromTheSettingsTables() throws {
+        let (status, page) = try TetherBinary.run(["--help-man"])
+        XCTAssertEqual(status, 0)
+        XCTAssertTrue(page.hasPrefix(".TH TETHER 1 "), page)
+        for name in ["RELAY_ORIGIN", "APNS_TOPIC", "SIGNAL_ALLOWED_ORIGINS", "RELAY_LOG_LEVEL"] {
+            XCTAssertTrue(page.contains(name.replacingOccurrences(of: "-", with: "\\-")), "\(name) is on the page")
+        }
+        XCTAssertTrue(page.contains("\\fB\\-\\-relay\\-port\\fR"), "flags are literal hyphens in roff")
+        XCTAssertFalse(page.split(separator: "\n").contains { $0.hasPrefix(".") && !$0.hasPrefix(".TH") && !$0.hasPrefix(".SH") && !$0.hasPrefix(".TP")
+            && !$0.hasPrefix(".B") && !$0.hasPrefix(".I") && !$0.hasPrefix(".PP") }, "no text line reads as a roff request")
+    }
+
     func testADatabaseURLOfAnotherKindIsNamedAsSuch() throws {
         let (status, output) = try TetherBinary.run(["relay", "--local", "--relay-db", "mysql://u@h/db"])
         XCTAssertEqual(status, 2, output)

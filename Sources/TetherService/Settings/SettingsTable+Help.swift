@@ -28,3 +28,27 @@ extension SettingsTable {
         ([entry.name] + entry.fallbacks).joined(separator: " or ")
     }
 }
+
+extension SettingsTable {
+    /// The settings as a section of a man page (roff), for the package's `tether(1)`: the same
+    /// rows `--help` prints, so the page cannot drift from the binary it documents.
+    public var manSection: String {
+        var text = ".TP\n.B \(Self.configFlag) \\fIENV-FILE\\fR\nread settings from this env-file (systemd EnvironmentFile syntax)\n"
+        text += ".TP\n.B \(Self.checkFlag)\n\(Self.roff(Self.checkHelp))\n"
+        for toggle in switches { text += ".TP\n.B \(Self.roff(toggle.flag))\n\(Self.roff(toggle.help))\n" }
+        for entry in entries {
+            let names = ([entry.name] + entry.fallbacks).joined(separator: " or ")
+            text += ".TP\n\\fB\(Self.roff(entry.flags.joined(separator: ", ")))\\fR \\fIVALUE\\fR (\(Self.roff(names)); default \(Self.roff(entry.defaultText)))\n"
+            text += Self.roff(entry.help) + "\n"
+        }
+        return text
+    }
+
+    /// Text safe in a roff line: backslashes doubled, hyphens made literal, and a leading dot or
+    /// quote escaped so no line reads as a request.
+    public static func roff(_ text: String) -> String {
+        var out = text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
+        if out.hasPrefix(".") || out.hasPrefix("'") { out = "\\&" + out }
+        return out
+    }
+}
