@@ -52,9 +52,7 @@ extension PushConfiguration {
     /// look-alike variables first.
     public static func load(environment: [String: String], arguments: [String],
                             readFile: (String) -> String? = SettingsTable.readTextFile) throws(SettingError) -> (PushConfiguration, [String]) {
-        let values = try PushSetting.table.load(arguments: arguments, environment: environment, readFile: readFile)
-        let (configuration, notes) = try build(values)
-        return (configuration, values.warnings + notes)
+        try PushSetting.table.configuration(arguments: arguments, environment: environment, readFile: readFile, build: build)
     }
 
     /// The push relay's settings table (`tether push --check` lists it with the values in effect).

@@ -112,9 +112,7 @@ extension RelayConfiguration {
     /// about look-alike variables first.
     public static func load(environment: [String: String], arguments: [String],
                             readFile: (String) -> String? = SettingsTable.readTextFile) throws(RelayConfigurationError) -> (RelayConfiguration, [String]) {
-        let values = try RelaySetting.table.load(arguments: arguments, environment: environment, readFile: readFile)
-        let (configuration, notes) = try build(values)
-        return (configuration, values.warnings + notes)
+        try RelaySetting.table.configuration(arguments: arguments, environment: environment, readFile: readFile, build: build)
     }
 
     /// The relay's settings table (`tether relay --check` lists it with the values in effect).

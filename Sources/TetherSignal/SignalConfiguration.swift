@@ -56,9 +56,7 @@ public struct SignalConfiguration: Sendable, ServiceListenerSettings {
     /// look-alike variables first.
     public static func load(environment: [String: String], arguments: [String],
                             readFile: (String) -> String? = SettingsTable.readTextFile) throws(SettingError) -> (SignalConfiguration, [String]) {
-        let values = try SignalSetting.table.load(arguments: arguments, environment: environment, readFile: readFile)
-        let (configuration, notes) = try build(values)
-        return (configuration, values.warnings + notes)
+        try SignalSetting.table.configuration(arguments: arguments, environment: environment, readFile: readFile, build: build)
     }
 
     /// The signaling server's settings table (`tether signal --check` lists it with the values

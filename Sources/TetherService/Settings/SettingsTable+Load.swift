@@ -29,6 +29,17 @@ extension SettingsTable {
         return values
     }
 
+    /// `load`, then a service's `build` of its configuration from the values: the configuration
+    /// and the start-up notes, the warnings about look-alike variables first. What every
+    /// service's `Configuration.load` is.
+    public func configuration<Configuration>(arguments: [String], environment: [String: String], readFile: (String) -> String?,
+                                             build: (SettingValues) throws(SettingError) -> (Configuration, [String])) throws(SettingError)
+        -> (Configuration, [String]) {
+        let values = try load(arguments: arguments, environment: environment, readFile: readFile)
+        let (configuration, notes) = try build(values)
+        return (configuration, values.warnings + notes)
+    }
+
     /// Every name the table reads: its settings' and their fallbacks'.
     public var knownNames: Set<String> { Set(entries.flatMap { [$0.name] + $0.fallbacks }) }
 
