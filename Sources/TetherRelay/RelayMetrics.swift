@@ -14,6 +14,9 @@ public final class RelayMetrics: Sendable {
     /// Occupancy computed at scrape time from the resident rooms.
     public struct Occupancy: Sendable, Equatable {
         public var rooms = 0, both = 0, macOnly = 0, phoneOnly = 0, neither = 0
+        /// Sockets by where they are: still being admitted, admitted and waiting for their peer,
+        /// spliced to it.
+        public var pendingSockets = 0, parkedSockets = 0, splicedSockets = 0
         public init() {}
     }
 
@@ -38,6 +41,7 @@ public final class RelayMetrics: Sendable {
     /// Sockets and requests passed to the node owning their room (a v1 cluster), by outcome.
     private let forwarded: [Forward: Counter]
     private let roomsLive, socketsLive, roomsBoth, roomsMacOnly, roomsPhoneOnly, roomsNeither: Gauge
+    private let socketsPending, socketsParked, socketsSpliced: Gauge
     private let lifetime: Histogram
     /// The occupancy gauges are set from a scrape's own figures and rendered with them; two
     /// scrapes at once must not mix their figures.
@@ -74,6 +78,9 @@ public final class RelayMetrics: Sendable {
         storageAvailable = gauge("storage_available", "1 while the store answers, 0 from a failed call until one succeeds.")
         storageAvailable.set(1)
         shardMapVersion = gauge("shard_map_version", "Version of the shard map this node serves (0: none published, it owns every bucket).")
+        let byState = registry.gauge("relay_sockets_by_state", help: "Open accepted WebSockets by state: pending (not yet admitted), parked (admitted, peer absent), spliced (admitted with its peer).",
+                                     labels: ["state"])
+        (socketsPending, socketsParked, socketsSpliced) = (byState.labels("pending"), byState.labels("parked"), byState.labels("spliced"))
         let forwards = registry.counter("relay_forwarded_total", help: "Sockets and requests passed to the node owning their room (RELAY_NODE_URL), by outcome.",
                                         labels: ["kind", "outcome"], hiddenAtZero: true)
         forwarded = Dictionary(uniqueKeysWithValues: Forward.allCases.map { ($0, forwards.labels($0.kind, $0.outcome)) })
@@ -136,6 +143,9 @@ public final class RelayMetrics: Sendable {
             roomsMacOnly.set(Int64(occupancy.macOnly))
             roomsPhoneOnly.set(Int64(occupancy.phoneOnly))
             roomsNeither.set(Int64(occupancy.neither))
+            socketsPending.set(Int64(occupancy.pendingSockets))
+            socketsParked.set(Int64(occupancy.parkedSockets))
+            socketsSpliced.set(Int64(occupancy.splicedSockets))
             return registry.render()
         }
     }

@@ -146,7 +146,9 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
 
     /// The admin listener's `/status`: occupancy, admissions and refusals, storage and sharding.
     static let statusPage = StatusPage(title: "tether relay", headline: [
-        .init("relay_sockets_live", "Open sockets"), .init("relay_rooms_live", "Resident rooms"),
+        .init("relay_sockets_live", "Open sockets"), .init("relay_sockets_by_state{state=\"pending\"}", "Sockets being admitted"),
+        .init("relay_sockets_by_state{state=\"parked\"}", "Sockets parked (peer absent)"),
+        .init("relay_sockets_by_state{state=\"spliced\"}", "Sockets spliced"), .init("relay_rooms_live", "Resident rooms"),
         .init("relay_rooms_both", "Rooms with Mac and phone"), .init("relay_rooms_mac_only", "Rooms with a parked Mac only"),
         .init("relay_ws_upgrades_total", "Sockets admitted"), .init("relay_http_requests_total", "HTTP requests"),
         .init("relay_quota_exceeded_total", "Closed: quota exceeded"), .init("relay_phone_no_mac_total", "Closed: phone without a Mac"),

@@ -105,12 +105,16 @@ final class RoomTable: @unchecked Sendable {   // confined to `loop` (asserted);
         var sum = sum
         for host in rooms.values {
             sum.rooms += 1
-            switch (host.machine.admitted(.mac) != nil, host.machine.admitted(.phone) != nil) {
+            let (mac, phone) = (host.machine.admitted(.mac) != nil, host.machine.admitted(.phone) != nil)
+            switch (mac, phone) {
             case (true, true): sum.both += 1
             case (true, false): sum.macOnly += 1
             case (false, true): sum.phoneOnly += 1
             case (false, false): sum.neither += 1
             }
+            let admitted = (mac ? 1 : 0) + (phone ? 1 : 0)
+            sum.pendingSockets += host.machine.socketCount - admitted
+            if admitted == 2 { sum.splicedSockets += 2 } else { sum.parkedSockets += admitted }
         }
         return sum
     }

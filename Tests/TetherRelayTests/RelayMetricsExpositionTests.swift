@@ -25,6 +25,7 @@ final class RelayMetricsExpositionTests: XCTestCase {
         for ms: UInt64 in [0, 250, 1_000, 1_001, 59_999, 86_400_000] { metrics.socketLifetime(.milliseconds(ms)) }
         var occupancy = RelayMetrics.Occupancy()
         (occupancy.rooms, occupancy.both, occupancy.macOnly, occupancy.phoneOnly, occupancy.neither) = (7, 2, 3, 0, 2)
+        (occupancy.pendingSockets, occupancy.parkedSockets, occupancy.splicedSockets) = (2, 3, 4)
         XCTAssertEqual(metrics.render(occupancy: occupancy, socketsLive: 9), Self.busy)
         XCTAssertEqual(metrics.pushBody(timestamp: .milliseconds(1_700_000_000_000), roomsLive: 7, socketsLive: 9), Self.busyPush)
     }
@@ -85,6 +86,11 @@ extension RelayMetricsExpositionTests {
     # HELP relay_shard_map_version Version of the shard map this node serves (0: none published, it owns every bucket).
     # TYPE relay_shard_map_version gauge
     relay_shard_map_version 0
+    # HELP relay_sockets_by_state Open accepted WebSockets by state: pending (not yet admitted), parked (admitted, peer absent), spliced (admitted with its peer).
+    # TYPE relay_sockets_by_state gauge
+    relay_sockets_by_state{state="parked"} 0
+    relay_sockets_by_state{state="pending"} 0
+    relay_sockets_by_state{state="spliced"} 0
 
     """#
 
@@ -156,6 +162,11 @@ extension RelayMetricsExpositionTests {
     # HELP relay_shard_map_version Version of the shard map this node serves (0: none published, it owns every bucket).
     # TYPE relay_shard_map_version gauge
     relay_shard_map_version 0
+    # HELP relay_sockets_by_state Open accepted WebSockets by state: pending (not yet admitted), parked (admitted, peer absent), spliced (admitted with its peer).
+    # TYPE relay_sockets_by_state gauge
+    relay_sockets_by_state{state="parked"} 3
+    relay_sockets_by_state{state="pending"} 2
+    relay_sockets_by_state{state="spliced"} 4
 
     """#
 

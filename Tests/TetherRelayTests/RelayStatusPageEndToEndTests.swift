@@ -58,6 +58,11 @@ final class RelayStatusPageEndToEndTests: XCTestCase {
         }
         XCTAssertEqual(figure("relay_sockets_live", in: dom), "5", "3 parked macs and one spliced pair")
         XCTAssertEqual(figure("relay_rooms_both", in: dom), "1")
+        // Sockets by state: three Macs parked, one pair spliced, none still being admitted.
+        for (state, expected) in [("parked", "3"), ("spliced", "2"), ("pending", "0")] {
+            XCTAssertEqual(figure("relay_sockets_by_state{state=&quot;\(state)&quot;}", in: dom), expected, state)
+            XCTAssertEqual(sample("relay_sockets_by_state{state=\"\(state)\"}"), expected, state)
+        }
         XCTAssertTrue(dom.contains(#"data-sample="relay_ws_upgrades_total""#), "every series is listed below the figures")
         // In words, for a person: labels, human numbers, the summary line.
         XCTAssertEqual(shown("relay_sockets_live", in: dom)?.label, "Open sockets")

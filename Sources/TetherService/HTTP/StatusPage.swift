@@ -56,10 +56,27 @@ public struct StatusPage: Sendable {
     /// The document. Titles, names and labels are the service's own constants, never request
     /// data, and are escaped anyway.
     public var html: String {
-        let figures = headline.map { "[\"\(Self.escape($0.metric))\",\"\(Self.escape($0.label))\",\"\($0.unit.rawValue)\"]" }.joined(separator: ",")
+        let figures = headline.map { "[\(Self.jsString($0.metric)),\(Self.jsString($0.label)),\(Self.jsString($0.unit.rawValue))]" }.joined(separator: ",")
         return Self.template
             .replacingOccurrences(of: "__TITLE__", with: Self.escape(title))
             .replacingOccurrences(of: "__HEADLINE__", with: figures)
+    }
+
+    /// A JavaScript string literal safe inside the page's `<script>`: quotes and backslashes
+    /// escaped, and `<`, `>` and `&` as `\u` escapes so no text can close the script element.
+    static func jsString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "<", ">", "&", "\n", "\r", "\u{2028}", "\u{2029}":
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     static func escape(_ text: String) -> String {
