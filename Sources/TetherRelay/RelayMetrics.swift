@@ -42,6 +42,7 @@ public final class RelayMetrics: Sendable {
     private let forwarded: [Forward: Counter]
     private let roomsLive, socketsLive, roomsBoth, roomsMacOnly, roomsPhoneOnly, roomsNeither: Gauge
     private let socketsPending, socketsParked, socketsSpliced: Gauge
+    private let gateOrigin, gateBadRoom: Counter
     private let lifetime: Histogram
     /// The occupancy gauges are set from a scrape's own figures and rendered with them; two
     /// scrapes at once must not mix their figures.
@@ -81,6 +82,12 @@ public final class RelayMetrics: Sendable {
         let byState = registry.gauge("relay_sockets_by_state", help: "Open accepted WebSockets by state: pending (not yet admitted), parked (admitted, peer absent), spliced (admitted with its peer).",
                                      labels: ["state"])
         (socketsPending, socketsParked, socketsSpliced) = (byState.labels("pending"), byState.labels("parked"), byState.labels("spliced"))
+        // The reference counts both under reason="gate"; an operator needs to tell a client
+        // sending an Origin (a browser: 403) from a malformed room header (400).
+        let gateCauses = registry.counter("relay_room_gate_refused_total",
+                                          help: "Upgrades the room gate refused (counted in reason=\"gate\" too), by cause: origin (403, an Origin header) or bad_room (400).",
+                                          labels: ["cause"])
+        (gateOrigin, gateBadRoom) = (gateCauses.labels("origin"), gateCauses.labels("bad_room"))
         let forwards = registry.counter("relay_forwarded_total", help: "Sockets and requests passed to the node owning their room (RELAY_NODE_URL), by outcome.",
                                         labels: ["kind", "outcome"], hiddenAtZero: true)
         forwarded = Dictionary(uniqueKeysWithValues: Forward.allCases.map { ($0, forwards.labels($0.kind, $0.outcome)) })
@@ -107,6 +114,10 @@ public final class RelayMetrics: Sendable {
     public func processException() { processExceptions.increment() }
     public func upgradeAccepted() { wsUpgrades.increment() }
     public func upgradeRejected(_ reason: Rejection) { rejected[reason]!.increment() }
+    /// A room-gate refusal's cause, by the status it answered (403: an Origin, 400: the room).
+    public func gateRefused(status: Int) {
+        if status == 403 { gateOrigin.increment() } else if status == 400 { gateBadRoom.increment() }
+    }
     public func keepaliveTermination() { keepaliveTerminated.increment() }
 
     /// Counts a close the relay sent: quota severances and "mac offline" have their own series.

@@ -37,6 +37,7 @@ extension RelayServer {
         case let .failure(refusal):
             let misdirected = refusal.response.status == 421 || refusal.response.body == Array(Self.ownerUnavailable.utf8)
             metrics.upgradeRejected(misdirected ? .misdirected : .gate)
+            if !misdirected { metrics.gateRefused(status: refusal.response.status) }
             return .refuse(refusal.response)
         case let .success(.forward(_, owner)):
             if case let .failure(refusal) = gate.admitSocketPlace(ip: ip) {

@@ -749,6 +749,10 @@ extension RelayEndToEndTests {
         let result = try client("empty_origin")
         XCTAssertEqual(result["http"] as? [AnyHashable], [403, "forbidden"])
         XCTAssertEqual(result["upgrade"] as? [AnyHashable], [403, "forbidden"])
+        // Counted by cause beside the reference's reason="gate": an Origin, not a bad room.
+        let metrics = try runProcess("/usr/bin/curl", ["-s", "http://127.0.0.1:\(port)/metrics"]).stdout
+        XCTAssertTrue(metrics.contains("\nrelay_room_gate_refused_total{cause=\"origin\"} 1\n"), metrics)
+        XCTAssertTrue(metrics.contains("\nrelay_room_gate_refused_total{cause=\"bad_room\"} 0\n"), metrics)
     }
 
     func testTheRoomHeaderIsTrimmedAndADuplicateIsABadRoom() throws {

@@ -16,8 +16,10 @@ final class RelayMetricsExpositionTests: XCTestCase {
         for _ in 0..<2 { metrics.upgradeAccepted() }
         metrics.upgradeRejected(.room_cap)
         metrics.upgradeRejected(.gate)
+        metrics.gateRefused(status: 403)
         metrics.upgradeRejected(.misdirected)
         metrics.upgradeRejected(.gate)
+        metrics.gateRefused(status: 400)
         metrics.keepaliveTermination()
         metrics.closed(code: 1008, reason: "daily quota exceeded")
         metrics.closed(code: 1008, reason: "mac offline")
@@ -91,6 +93,10 @@ extension RelayMetricsExpositionTests {
     relay_sockets_by_state{state="parked"} 0
     relay_sockets_by_state{state="pending"} 0
     relay_sockets_by_state{state="spliced"} 0
+    # HELP relay_room_gate_refused_total Upgrades the room gate refused (counted in reason="gate" too), by cause: origin (403, an Origin header) or bad_room (400).
+    # TYPE relay_room_gate_refused_total counter
+    relay_room_gate_refused_total{cause="bad_room"} 0
+    relay_room_gate_refused_total{cause="origin"} 0
 
     """#
 
@@ -167,6 +173,10 @@ extension RelayMetricsExpositionTests {
     relay_sockets_by_state{state="parked"} 3
     relay_sockets_by_state{state="pending"} 2
     relay_sockets_by_state{state="spliced"} 4
+    # HELP relay_room_gate_refused_total Upgrades the room gate refused (counted in reason="gate" too), by cause: origin (403, an Origin header) or bad_room (400).
+    # TYPE relay_room_gate_refused_total counter
+    relay_room_gate_refused_total{cause="bad_room"} 1
+    relay_room_gate_refused_total{cause="origin"} 1
 
     """#
 
