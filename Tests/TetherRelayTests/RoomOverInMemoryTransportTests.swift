@@ -14,9 +14,10 @@ import TetherEncoding
 final class RoomOverInMemoryTransportTests: XCTestCase {
     func testAMacAndAPhoneAreAdmittedAndSplicedWithoutASocket() throws {
         let group = try EventLoopGroup(count: 1)
-        defer { group.shutdown() }
         let store = InMemoryRoomStore()
         let relay = Self.openRelay(group, store) { _ in }
+        // The loop stops before the relay goes: a room's task that runs late must still find it.
+        defer { withExtendedLifetime(relay) { group.shutdown() } }
         let loop = group.loops[0]
         let room = RoomName(header: String(repeating: "f", count: 64))!
         let mac = InMemoryPeer(), phone = InMemoryPeer()
@@ -45,10 +46,11 @@ final class RoomOverInMemoryTransportTests: XCTestCase {
     /// (the 1 s shard-map read) the relay admits as before, without a restart.
     func testAStoreThatStopsAnsweringRefusesNewAdmissionsWhileSplicedPairsGoOnAndRecovers() throws {
         let group = try EventLoopGroup(count: 1)
-        defer { group.shutdown() }
         let store = InMemoryRoomStore()
         let lines = LogLines()
         let relay = Self.openRelay(group, store) { lines.append($0) }
+        // The loop stops before the relay goes: a room's task that runs late must still find it.
+        defer { withExtendedLifetime(relay) { group.shutdown() } }
         let exits = LogLines()
         relay.onFaultBudgetExceeded = { exits.append("exit") }
         let loop = group.loops[0]
@@ -105,9 +107,10 @@ extension RoomOverInMemoryTransportTests {
     /// and counted in `relay_http_errors_total` (as well as in the requests that passed the gate).
     func testAStoreFailureAnswered500IsCountedAsAnHTTPError() throws {
         let group = try EventLoopGroup(count: 1)
-        defer { group.shutdown() }
         let store = InMemoryRoomStore()
         let relay = Self.openRelay(group, store) { _ in }
+        // The loop stops before the relay goes: a room's task that runs late must still find it.
+        defer { withExtendedLifetime(relay) { group.shutdown() } }
         let head = HTTPRequestHead(method: "POST", target: "/attest/challenge", headers: HTTPHeaders([("x-relay-room", String(repeating: "f", count: 64))]))
         XCTAssertFalse(relay.metrics.render(occupancy: .init(), socketsLive: 0).contains("relay_http_errors_total"), "hidden at zero")
         store.setFailure(StoreError("database is down"))
