@@ -177,7 +177,8 @@ demo: build-deps
 
 # A .deb for a bare Debian server (scripts/make-deb): the binary with the Swift standard library
 # linked in, hardened systemd units, example settings, a `tether` user. deb-test installs it into
-# a clean debootstrap root and runs the relay from it (needs root and Debian's registry).
+# a clean debootstrap root and runs the deployment guide's own blocks against it (needs root and
+# Debian's registry).
 deb: build-deps
 	scripts/make-deb
 

@@ -5,7 +5,7 @@ public import TetherService
 /// Everything `tether push` is configured with (push.md §1.1, §5), read from an env-file, the
 /// environment and flags (flags win). A missing or malformed key, team id or key id refuses to
 /// start with one line naming the setting; the key's text never appears in any message.
-public struct PushConfiguration: Sendable, ServiceListenerSettings {
+public struct PushConfiguration: Sendable, ReloadableSettings {
     public var host = "127.0.0.1"
     public var port: UInt16 = 8788
     public var databasePath = "push.db"

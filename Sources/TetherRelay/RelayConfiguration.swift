@@ -8,7 +8,7 @@ public import TetherWire
 ///
 /// Tether is stricter than the reference where a wrong value would silently weaken or break the
 /// relay: an invalid value stops start-up with a message naming the variable.
-public struct RelayConfiguration: Sendable, Equatable, ServiceListenerSettings {
+public struct RelayConfiguration: Sendable, Equatable, ReloadableSettings {
     public var host = "127.0.0.1"
     public var port: UInt16 = 8787
     public var databasePath = "relay.db"

@@ -43,6 +43,8 @@ public final class RelayMetrics: Sendable {
     private let roomsLive, socketsLive, roomsBoth, roomsMacOnly, roomsPhoneOnly, roomsNeither: Gauge
     private let socketsPending, socketsParked, socketsSpliced: Gauge
     private let gateOrigin, gateBadRoom: Counter
+    /// One child per `closeReasons` entry, made up front (the series exist at 0).
+    private let closes: [String: Counter]
     private let lifetime: Histogram
     /// The occupancy gauges are set from a scrape's own figures and rendered with them; two
     /// scrapes at once must not mix their figures.
@@ -88,6 +90,10 @@ public final class RelayMetrics: Sendable {
                                           help: "Upgrades the room gate refused (counted in reason=\"gate\" too), by cause: origin (403, an Origin header) or bad_room (400).",
                                           labels: ["cause"])
         (gateOrigin, gateBadRoom) = (gateCauses.labels("origin"), gateCauses.labels("bad_room"))
+        let closeFamily = registry.counter("relay_sockets_closed_total",
+                                           help: "Accepted WebSockets closed, by reason: the relay's own close reason (peer_gone, displaced, write_stalled, mac_offline, reshard, ...), or client_closed, connection_lost, keepalive_timeout, protocol_error.",
+                                           labels: ["reason"])
+        closes = Dictionary(uniqueKeysWithValues: Self.closeReasons.map { ($0, closeFamily.labels($0)) })
         let forwards = registry.counter("relay_forwarded_total", help: "Sockets and requests passed to the node owning their room (RELAY_NODE_URL), by outcome.",
                                         labels: ["kind", "outcome"], hiddenAtZero: true)
         forwarded = Dictionary(uniqueKeysWithValues: Forward.allCases.map { ($0, forwards.labels($0.kind, $0.outcome)) })
@@ -126,6 +132,40 @@ public final class RelayMetrics: Sendable {
         if reason.contains("quota") { quotaExceeded.increment() }
         if reason == "mac offline" { phoneNoMac.increment() }
     }
+
+    /// The `reason` label values of `relay_sockets_closed_total`: the close reasons RoomMachine and
+    /// the server send (spaces as underscores; `reshard <owner>` is `reshard`), then the ends the
+    /// relay did not choose. A fixed set, so a client's text can never become a series.
+    public static let closeReasons: [String] = [
+        "peer_gone", "displaced", "write_stalled", "admission_timeout", "too_many_pending", "frame_too_large",
+        "frame_rate_exceeded", "daily_quota_exceeded", "pairing_cycle_cap", "bad_hello", "bad_proof", "rate_limited",
+        "signature_required", "bad_signature", "ticket_required", "bad_ticket", "mac_offline", "slot_occupied",
+        "internal_error", "room_deleted", "reshard", "server_shutting_down",
+        "client_closed", "connection_lost", "keepalive_timeout", "protocol_error", "other",
+    ]
+
+    /// How an accepted socket ended, for `relay_sockets_closed_total`.
+    public enum SocketEnd: Sendable {
+        /// The relay closed it with this reason.
+        case relay(reason: String)
+        case client, connectionLost, keepaliveTimeout, protocolError
+
+        var label: String {
+            switch self {
+            case let .relay(reason):
+                if reason == "reshard" || reason.hasPrefix("reshard ") { return "reshard" }
+                let label = String(reason.map { $0 == " " ? "_" : $0 })
+                return RelayMetrics.closeReasons.contains(label) ? label : "other"
+            case .client: return "client_closed"
+            case .connectionLost: return "connection_lost"
+            case .keepaliveTimeout: return "keepalive_timeout"
+            case .protocolError: return "protocol_error"
+            }
+        }
+    }
+
+    /// Once per accepted socket, when it is gone.
+    public func socketEnded(_ end: SocketEnd) { closes[end.label]!.increment() }
 
     /// One observation per accepted socket, when it closes.
     public func socketLifetime(_ lived: Duration) { lifetime.observe(lived.secondsDouble) }

@@ -136,10 +136,14 @@ final class RoomHost: WebSocketDelegate {
         let lived = table.clock.monotonic().elapsed(since: member.openedAt)
         server.metrics.socketLifetime(lived)
         let tag = machine.key.logTag, role = machine.role(of: id)?.rawValue ?? "?"
-        if code == WebSocketCloseCode.abnormal, reason == WebSocketConnection.keepaliveTimeoutReason {
+        let keepaliveTimeout = code == WebSocketCloseCode.abnormal && reason == WebSocketConnection.keepaliveTimeoutReason
+        if keepaliveTimeout {
             server.metrics.keepaliveTermination()
             server.write("relay \(tag) keepalive no-pong; terminating role=\(role) lived=\(lived.millisecondsClamped)ms")
         }
+        server.metrics.socketEnded(member.closedByRelay.map { .relay(reason: $0.reason) }
+            ?? (keepaliveTimeout ? .keepaliveTimeout : failedWithProtocolError ? .protocolError
+                : code == WebSocketCloseCode.abnormal ? .connectionLost : .client))
         // §9.1: one line per severed socket. Only the relay's own reasons are written — a
         // client's close reason is its text, and client text never reaches the log.
         let line: String

@@ -5,7 +5,7 @@ public import TetherService
 /// Everything `tether signal` is configured with (signaling.md §13, §13.1), from an env-file, the
 /// environment and flags (flags win). A mode without its required settings refuses to start
 /// with one line naming the setting; secrets never appear in any message.
-public struct SignalConfiguration: Sendable, ServiceListenerSettings {
+public struct SignalConfiguration: Sendable, ReloadableSettings {
     public var host = "127.0.0.1"
     public var port: UInt16 = 8791
     public var allowedOrigins: Set<String> = []

@@ -24,7 +24,7 @@ enum ManPage {
             page += "Each is read from the \\fB\\-\\-config\\fR env\\-file, the environment, or its flag (flags win).\n"
             page += table.manSection
         }
-        page += ".SH SIGNALS\n.TP\n.B SIGTERM, SIGINT, SIGQUIT\ndrain and exit 0\n.TP\n.B SIGHUP\nreload the TLS certificate; name the settings changed in the \\fB\\-\\-config\\fR file, which wait for a restart\n"
+        page += ".SH SIGNALS\n.TP\n.B SIGTERM, SIGINT, SIGQUIT\ndrain and exit 0\n.TP\n.B SIGHUP\nreload the TLS certificate; apply the log level, verbose logging and new certificate paths from the \\fB\\-\\-config\\fR file, and name the other settings changed there, which wait for a restart\n"
         page += ".TP\n.B SIGUSR2\nturn verbose diagnostics on or off\n"
         page += ".SH FILES\n.TP\n.I /etc/tether/relay.env, /etc/tether/push.env, /etc/tether/signal.env\nthe services' settings\n"
         page += ".TP\n.I /usr/share/doc/tether/deployment.md\nthe deployment guide\n"

@@ -32,5 +32,6 @@ func runPushCommand(_ arguments: [String]) {
     StartLine.write(StartLine.line("push", host: configuration.host, port: port,
                                    fields: ["profiles=\(configuration.profiles)", "db=\(StoreLocation(configuration.databasePath).display)"],
                                    tlsCertificate: configuration.tlsCertificatePath, acme: configuration.acme, adminPort: push.adminPort))
-    serveUntilSignalled(push, adminHost: configuration.adminHost, group: group, settings: PushConfiguration.settingsTable, arguments: arguments)
+    serveUntilSignalled(push, adminHost: configuration.adminHost, group: group, settings: PushConfiguration.settingsTable, arguments: arguments,
+                        inPlace: configuration.inPlace) { values throws(SettingError) in try PushConfiguration.build(values).0.inPlace }
 }

@@ -33,5 +33,6 @@ func runSignalCommand(_ arguments: [String]) {
     StartLine.write(StartLine.line("signal", host: configuration.host, port: port,
                                    fields: ["\(scheme)://\(StartLine.address(configuration.host, port))/signal", "turn=\(configuration.turnMode.rawValue)"],
                                    tlsCertificate: configuration.tlsCertificatePath, acme: configuration.acme, adminPort: server.adminPort))
-    serveUntilSignalled(server, adminHost: configuration.adminHost, group: group, settings: SignalConfiguration.settingsTable, arguments: arguments)
+    serveUntilSignalled(server, adminHost: configuration.adminHost, group: group, settings: SignalConfiguration.settingsTable, arguments: arguments,
+                        inPlace: configuration.inPlace) { values throws(SettingError) in try SignalConfiguration.build(values).0.inPlace }
 }

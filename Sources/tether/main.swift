@@ -92,21 +92,20 @@ func serviceEnvironment(_ arguments: inout [String], command: String) -> [String
 }
 
 /// What `tether relay`, `tether push` and `tether signal` do alike once their server runs: the
-/// admin listener is named, SIGHUP reloads the certificate (and says which settings changed in
-/// the config file since the start, which need a restart), SIGUSR2 flips verbose logging,
+/// admin listener is named, SIGHUP reloads the certificate and applies the in-place settings
+/// (`SettingsReload`: the others changed are named as waiting for a restart), SIGUSR2 flips verbose logging,
 /// SIGTERM/SIGINT/SIGQUIT drain and exit 0.
 func serveUntilSignalled(_ service: some ChassisService, adminHost: String, group: EventLoopGroup,
-                         settings table: SettingsTable, arguments: [String]) -> Never {
+                         settings table: SettingsTable, arguments: [String], inPlace: InPlaceSettings,
+                         reread: @escaping SettingsReload.Reread) -> Never {
     let name = service.runtime.name
     if let admin = service.adminPort {
         service.note("\(name): admin listener on \(adminHost):\(admin) (/metrics, /healthz, /readyz)")
     }
-    let started = try? table.load(arguments: arguments)
+    let reload = SettingsReload(table: table, arguments: arguments, started: try? table.load(arguments: arguments),
+                                running: inPlace, reread: reread)
     let signals = SignalWatcher(handlers: .init(
-        reload: {
-            service.reloadCertificates()
-            for line in settingsChanged(table, arguments: arguments, since: started) { service.note("\(name): \(line)") }
-        },
+        reload: { reload.reload(service.runtime) },
         toggleVerbose: {
             service.verbose.toggle()
             service.note("\(name): verbose logging \(service.verbose ? "on" : "off") (SIGUSR2)")
@@ -116,19 +115,6 @@ func serveUntilSignalled(_ service: some ChassisService, adminHost: String, grou
     service.shutdown()
     group.shutdown()
     exit(0)
-}
-
-/// On SIGHUP: the settings read now against those the service started with. Only certificates
-/// reload in place, so each changed setting is named as waiting for a restart, and a file that
-/// no longer reads is reported while the running settings stay.
-@Sendable func settingsChanged(_ table: SettingsTable, arguments: [String], since started: SettingValues?) -> [String] {
-    let now: SettingValues
-    do { now = try table.load(arguments: arguments) } catch {
-        return ["warning: SIGHUP: \(error); the settings in use stay as they started"]
-    }
-    guard let started else { return [] }
-    let changed = table.knownNames.filter { started.texts[$0] != now.texts[$0] }.sorted()
-    return changed.map { "warning: SIGHUP: \($0) changed; only certificates reload in place, so it takes effect at the next restart" }
 }
 
 /// A port the kernel calls free on `host`, learned by binding a socket to port 0 and closing it,
@@ -185,13 +171,12 @@ func answerCheckFlag(_ name: String, _ arguments: [String], table: SettingsTable
     guard arguments.contains(SettingsTable.checkFlag) else { return }
     let values: SettingValues
     do { values = try table.load(arguments: arguments.filter { $0 != SettingsTable.checkFlag }) } catch { fail("\(name): \(error)") }
-    let (lines, problems) = table.checkReport(values, build: build)
+    let (lines, problems, advice) = table.checkReport(values, build: build)
     print(lines.joined(separator: "\n"))
-    guard problems.isEmpty else {
-        for problem in problems { FileHandle.standardError.write(Data("\(name): \(problem)\n".utf8)) }
-        exit(2)
-    }
-    print("\(name): settings ok")
+    fflush(nil)  // every stream: the settings before the warnings, in one merged log
+    for line in problems + advice { FileHandle.standardError.write(Data("\(name): \(line)\n".utf8)) }
+    guard problems.isEmpty else { exit(2) }
+    print(advice.isEmpty ? "\(name): settings ok" : "\(name): settings ok (\(advice.count) warning\(advice.count == 1 ? "" : "s") above)")
     exit(0)
 }
 
@@ -258,7 +243,8 @@ case "relay":
                                    fields: ["db=\(StoreLocation(configuration.databasePath).display)", "attest=\(attest)"],
                                    tlsCertificate: configuration.tlsCertificatePath, acme: configuration.acme, adminPort: relay.adminPort))
     // SIGUSR2 flips RELAY_LOG (the reference's signal: Node reserves SIGUSR1 for its inspector).
-    serveUntilSignalled(relay, adminHost: configuration.adminHost, group: group, settings: RelayConfiguration.settingsTable, arguments: arguments)
+    serveUntilSignalled(relay, adminHost: configuration.adminHost, group: group, settings: RelayConfiguration.settingsTable, arguments: arguments,
+                        inPlace: configuration.inPlace) { values throws(SettingError) in try RelayConfiguration.build(values).0.inPlace }
 default:
     FileHandle.standardError.write(Data(usage.utf8))
     fail("unknown command \(command)")

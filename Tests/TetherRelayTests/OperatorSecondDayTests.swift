@@ -73,12 +73,61 @@ final class OperatorSecondDayTests: XCTestCase {
         try "RELAY_MAX_ROOMS=200\n".write(to: file, atomically: true, encoding: .utf8)
         kill(process.process.processIdentifier, SIGHUP)
         XCTAssertTrue(eventually("the SIGHUP warning", within: 5) {
-            process.capturedOutput.contains("relay: warning: SIGHUP: RELAY_MAX_ROOMS changed; only certificates reload in place, so it takes effect at the next restart")
+            process.capturedOutput.contains("relay: warning: SIGHUP: RELAY_MAX_ROOMS changed; it takes effect at the next restart (in place: the log level, verbose logging, the certificate files)")
         }, process.capturedOutput)
         try "RELAY_MAX_ROOM=200\n".write(to: file, atomically: true, encoding: .utf8)
         kill(process.process.processIdentifier, SIGHUP)
         XCTAssertTrue(eventually("the SIGHUP problem", within: 5) {
             process.capturedOutput.contains("relay: warning: SIGHUP: RELAY_MAX_ROOM: not a setting of tether relay")
         }, process.capturedOutput)
+    }
+
+    func testSIGHUPAppliesTheLogLevelAndNewCertificatePathsInPlace() throws {
+        func certificate(_ name: String) throws -> (cert: String, key: String) {
+            let cert = directory.appendingPathComponent("\(name).crt").path, key = directory.appendingPathComponent("\(name).key").path
+            let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                          "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=\(name)",
+                                                          "-addext", "subjectAltName=IP:127.0.0.1"])
+            XCTAssertEqual(made.status, 0, made.stderr)
+            return (cert, key)
+        }
+        let first = try certificate("first"), second = try certificate("second")
+        let file = directory.appendingPathComponent("relay.env")
+        func write(_ pair: (cert: String, key: String), level: String) throws {
+            try "RELAY_TLS_CERT=\(pair.cert)\nRELAY_TLS_KEY=\(pair.key)\nRELAY_LOG_LEVEL=\(level)\n".write(to: file, atomically: true, encoding: .utf8)
+        }
+        try write(first, level: "info")
+        let port = RelayProcess.freePort()
+        let process = try ServiceProcess(TetherBinary.url, ["relay", "--local", "--config", file.path, "--relay-db", ":memory:", "--relay-port", String(port)],
+                                         expecting: "relay: listening on", capturing: true)
+        defer { process.stop() }
+        func servedName() throws -> String {
+            let shown = try runProcess("/usr/bin/curl", ["-skv", "--max-time", "10", "https://127.0.0.1:\(port)/healthz"])
+            return shown.stderr.split(separator: "\n").first { $0.contains("subject: CN=") }.map { String($0.split(separator: "=").last ?? "") } ?? ""
+        }
+        XCTAssertEqual(try servedName(), "first")
+        _ = try runProcess("/usr/bin/curl", ["-s", "--max-time", "5", "http://127.0.0.1:\(port)/healthz"])
+
+        try write(second, level: "debug")
+        kill(process.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(eventually("the reload", within: 5) { process.capturedOutput.contains("relay: TLS certificate reloaded (SIGHUP)") }, process.capturedOutput)
+        XCTAssertFalse(process.capturedOutput.contains("relay: TLS handshake failed"), "not at info: \(process.capturedOutput)")
+        XCTAssertTrue(process.capturedOutput.contains("relay: SIGHUP: RELAY_LOG_LEVEL is now debug"), process.capturedOutput)
+        XCTAssertTrue(process.capturedOutput.contains("relay: SIGHUP: verbose logging on (RELAY_LOG)"), process.capturedOutput)
+        XCTAssertFalse(process.capturedOutput.contains("changed; it takes effect at the next restart"), "all of it applied: \(process.capturedOutput)")
+        XCTAssertEqual(try servedName(), "second", "the new paths serve without a restart")
+        _ = try runProcess("/usr/bin/curl", ["-s", "--max-time", "5", "http://127.0.0.1:\(port)/healthz"])
+        XCTAssertTrue(eventually("a debug line now", within: 5) { process.capturedOutput.contains("relay: TLS handshake failed") },
+                      "debug lines follow the new level: \(process.capturedOutput)")
+
+        let damaged = directory.appendingPathComponent("damaged.crt")
+        try Data("not a certificate".utf8).write(to: damaged)
+        try write((damaged.path, second.key), level: "debug")
+        kill(process.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(eventually("the failed load", within: 5) { process.capturedOutput.contains("relay: TLS certificate not reloaded, the current one stays: ") }, process.capturedOutput)
+        XCTAssertTrue(eventually("the path named as waiting", within: 5) {
+            process.capturedOutput.contains("relay: warning: SIGHUP: RELAY_TLS_CERT changed; it takes effect at the next restart")
+        }, process.capturedOutput)
+        XCTAssertEqual(try servedName(), "second", "a pair that does not load leaves the one serving")
     }
 }

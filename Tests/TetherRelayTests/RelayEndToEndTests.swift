@@ -211,6 +211,15 @@ extension RelayEndToEndTests {
         XCTAssertEqual(result["closes"] as? [[AnyHashable]], [[1000, "room deleted"], [1000, "room deleted"]])
         XCTAssertEqual(pair("delete_again").1?["error"] as? String, "not established")
         XCTAssertEqual(result["unknown_path"] as? [AnyHashable], [501, "not implemented"])
+        // Each end counted once under the reason the relay sent (Tether's relay_sockets_closed_total).
+        func closes(_ reason: String) -> String? {
+            let metrics = (try? runProcess("/usr/bin/curl", ["-s", "http://127.0.0.1:\(port)/metrics"]).stdout) ?? ""
+            return metrics.split(separator: "\n").first { $0.hasPrefix("relay_sockets_closed_total{reason=\"\(reason)\"} ") }
+                .map { String($0.split(separator: " ")[1]) }
+        }
+        XCTAssertTrue(eventually("both deleted-room closes counted") { closes("room_deleted") == "2" }, String(describing: closes("room_deleted")))
+        XCTAssertEqual(closes("signature_required"), "1")
+        XCTAssertEqual(closes("other"), "0")
     }
 }
 

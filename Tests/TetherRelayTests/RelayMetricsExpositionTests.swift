@@ -24,6 +24,10 @@ final class RelayMetricsExpositionTests: XCTestCase {
         metrics.closed(code: 1008, reason: "daily quota exceeded")
         metrics.closed(code: 1008, reason: "mac offline")
         metrics.pushFailed()
+        for end: RelayMetrics.SocketEnd in [.relay(reason: "reshard relay-2.example.com"), .relay(reason: "reshard"), .relay(reason: "peer gone"),
+                                            .relay(reason: "not one of ours"), .client, .keepaliveTimeout, .connectionLost, .protocolError] {
+            metrics.socketEnded(end)
+        }
         for ms: UInt64 in [0, 250, 1_000, 1_001, 59_999, 86_400_000] { metrics.socketLifetime(.milliseconds(ms)) }
         var occupancy = RelayMetrics.Occupancy()
         (occupancy.rooms, occupancy.both, occupancy.macOnly, occupancy.phoneOnly, occupancy.neither) = (7, 2, 3, 0, 2)
@@ -97,6 +101,35 @@ extension RelayMetricsExpositionTests {
     # TYPE relay_room_gate_refused_total counter
     relay_room_gate_refused_total{cause="bad_room"} 0
     relay_room_gate_refused_total{cause="origin"} 0
+    # HELP relay_sockets_closed_total Accepted WebSockets closed, by reason: the relay's own close reason (peer_gone, displaced, write_stalled, mac_offline, reshard, ...), or client_closed, connection_lost, keepalive_timeout, protocol_error.
+    # TYPE relay_sockets_closed_total counter
+    relay_sockets_closed_total{reason="admission_timeout"} 0
+    relay_sockets_closed_total{reason="bad_hello"} 0
+    relay_sockets_closed_total{reason="bad_proof"} 0
+    relay_sockets_closed_total{reason="bad_signature"} 0
+    relay_sockets_closed_total{reason="bad_ticket"} 0
+    relay_sockets_closed_total{reason="client_closed"} 0
+    relay_sockets_closed_total{reason="connection_lost"} 0
+    relay_sockets_closed_total{reason="daily_quota_exceeded"} 0
+    relay_sockets_closed_total{reason="displaced"} 0
+    relay_sockets_closed_total{reason="frame_rate_exceeded"} 0
+    relay_sockets_closed_total{reason="frame_too_large"} 0
+    relay_sockets_closed_total{reason="internal_error"} 0
+    relay_sockets_closed_total{reason="keepalive_timeout"} 0
+    relay_sockets_closed_total{reason="mac_offline"} 0
+    relay_sockets_closed_total{reason="other"} 0
+    relay_sockets_closed_total{reason="pairing_cycle_cap"} 0
+    relay_sockets_closed_total{reason="peer_gone"} 0
+    relay_sockets_closed_total{reason="protocol_error"} 0
+    relay_sockets_closed_total{reason="rate_limited"} 0
+    relay_sockets_closed_total{reason="reshard"} 0
+    relay_sockets_closed_total{reason="room_deleted"} 0
+    relay_sockets_closed_total{reason="server_shutting_down"} 0
+    relay_sockets_closed_total{reason="signature_required"} 0
+    relay_sockets_closed_total{reason="slot_occupied"} 0
+    relay_sockets_closed_total{reason="ticket_required"} 0
+    relay_sockets_closed_total{reason="too_many_pending"} 0
+    relay_sockets_closed_total{reason="write_stalled"} 0
 
     """#
 
@@ -177,6 +210,35 @@ extension RelayMetricsExpositionTests {
     # TYPE relay_room_gate_refused_total counter
     relay_room_gate_refused_total{cause="bad_room"} 1
     relay_room_gate_refused_total{cause="origin"} 1
+    # HELP relay_sockets_closed_total Accepted WebSockets closed, by reason: the relay's own close reason (peer_gone, displaced, write_stalled, mac_offline, reshard, ...), or client_closed, connection_lost, keepalive_timeout, protocol_error.
+    # TYPE relay_sockets_closed_total counter
+    relay_sockets_closed_total{reason="admission_timeout"} 0
+    relay_sockets_closed_total{reason="bad_hello"} 0
+    relay_sockets_closed_total{reason="bad_proof"} 0
+    relay_sockets_closed_total{reason="bad_signature"} 0
+    relay_sockets_closed_total{reason="bad_ticket"} 0
+    relay_sockets_closed_total{reason="client_closed"} 1
+    relay_sockets_closed_total{reason="connection_lost"} 1
+    relay_sockets_closed_total{reason="daily_quota_exceeded"} 0
+    relay_sockets_closed_total{reason="displaced"} 0
+    relay_sockets_closed_total{reason="frame_rate_exceeded"} 0
+    relay_sockets_closed_total{reason="frame_too_large"} 0
+    relay_sockets_closed_total{reason="internal_error"} 0
+    relay_sockets_closed_total{reason="keepalive_timeout"} 1
+    relay_sockets_closed_total{reason="mac_offline"} 0
+    relay_sockets_closed_total{reason="other"} 1
+    relay_sockets_closed_total{reason="pairing_cycle_cap"} 0
+    relay_sockets_closed_total{reason="peer_gone"} 1
+    relay_sockets_closed_total{reason="protocol_error"} 1
+    relay_sockets_closed_total{reason="rate_limited"} 0
+    relay_sockets_closed_total{reason="reshard"} 2
+    relay_sockets_closed_total{reason="room_deleted"} 0
+    relay_sockets_closed_total{reason="server_shutting_down"} 0
+    relay_sockets_closed_total{reason="signature_required"} 0
+    relay_sockets_closed_total{reason="slot_occupied"} 0
+    relay_sockets_closed_total{reason="ticket_required"} 0
+    relay_sockets_closed_total{reason="too_many_pending"} 0
+    relay_sockets_closed_total{reason="write_stalled"} 0
 
     """#
 

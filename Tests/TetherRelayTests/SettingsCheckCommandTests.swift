@@ -58,6 +58,15 @@ final class SettingsCheckCommandTests: XCTestCase {
         }
     }
 
+    func testAdviceAboutAValidDeploymentIsPrintedButPassesTheCheck() throws {
+        // The packaged env-files run behind a local proxy on loopback: the check must pass them.
+        let (status, output) = try TetherBinary.run(["relay", "--check", "--relay-db", ":memory:"],
+                                                    environment: ["RELAY_ORIGIN": "https://relay.example.com", "ATTEST_REQUIRED": "false"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.contains("relay: warning: bound to loopback without RELAY_TRUST_PROXY"), output)
+        XCTAssertTrue(output.hasSuffix("relay: settings ok (1 warning above)\n"), output)
+    }
+
     func testTheCheckListsEverySettingInEffectWithWhereItCameFromAndHidesSecrets() throws {
         let file = try configFile("RELAY_KEEPALIVE_MS=20000\nRELAY_METRICS_PUSH_TOKEN=s3cret-token\nRELAY_METRICS_PUSH_URL=https://user:hunter2@metrics.example/push\n")
         let (status, output) = try TetherBinary.run(["relay", "--check", "--config", file, "--local", "--relay-db", ":memory:"],

@@ -71,7 +71,7 @@ final class SettingsTypoTests: XCTestCase {
             "RELAY_METRICS_PUSH_TOKEN": "s3cret-token", "RELAY_DB": "postgres://relay:hunter2@db.internal/relay",
             "RELAY_TRUST_PROXY": "yes", "RELAY_TRUST_PROXIE": "true",
         ]) { _ in nil }
-        let (lines, problems) = Self.table.checkReport(values) { _ throws(SettingError) in [] }
+        let (lines, problems, advice) = Self.table.checkReport(values) { _ throws(SettingError) in [] }
         let text = lines.joined(separator: "\n")
         XCTAssertFalse(text.contains("s3cret-token") || text.contains("hunter2"), text)
         XCTAssertTrue(lines.contains("RELAY_METRICS_PUSH_TOKEN  (set)  [env]"), text)
@@ -81,6 +81,7 @@ final class SettingsTypoTests: XCTestCase {
             "warning: RELAY_TRUST_PROXIE is not a setting of tether relay; ignored (did you mean RELAY_TRUST_PROXY?)",
             "RELAY_TRUST_PROXY: must be true or false (other spellings are not read as on): yes",
         ])
+        XCTAssertEqual(advice, [], "advice is given only for settings that hold")
     }
 
     func testNearMissesAreOnlySuggestedWhenTheyAreNear() {

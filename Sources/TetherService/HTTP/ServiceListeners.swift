@@ -67,10 +67,17 @@ public struct ServiceListeners: Sendable {
     /// ones keep theirs, and a pair that does not load (or match) leaves the current one serving.
     /// Returns the zero-PII lines for the log, prefixed `<service>: `, each at its level: the
     /// reload (info) or its failure (error), then any expiry warning on a line of its own.
-    public func reloadCertificates(service: String) -> [(text: String, level: LogLevel)] {
+    /// With `certificateChainPath` and `privateKeyPath` (SIGHUP found them changed in the
+    /// settings), the pair is read from there instead, and served from there on.
+    public func reloadCertificates(service: String, certificateChainPath: String? = nil,
+                                   privateKeyPath: String? = nil) -> [(text: String, level: LogLevel)] {
         guard let tls else { return [("\(service): SIGHUP: no TLS certificate to reload", .info)] }
         do {
-            try tls.reload()
+            if let certificateChainPath, let privateKeyPath {
+                try tls.load(certificateChainPath: certificateChainPath, privateKeyPath: privateKeyPath)
+            } else {
+                try tls.reload()
+            }
             ServedCertificate.record(certificateChainPath: tls.certificateChainPath)
             return [("\(service): TLS certificate reloaded (SIGHUP)", .info)]
                 + (Self.expiryWarning(certificatePath: tls.certificateChainPath, service: service).map { [($0, .warning)] } ?? [])

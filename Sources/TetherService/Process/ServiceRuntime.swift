@@ -19,8 +19,9 @@ public final class ServiceRuntime: Sendable {
     }
 
     private let output: Output
-    /// Lines below it are dropped; debug lines follow `verbose` instead.
-    private let threshold: LogLevel
+    /// Lines below it are dropped; debug lines follow `verbose` instead. An index into
+    /// `LogLevel.allCases`, so SIGHUP can change it while loops log.
+    private let thresholdIndex: Atomic<UInt8>
     private let verboseFlag: Atomic<Bool>
     private let drainingFlag = Atomic<Bool>(false)
     private let started = Locked<ServiceListeners?>(nil)
@@ -31,7 +32,7 @@ public final class ServiceRuntime: Sendable {
     public init(name: String, format: LogFormat, verbose: Bool, level: LogLevel = .info, log: (@Sendable (String) -> Void)? = nil) {
         self.name = name
         output = log.map(Output.collector) ?? .sink(LogSink(name: name, format: format))
-        threshold = level
+        thresholdIndex = Atomic(Self.index(of: level))
         verboseFlag = Atomic(verbose || level == .debug)
         readiness.register("accepting") { [weak self] in self.map { !$0.isDraining } ?? false }
         TLSServerContext.observeHandshakeFailures { [weak self] reason in self?.diagnostic("\(name): TLS handshake failed: \(reason)") }
@@ -68,6 +69,15 @@ public final class ServiceRuntime: Sendable {
         return lines.map(\.text)
     }
 
+    /// SIGHUP with new certificate paths in the settings: the pair is read from there, and
+    /// `loaded` says whether it now serves (a failure leaves the old pair, logged at error).
+    func reloadCertificates(certificateChainPath: String, privateKeyPath: String) -> (lines: [String], loaded: Bool) {
+        guard let listeners else { return (reloadCertificates(), false) }
+        let lines = listeners.reloadCertificates(service: name, certificateChainPath: certificateChainPath, privateKeyPath: privateKeyPath)
+        for (text, level) in lines { line(text, level: level) }
+        return (lines.map(\.text), !lines.contains { $0.level == .error })
+    }
+
     /// The first step of every graceful stop: `/readyz` answers not ready from now on, so a load
     /// balancer sends new clients elsewhere while the service closes what it holds.
     public func beginDraining() { drainingFlag.store(true, ordering: .relaxed) }
@@ -88,7 +98,7 @@ public final class ServiceRuntime: Sendable {
     /// A line for the log at `level` (the level shows in the timestamp and json formats); the
     /// caller keeps it zero-PII: tags, never names, IPs, keys or content.
     public func line(_ text: String, level: LogLevel = .info) {
-        guard level == .debug || level >= threshold else { return }
+        guard level == .debug || Self.index(of: level) >= thresholdIndex.load(ordering: .relaxed) else { return }
         switch output {
         case let .sink(sink): sink.log(text, level: level)
         case let .collector(collect): collect(text)
@@ -105,6 +115,14 @@ public final class ServiceRuntime: Sendable {
         get { verboseFlag.load(ordering: .relaxed) }
         set { verboseFlag.store(newValue, ordering: .relaxed) }
     }
+
+    /// `*_LOG_LEVEL`, changed in place by SIGHUP (`SettingsReload`).
+    public var logLevel: LogLevel {
+        get { LogLevel.allCases[Int(thresholdIndex.load(ordering: .relaxed))] }
+        set { thresholdIndex.store(Self.index(of: newValue), ordering: .relaxed) }
+    }
+
+    private static func index(of level: LogLevel) -> UInt8 { UInt8(LogLevel.allCases.firstIndex(of: level)!) }
 
     /// Lines dropped because the sink's queue was full (for a counter metric).
     public var droppedLogLines: Int {

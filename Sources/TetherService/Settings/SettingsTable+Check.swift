@@ -4,7 +4,7 @@ extension SettingsTable {
     /// would stop at or warn about. The service's cross-setting checks come in as `build`, which
     /// throws what start-up would and returns its notes.
     public func checkReport(_ values: SettingValues,
-                            build: (SettingValues) throws(SettingError) -> [String]) -> (lines: [String], problems: [String]) {
+                            build: (SettingValues) throws(SettingError) -> [String]) -> (lines: [String], problems: [String], advice: [String]) {
         let width = entries.map(\.name.count).max() ?? 0
         var lines: [String] = []
         for entry in entries {
@@ -18,16 +18,20 @@ extension SettingsTable {
             let padding = String(repeating: " ", count: width - entry.name.count)
             lines.append("\(entry.name)\(padding)  \(shown)  [\(origin)]")
         }
+        // A look-alike variable is a typo (a problem); the service's own start-up warnings are
+        // advice about a valid deployment (loopback without a trusted proxy), so the check says
+        // them and still passes: the packaged settings files must pass it.
         var problems = values.warnings
         problems += self.problems(in: values).map(\.description)
+        var advice: [String] = []
         if problems.isEmpty {
             do throws(SettingError) {
-                problems += try build(values).filter { $0.hasPrefix("warning") }
+                advice = try build(values).filter { $0.hasPrefix("warning") }
             } catch {
                 problems.append(error.description)
             }
         }
-        return (lines, problems)
+        return (lines, problems, advice)
     }
 
     /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`; anything else as it is.

@@ -18,7 +18,7 @@ public struct SettingsTable: Sendable {
     public static let configFlag = "--config"
     /// The flag that checks the settings instead of starting (the command answers it).
     public static let checkFlag = "--check"
-    static let checkHelp = "print every setting in effect and where it came from (default, file, env, flag), secrets hidden, then exit: 0 if nothing is wrong, 2 otherwise"
+    static let checkHelp = "print every setting in effect and where it came from (default, file, env, flag), secrets hidden, then exit: 0 if nothing is wrong (advice such as a loopback bind without a trusted proxy is printed as a warning), 2 on a typo or a bad value"
 
     /// Names and flags must be unique across the table (checked: a duplicate is a programming
     /// error, caught at the first start-up).
