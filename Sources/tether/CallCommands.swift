@@ -12,11 +12,14 @@ import TetherWire
 ///
 /// Every event is one line on standard output, in both modes, so scripts and people read the
 /// same thing: `calling <ID>`, `incoming <ID>`, `answered`, `secured <safety number>`,
-/// `message <text>`, `receipt`, `rotated <epoch>`, `ended <reason>`. Standard input carries the
-/// consent (`yes`/`no`, for `answer`) and then the chat: one line, one text. EOF or Ctrl-C hangs
-/// up. A call that ends after it was secured exits 0; one that never got there (declined, busy,
-/// offline, a timeout, a failure) exits 1 with one `tether: <reason>` line, except that `answer`
-/// reports it and goes on waiting for the next call.
+/// `message <text>`, `receipt`, `rotated <epoch>`, `unsent <text>`, `unconfirmed <text>`,
+/// `ended <reason>`. Standard input carries the consent (`yes`/`no`, for `answer`) and then the
+/// chat: one line, one text, read only as fast as the call takes texts (`CallAgent.queue`).
+/// EOF, `/quit` or Ctrl-C hang up after delivery (`CallAgent.hangUp`); `/quit!` or a second
+/// Ctrl-C at once. A call that ends after it was secured with every text delivered exits 0;
+/// one that never got there (declined, busy, offline, a timeout, a failure) or lost a text
+/// exits 1 with one `tether: <reason>` line, except that `answer` reports a call never secured
+/// and goes on waiting for the next call.
 func runCallCommand(_ arguments: [String]) async {
     let help = """
     usage: tether call <contact link or ID> --signal URL [--state DIR] [--relay-only] [--ice-address IP] [--ca FILE]
@@ -24,11 +27,15 @@ func runCallCommand(_ arguments: [String]) async {
     Rings the contact through the signaling server at URL (wss://host/signal; ws:// for loopback
     hosts) with this device's identity (`tether id`), over a WebRTC data channel. Once the
     secure channel is up both sides show the safety number (compare it out of band), and each
-    line typed is sent as one end-to-end encrypted text. --relay-only uses TURN-relayed
-    candidates only (hides this device's address from the peer). --ice-address gathers candidates
-    on that one local address instead of every interface. Events are printed one per line:
-    calling, answered, secured <safety number>, message <text>, receipt, ended <reason>.
-    EOF or Ctrl-C hangs up. Exit 0 after a secured call, 1 when it never got there.
+    line typed is sent as one end-to-end encrypted text (lines typed earlier wait for it; input
+    is read as fast as the channel sends, so a pasted burst goes out in order at the paced rate).
+    --relay-only uses TURN-relayed candidates only (hides this device's address from the peer).
+    --ice-address gathers candidates on that one local address instead of every interface.
+    Events are printed one per line: calling, answered, secured <safety number>, message <text>,
+    receipt, rotated <epoch>, unsent <text>, unconfirmed <text>, ended <reason>.
+    EOF, /quit or Ctrl-C hangs up once every text sent has its receipt (at most 5 s; what is
+    still undelivered then is printed as unsent or unconfirmed); /quit! or a second Ctrl-C hangs
+    up at once. Exit 0 after a secured call whose texts were all delivered, 1 otherwise.
 
     """
     await runCall(arguments, help: help, command: "call")
@@ -41,10 +48,11 @@ func runAnswerCommand(_ arguments: [String]) async {
     Waits at the signaling server at URL for a call to this device's identity (`tether id`),
     prints `incoming <caller ID>` and reads the consent from standard input (`yes` accepts; `no`
     or anything else declines). Then as `tether call`: the safety number, the chat (one line, one
-    text), EOF or Ctrl-C to hang up. A call that ends before it is secured (declined, given up,
-    or refused: a malformed description, a certificate that does not match it) prints its
-    `ended <reason>` line and the command waits for the next call. Exit 0 after a secured call,
-    1 when it never got there (EOF, Ctrl-C or the server ending it first).
+    text), EOF, /quit or Ctrl-C to hang up after delivery, /quit! or a second Ctrl-C at once. A
+    call that ends before it is secured (declined, given up, or refused: a malformed description,
+    a certificate that does not match it) prints its `ended <reason>` line and the command waits
+    for the next call. Exit 0 after a secured call whose texts were all delivered, 1 otherwise
+    (EOF, Ctrl-C or the server ending it first).
 
     """
     await runCall(arguments, help: help, command: "answer")
@@ -95,7 +103,7 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     for number in [SIGINT, SIGTERM] {
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler { session.hangUp(reason: "interrupted") }
+        source.setEventHandler { session.interrupted() }
         source.resume()
         signalSources.append(source)
     }
@@ -104,7 +112,7 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     let lines = LineQueue()
     lines.startReadingStandardInput()
     Task {
-        while let line = await lines.next() { session.typed(line) }
+        while let line = await lines.next() { await session.typed(line) }
         session.hangUp(reason: "end of input")
     }
     let status = await session.finished()
@@ -132,6 +140,15 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
     private var completed = false
     private var status: Int32 = 1
     private var waiter: CheckedContinuation<Int32, Never>?
+    /// Texts of the current call not yet receipted, by id, to name one that is lost; at most
+    /// the machine's queue plus the channel's receipt window, since input waits for room.
+    private var inFlight: [MessageID: String] = [:]
+    private var undelivered = 0
+    private var interrupts = 0
+    /// The user hung up: the next `ended` finishes the command, even `answer`'s.
+    private var leaving = false
+    /// The caller's line reader waits here until `call` is dialed (online).
+    private var dialWaiters: [CheckedContinuation<Void, Never>] = []
     /// The current call's transport, asked what failed when the call ends with the media failed.
     private var media: (call: CallUUID, transport: RTCMediaTransport)?
 
@@ -198,8 +215,13 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
         case .online:
             if let peer, lock.withLock({ call == nil }) {
                 let id = agent?.dial(peer)
-                lock.withLock { call = id }
+                let waiting = lock.withLock {
+                    call = id
+                    defer { dialWaiters = [] }
+                    return dialWaiters
+                }
                 console.output("calling \(peer.canonical)")
+                for waiter in waiting { waiter.resume() }
             } else if peer == nil {
                 console.say("\(command): waiting for a call")
             }
@@ -232,55 +254,112 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
             if console.interactive { console.say("Compare the safety number with your contact; each line you type is sent encrypted.") }
         case let .message(_, .text(_, text, _)):
             console.output("message " + Console.printable(Array(text.utf8)))
-        case .message(_, .receipt):
+        case let .message(_, .receipt(id)):
+            _ = lock.withLock { inFlight.removeValue(forKey: id) }
             console.output("receipt")
-        case let .sendRefused(_, _, error):
+        case let .sendRefused(_, id, error):
+            _ = lock.withLock { inFlight.removeValue(forKey: id) }
             console.note("\(command): not sent: \(error)")
+        case let .undelivered(_, id, loss):
+            let text = lock.withLock {
+                undelivered += 1
+                return inFlight.removeValue(forKey: id)
+            }
+            console.output((loss == .notSent ? "unsent " : "unconfirmed ") + Console.printable(Array((text ?? "").utf8)))
         case let .rotated(_, epoch):
             console.output("rotated \(epoch)")
         case let .ended(id, reason):
             let text = explanation(reason, call: id)
             console.output("ended \(text)")
-            let (wasSecured, over) = lock.withLock { (secured, done) }
+            let (wasSecured, over) = lock.withLock { (secured, done || leaving) }
             // Anyone can ring: a call that never got secured must not end `answer`, or one
             // malformed offer would stop the device from taking the call it waits for.
             if command == "answer", !wasSecured, !over {
                 lock.withLock {
                     call = nil
                     awaitingConsent = false
+                    inFlight = [:]
+                    undelivered = 0
                 }
                 console.note("tether: answer: the call ended: \(text)")
                 console.say("answer: waiting for a call")
                 return
             }
-            finish(wasSecured ? 0 : 1, reason: "the call ended: \(text)")
+            let lost = lock.withLock { undelivered }
+            if wasSecured, lost > 0 {
+                finish(1, reason: "\(lost) text\(lost == 1 ? " was" : "s were") not delivered (printed as unsent or unconfirmed)")
+            } else {
+                finish(wasSecured ? 0 : 1, reason: "the call ended: \(text)")
+            }
         }
     }
 
-    func typed(_ line: String) {
-        let (id, consent, isSecured) = lock.withLock { () -> (CallUUID?, Bool, Bool) in
+    /// One line of input: the consent while an invitation waits, a command, or a text. A text
+    /// waits for room in the call's queue (so the next line is read only then); the caller's
+    /// first lines wait for the call to be dialed.
+    func typed(_ line: String) async {
+        if command == "call" { await dialed() }
+        let (id, consent) = lock.withLock { () -> (CallUUID?, Bool) in
             let consent = awaitingConsent
             awaitingConsent = false
-            return (call, consent, secured)
+            return (call, consent)
         }
-        guard let id, let agent else { return }
+        guard let agent else { return }
+        guard let id else { return console.note("\(command): not sent: no call yet") }
         if consent {
             let yes = ["yes", "y", "accept"].contains(line.trimmingCharacters(in: .whitespaces).lowercased())
             if yes { agent.accept(id) } else { agent.decline(id) }
             return
         }
-        guard isSecured, !line.isEmpty else { return }
-        if line == "/rotate" { return agent.rotate(id) }
-        agent.send(line, on: id)
+        switch line {
+        case "": return
+        case "/rotate": return agent.rotate(id)
+        case "/quit": return hangUp(reason: "quit")
+        case "/quit!": return hangUp(reason: "quit", immediately: true)
+        default: break
+        }
+        do throws(CallSendError) {
+            let sent = try await agent.queue(line, on: id)
+            lock.withLock { inFlight[sent] = line }
+        } catch {
+            lock.withLock { undelivered += 1 }
+            console.note("\(command): not sent: \(error)")
+        }
     }
 
-    func hangUp(reason: String) {
-        let (id, isSecured) = lock.withLock { (call, secured) }
-        if let id { agent?.hangUp(id) }
-        // The ended notice finishes a live call; without one there is nothing to wait for.
-        if id == nil || !isSecured { finish(isSecured ? 0 : 1, reason: reason) }
-        else {
-            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { [self] in finish(0, reason: nil) }
+    private func dialed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = lock.withLock {
+                if call != nil || done { return true }
+                dialWaiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
         }
+    }
+
+    /// Ctrl-C (or SIGTERM): the first hangs up after delivery, the next at once.
+    func interrupted() {
+        let count = lock.withLock {
+            interrupts += 1
+            return interrupts
+        }
+        hangUp(reason: "interrupted", immediately: count > 1)
+    }
+
+    /// The user is done (EOF, /quit, a signal): the call hangs up, after delivery unless
+    /// `immediately`, and its `ended` notice finishes the command; the timer only guards
+    /// against a notice that never comes (the longest a call can take: its setup deadlines
+    /// when texts typed before `secured` still wait for it, or the grace).
+    func hangUp(reason: String, immediately: Bool = false) {
+        let (id, isSecured) = lock.withLock {
+            leaving = true
+            return (call, secured)
+        }
+        guard let id else { return finish(1, reason: reason) }
+        if immediately { agent?.hangUpNow(id) } else { agent?.hangUp(id) }
+        let setup = CallSetupLimits.ringingTimeout + CallSetupLimits.connectingTimeout + CallChannelLimits.confirmationTimeout
+        let limit: Duration = immediately ? .seconds(2) : (isSecured ? .zero : setup) + CallSetupLimits.hangUpGrace + .seconds(3)
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(limit.components.seconds)) { [self] in finish(isSecured ? 0 : 1, reason: reason) }
     }
 }

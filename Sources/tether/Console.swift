@@ -50,8 +50,14 @@ final class Console: Sendable {
 }
 
 /// Lines from standard input, read on a thread of their own, for whichever part of the command
-/// asks next (the Mac's code entry, then the chat). Waiting is cancellation-aware.
+/// asks next (the Mac's code entry, then the chat). Waiting is cancellation-aware. At most
+/// `capacity` lines wait here: past that the reading thread stops reading, so a pasted burst
+/// stays in the pipe (the kernel's bound, and the writer's) until the command takes it.
 final class LineQueue: Sendable {
+    static let capacity = 64
+    /// One permit per line that may wait; the reading thread takes one before each line.
+    private let slots = DispatchSemaphore(value: LineQueue.capacity)
+
     private struct Queue {
         var lines: [String] = []
         var finished = false
@@ -73,6 +79,7 @@ final class LineQueue: Sendable {
     }
 
     func push(_ line: String) {
+        slots.wait()
         let waiter: CheckedContinuation<String?, Never>? = queue.withLock { queue in
             if let (id, waiter) = queue.waiters.min(by: { $0.key < $1.key }) {
                 queue.waiters[id] = nil
@@ -81,7 +88,10 @@ final class LineQueue: Sendable {
             queue.lines.append(line)
             return nil
         }
-        waiter?.resume(returning: line)
+        if let waiter {
+            slots.signal()
+            waiter.resume(returning: line)
+        }
     }
 
     func finish() {
@@ -102,7 +112,10 @@ final class LineQueue: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ready: String?? = queue.withLock { queue in
-                    if !queue.lines.isEmpty { return .some(queue.lines.removeFirst()) }
+                    if !queue.lines.isEmpty {
+                        slots.signal()
+                        return .some(queue.lines.removeFirst())
+                    }
                     if queue.finished || Task.isCancelled { return .some(nil) }
                     queue.waiters[id] = continuation
                     return .none

@@ -105,17 +105,21 @@ final class CallMachineEndingTests: XCTestCase {
         XCTAssertEqual(pair.handle(.dial(peer: Fixture.alice, call: call), on: .bob), [.notify(.dialRefused(call: call, .callIDReused))])
     }
 
-    func testTextsAreRefusedBeforeKeyConfirmationAndWhenTheyBreakALimit() {
+    func testATextTypedBeforeKeyConfirmationWaitsForItAndOneBreakingALimitIsRefusedAtOnce() {
         let pair = CallMachinePair()
         pair.ring()
         let id = MessageID.random()
-        XCTAssertEqual(pair.handle(.sendText(call: Fixture.callID, text: "too soon", id: id, sentAt: 1), on: .bob),
-                       [.notify(.sendRefused(call: Fixture.callID, id: id, .notAuthenticated))])
+        XCTAssertEqual(pair.handle(.sendText(call: Fixture.callID, text: "before secured", id: id, sentAt: 1), on: .bob), [],
+                       "queued, not refused: nothing may leave before key confirmation, so it waits")
+        XCTAssertEqual(pair.bob.sendCapacity(for: Fixture.callID), CallSetupLimits.outgoingTexts - 1)
         pair.handle(.accept(call: Fixture.callID), on: .bob)
         pair.pump()
-        XCTAssertEqual(pair.handle(.sendText(call: Fixture.callID, text: "", id: id, sentAt: 1), on: .bob),
-                       [.notify(.sendRefused(call: Fixture.callID, id: id, .invalidPayload(.textLength)))])
         XCTAssertEqual(pair.bob.call?.phase, .secured)
+        XCTAssertEqual(pair.texts(.alice), ["before secured"], "delivered once secured")
+        XCTAssertEqual(pair.receipts(.bob), [id])
+        let empty = MessageID.random()
+        XCTAssertEqual(pair.handle(.sendText(call: Fixture.callID, text: "", id: empty, sentAt: 1), on: .bob),
+                       [.notify(.sendRefused(call: Fixture.callID, id: empty, .invalidPayload(.textLength)))])
     }
 
     func testADialIsRefusedWithItsReason() {

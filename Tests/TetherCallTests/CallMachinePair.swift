@@ -41,6 +41,8 @@ final class CallMachinePair {
     var connectivity = true
     /// Flips one bit of the next data-channel message Alice or Bob sends.
     var tamperNextFrame: Side?
+    /// Data-channel messages this side sends vanish (a path that stopped delivering).
+    var dropFramesFrom: Side?
 
     init(iceLifetime: Int64 = 3_600) {
         handle(.registered(iceExpiresAt: unixSeconds + iceLifetime), on: .alice)
@@ -122,7 +124,7 @@ final class CallMachinePair {
                 tamperNextFrame = nil
                 frame[frame.count - 1] ^= 0x01
             }
-            if state.isOpen { enqueue(.media(call: call, .channelMessage(frame)), to: other(side)) }
+            if state.isOpen, dropFramesFrom != side { enqueue(.media(call: call, .channelMessage(frame)), to: other(side)) }
         case .close:
             state.isClosed = true
             if media[other(side)]![call]?.isOpen == true { enqueue(.media(call: call, .channelClosed), to: other(side)) }
@@ -208,6 +210,30 @@ final class CallMachinePair {
         send(text, from: side)
         pump()
         return texts(other(side)).last == text
+    }
+
+    /// Types `texts` on `side` as an application reading input through the send capacity does
+    /// (`CallAgent.queue`): each waits for room, time passes to each deadline, and it returns
+    /// once every text left and both pacers are empty (or the call ended). The ids, in order.
+    @discardableResult
+    func type(_ texts: [String], from side: Side, call: CallUUID = Fixture.callID) -> [MessageID] {
+        var ids: [MessageID] = []
+        var next = texts.startIndex
+        var steps = 0
+        while machine(side).call != nil {
+            steps += 1
+            precondition(steps < 1_000_000, "the texts do not drain")
+            while next < texts.endIndex, machine(side).sendCapacity(for: call) > 0 {
+                ids.append(send(texts[next], from: side, call: call))
+                next += 1
+            }
+            pump()
+            let queued = machine(side).sendCapacity(for: call) < CallSetupLimits.outgoingTexts
+            let paced = [Side.alice, .bob].first { machine($0).secureChannel?.pacedFrameCount ?? 0 > 0 }
+            guard next < texts.endIndex || queued || paced != nil else { break }
+            advanceToDeadline(of: paced ?? side)
+        }
+        return ids
     }
 
     @discardableResult

@@ -2,6 +2,7 @@ import Foundation
 import TetherCall
 import TetherNet
 import TetherRTC
+import TetherSync
 import TetherTestSupport
 import TetherWire
 import XCTest
@@ -98,6 +99,36 @@ final class CallAgentEndToEndTests: XCTestCase {
         XCTAssertEqual(ended(bob.1), .peerHungUp)
         let idle = try awaitValue { await bob.0.currentCall() }
         XCTAssertNil(idle)
+    }
+
+    func testTextsQueuedFasterThanTheChannelSendsArriveInOrderAndAHangUpWaitsForTheirReceipts() throws {
+        let alice = try agent(CallIdentity()), bob = try agent(CallIdentity())
+        defer { alice.0.stop(); bob.0.stop() }
+        let call = try connect(alice, bob)
+        // More than the machine's queue and the channel's window together: `queue` holds the
+        // writer back instead of refusing, as `tether call` reads its input.
+        let lines = (1...200).map { "paste \($0)" }
+        let typed = expectation(description: "every line queued, then the hang-up")
+        let ids = Locked<[MessageID]>([])
+        Task {
+            for line in lines {
+                do throws(CallSendError) {
+                    let id = try await alice.0.queue(line, on: call)
+                    ids.withLock { $0.append(id) }
+                } catch {
+                    XCTFail("\(line): \(error)")
+                }
+            }
+            alice.0.hangUp(call)
+            typed.fulfill()
+        }
+        wait(for: [typed], timeout: 30)
+        XCTAssertEqual(ended(alice.1), .hungUp)
+        XCTAssertEqual(texts(bob.1, atLeast: lines.count), lines, "all of them, in order")
+        let receipts = alice.1.values(within: 5, atLeast: lines.count) { if case let .call(.message(_, .receipt(id))) = $0 { id } else { nil } }
+        XCTAssertEqual(receipts, ids.withLock { $0 }, "each receipted before the close")
+        XCTAssertNil(alice.1.first(within: 0.2) { if case .call(.undelivered) = $0 { true } else { nil } }, "nothing lost")
+        XCTAssertEqual(ended(bob.1), .peerHungUp)
     }
 
     func testAThirdCallerGetsBusyAndTheCallGoesOn() throws {

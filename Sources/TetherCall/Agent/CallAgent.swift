@@ -41,6 +41,17 @@ public final class CallAgent: Sendable {
         var iceServers: [ICEServer] = []
         var tickTimer: EventLoop.TimerID?
         var tickDue: MonotonicInstant?
+        /// Texts waiting for room in their call's queue (`queue(_:on:)`), in order; at most
+        /// `CallSetupLimits.outgoingTexts`, one suspended caller each.
+        var waitingTexts: [WaitingText] = []
+    }
+
+    private struct WaitingText {
+        let call: CallUUID
+        let text: String
+        let id: MessageID
+        let sentAt: Int64
+        let continuation: CheckedContinuation<Result<MessageID, CallSendError>, Never>
     }
 
     private let state: LoopBound<State>
@@ -87,10 +98,10 @@ public final class CallAgent: Sendable {
 
     public func start() { signaling.start() }
 
-    /// Hangs up the current call and leaves the signaling server.
+    /// Hangs up the current call at once and leaves the signaling server.
     public func stop() {
         onLoop { agent in
-            if let call = agent.machine.call?.call { agent.handle(.hangUp(call: call)) }
+            if let call = agent.machine.call?.call { agent.handle(.hangUpNow(call: call)) }
             agent.signaling.stop()
             if let timer = agent.tickTimer { agent.loop.cancel(timer) }
             agent.tickTimer = nil
@@ -108,16 +119,41 @@ public final class CallAgent: Sendable {
 
     public func accept(_ call: CallUUID) { onLoop { $0.handle(.accept(call: call)) } }
     public func decline(_ call: CallUUID) { onLoop { $0.handle(.decline(call: call)) } }
+    /// Hangs up as a person means it: what was accepted leaves and is receipted first (at most
+    /// `CallSetupLimits.hangUpGrace`), then `close`; see `CallEvent.hangUp`.
     public func hangUp(_ call: CallUUID) { onLoop { $0.handle(.hangUp(call: call)) } }
+    /// Hangs up now, whatever is in flight (each such text is reported `undelivered`).
+    public func hangUpNow(_ call: CallUUID) { onLoop { $0.handle(.hangUpNow(call: call)) } }
     public func rotate(_ call: CallUUID) { onLoop { $0.handle(.rotate(call: call)) } }
 
-    /// Sends a text on the call's secure channel; its receipt comes back as a `.message` notice.
+    /// Queues a text on the call; it leaves on the secure channel as soon as the channel takes
+    /// it, and its receipt comes back as a `.message` notice. Refused (a `sendRefused` notice)
+    /// when the call's queue is full: `queue(_:on:)` waits for room instead.
     @discardableResult
     public func send(_ text: String, on call: CallUUID) -> MessageID {
         let id = MessageID.random()
         let sentAt = Int64(wallClock().unixMilliseconds)
         onLoop { $0.handle(.sendText(call: call, text: text, id: id, sentAt: sentAt)) }
         return id
+    }
+
+    /// Queues a text on the call, waiting (suspended) while the call's queue is full, so input
+    /// read through this is read only as fast as the channel sends it: a pasted burst of any
+    /// size goes out in order at the paced rate. Typed before `secured`, it waits for it.
+    /// Throws when the call is over or ending, when the text breaks a payload limit, or when
+    /// `CallSetupLimits.outgoingTexts` other texts already wait for room.
+    public func queue(_ text: String, on call: CallUUID) async throws(CallSendError) -> MessageID {
+        let id = MessageID.random()
+        let sentAt = Int64(wallClock().unixMilliseconds)
+        if let problem = CallPayload.text(id: id, text: text, sentAt: sentAt).sendingProblem { throw .invalidPayload(problem) }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<MessageID, CallSendError>, Never>) in
+            onLoop { agent in
+                guard agent.state.value.waitingTexts.count < CallSetupLimits.outgoingTexts else { return continuation.resume(returning: .failure(.queueFull)) }
+                agent.state.value.waitingTexts.append(WaitingText(call: call, text: text, id: id, sentAt: sentAt, continuation: continuation))
+                agent.admitWaitingTexts()
+            }
+        }
+        return try result.get()
     }
 
     /// The machine's current call, read on the loop.
@@ -144,6 +180,25 @@ public final class CallAgent: Sendable {
         let actions = machine.handle(event, now: now)
         for action in actions { perform(action) }
         rescheduleTick()
+        admitWaitingTexts()
+    }
+
+    /// Texts waiting for room move into their call's queue, in order, while it has room; a
+    /// text for a call that is over or ending is refused.
+    private func admitWaitingTexts() {
+        while let next = state.value.waitingTexts.first {
+            let room = machine.sendCapacity(for: next.call)
+            if room == 0, machine.call?.call == next.call, !machine.isEnding(next.call) { return }
+            state.value.waitingTexts.removeFirst()
+            guard room > 0 else {
+                next.continuation.resume(returning: .failure(machine.call?.call == next.call ? .ending : .closed))
+                continue
+            }
+            let actions = machine.handle(.sendText(call: next.call, text: next.text, id: next.id, sentAt: next.sentAt), now: now)
+            for action in actions { perform(action) }
+            rescheduleTick()
+            next.continuation.resume(returning: .success(next.id))
+        }
     }
 
     private func perform(_ action: CallAction) {

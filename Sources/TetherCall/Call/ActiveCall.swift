@@ -2,6 +2,13 @@ import TetherSync
 import TetherCrypto
 import TetherWire
 
+/// A text the user typed, waiting for the secure channel to take it.
+struct PendingText: Sendable {
+    let id: MessageID
+    let text: String
+    let sentAt: Int64
+}
+
 /// Everything the machine knows about its current call.
 struct ActiveCall: Sendable {
     let id: CallUUID
@@ -36,8 +43,19 @@ struct ActiveCall: Sendable {
     /// The data channel closed under the call: the secure channel is gone, the peer's `close`
     /// may still tell why.
     var mediaClosed = false
+    /// The user's texts not yet taken by the secure channel, in order
+    /// (`CallSetupLimits.outgoingTexts`).
+    var outgoing: [PendingText] = []
+    /// Texts that had left when the data channel closed and whose receipts can no longer come.
+    var unconfirmed: [MessageID] = []
+    /// A graceful hang-up is under way: nothing new is taken, and the call ends once everything
+    /// accepted is delivered (or at its deadline).
+    var hangingUp = false
 
     var isCaller: Bool { role == .initiator }
+
+    /// Something accepted from the user, or owed to the peer, has not been delivered yet.
+    var hasUndelivered: Bool { !outgoing.isEmpty || channel?.hasUndelivered == true }
 
     var summary: CallSummary {
         CallSummary(call: id, peer: peer, direction: isCaller ? .outgoing : .incoming, phase: phase)

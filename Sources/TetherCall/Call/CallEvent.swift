@@ -13,9 +13,18 @@ public enum CallEvent: Sendable {
     case accept(call: CallUUID)
     /// Refuse the invitation of `call`: `reject` `declined`.
     case decline(call: CallUUID)
-    /// End `call` whatever its state: `close` `hangup` (an invitation is declined instead).
+    /// End `call` as a person means it: every text already accepted leaves first and its receipt
+    /// is waited for (at most `CallSetupLimits.hangUpGrace`), then `close` `hangup`. What could
+    /// not be delivered by then is reported text by text (`CallNotice.undelivered`). An
+    /// invitation is declined instead; a call not yet secured ends at once.
     case hangUp(call: CallUUID)
-    /// Send a text on `call`'s authenticated channel (§9.5). `sentAt` is UNIX milliseconds.
+    /// End `call` now: `close` `hangup` at once, whatever is still in flight (reported as
+    /// `undelivered`).
+    case hangUpNow(call: CallUUID)
+    /// Send a text on `call` (§9.5). `sentAt` is UNIX milliseconds. It waits in the call's
+    /// queue until the secure channel takes it: before `secured`, during a rotation, behind the
+    /// pacing. Refused (`sendRefused`) only when it breaks a payload limit, the queue is full,
+    /// or the call is ending or gone.
     case sendText(call: CallUUID, text: String, id: MessageID, sentAt: Int64)
     /// Fresh keys for `call` now (§10).
     case rotate(call: CallUUID)

@@ -13,6 +13,8 @@ extension CallMachine {
         if call.hasMedia { outbox.append(.media(call: call.id, .close)) }
         current = nil
         remember(call.id)
+        for id in call.unconfirmed + (call.channel?.awaitingReceiptIDs ?? []) { notify(.undelivered(call: call.id, id: id, .unconfirmed)) }
+        for text in call.outgoing { notify(.undelivered(call: call.id, id: text.id, .notSent)) }
         notify(.ended(call: call.id, reason))
     }
 

@@ -40,6 +40,8 @@ extension CallMachine {
     private mutating func channelClosed(now: CallTime) {
         guard isRegistered else { return end(.mediaClosed) }
         current?.mediaClosed = true
+        let unconfirmed = current?.channel?.awaitingReceiptIDs ?? []
+        current?.unconfirmed = unconfirmed
         current?.channel = nil
         current?.heldFrames = []
         current?.deadline = (now.monotonic + CallSetupLimits.closeSignalGrace, .mediaClosed)

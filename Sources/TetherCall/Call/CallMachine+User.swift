@@ -37,15 +37,45 @@ extension CallMachine {
         for candidate in queued { outbox.append(.media(call: id, .addRemoteCandidate(candidate))) }
     }
 
+    /// A text joins the call's queue; the channel takes it when its window opens
+    /// (`sendQueued`). Refused at once only for what waiting cannot fix.
     mutating func sendText(_ text: String, id: MessageID, sentAt: Int64, call: CallUUID, now: CallTime) {
-        guard current?.id == call else { return notify(.sendRefused(call: call, id: id, .closed)) }
-        guard current?.mediaClosed == false else { return notify(.sendRefused(call: call, id: id, .closed)) }
-        guard current?.channel != nil else { return notify(.sendRefused(call: call, id: id, .notAuthenticated)) }
-        do throws(CallSendError) {
-            let actions = try current!.channel!.sendText(text, id: id, sentAt: sentAt, now: now.monotonic)
-            absorb(actions)
-        } catch {
-            notify(.sendRefused(call: call, id: id, error))
+        guard let active = current, active.id == call, !active.mediaClosed else { return notify(.sendRefused(call: call, id: id, .closed)) }
+        guard !active.hangingUp else { return notify(.sendRefused(call: call, id: id, .ending)) }
+        if let problem = CallPayload.text(id: id, text: text, sentAt: sentAt).sendingProblem {
+            return notify(.sendRefused(call: call, id: id, .invalidPayload(problem)))
         }
+        guard active.outgoing.count < CallSetupLimits.outgoingTexts else { return notify(.sendRefused(call: call, id: id, .queueFull)) }
+        current?.outgoing.append(PendingText(id: id, text: text, sentAt: sentAt))
+    }
+
+    /// Hands queued texts to the secure channel while its send window is open, in order.
+    mutating func sendQueued(now: CallTime) {
+        while let call = current, let next = call.outgoing.first, let channel = call.channel, channel.sendWindow > 0 {
+            current?.outgoing.removeFirst()
+            do throws(CallSendError) {
+                absorb(try current!.channel!.sendText(next.text, id: next.id, sentAt: next.sentAt, now: now.monotonic))
+            } catch {
+                notify(.sendRefused(call: call.id, id: next.id, error))
+            }
+        }
+    }
+
+    /// A graceful hang-up. A call with nothing to deliver ends now. One with texts in flight
+    /// ends once they are delivered, or `hangUpGrace` after the hang-up (after `secured`, for
+    /// texts typed before it: the call still gets its setup deadlines to get there, so a script
+    /// that writes its lines and closes its input has them sent).
+    mutating func hangUp(now: CallTime) {
+        guard let call = current else { return }
+        if call.phase == .invited { return end(.declined) }
+        guard !call.mediaClosed, call.hasUndelivered else { return end(.hungUp) }
+        current?.hangingUp = true
+        if call.phase == .secured { current?.deadline = (now.monotonic + CallSetupLimits.hangUpGrace, .hungUp) }
+    }
+
+    /// A call hanging up since before `secured` starts its grace once secured.
+    mutating func startHangUpGraceIfSecured(now: CallTime) {
+        guard let call = current, call.hangingUp, call.phase == .secured, call.deadline == nil else { return }
+        current?.deadline = (now.monotonic + CallSetupLimits.hangUpGrace, .hungUp)
     }
 }

@@ -1,5 +1,5 @@
 public import TetherSync
-import TetherWire
+public import TetherWire
 
 /// The calls of one signed-in identity (signaling.md §7) as a pure state machine: user requests,
 /// forwarded signals, media reports and time in; signed signals, media commands and notices out.
@@ -35,6 +35,19 @@ public struct CallMachine: Sendable {
     /// The current call, if any.
     public var call: CallSummary? { current?.summary }
 
+    /// `call` is hanging up (or its data channel closed): it takes no new text.
+    public func isEnding(_ call: CallUUID) -> Bool {
+        guard let current, current.id == call else { return false }
+        return current.hangingUp || current.mediaClosed
+    }
+
+    /// How many more texts `sendText` queues for `call` now (0 without that call, or while it
+    /// hangs up): an application holds its user's input back by this rather than be refused.
+    public func sendCapacity(for call: CallUUID) -> Int {
+        guard let current, current.id == call, !current.hangingUp, !current.mediaClosed else { return 0 }
+        return CallSetupLimits.outgoingTexts - current.outgoing.count
+    }
+
     /// Registered with the signaling server: signals can leave.
     public var isRegistered: Bool { iceExpiresAt != nil }
 
@@ -58,7 +71,8 @@ public struct CallMachine: Sendable {
         case let .dial(peer, call): dial(peer, call: call, now: now)
         case let .accept(call): accept(call, now: now)
         case let .decline(call): if current?.id == call, current?.phase == .invited { end(.declined) }
-        case let .hangUp(call): if current?.id == call { end(current?.phase == .invited ? .declined : .hungUp) }
+        case let .hangUp(call): if current?.id == call { hangUp(now: now) }
+        case let .hangUpNow(call): if current?.id == call { end(current?.phase == .invited ? .declined : .hungUp) }
         case let .sendText(call, text, id, sentAt): sendText(text, id: id, sentAt: sentAt, call: call, now: now)
         case let .rotate(call): if current?.id == call { runChannel { try? $0.rotate(now: now.monotonic) } }
         case let .registered(expiresAt): iceExpiresAt = expiresAt
@@ -68,6 +82,11 @@ public struct CallMachine: Sendable {
         case let .media(call, event): if current?.id == call, current?.hasMedia == true { media(event, now: now) }
         case .tick: runChannel { $0.tick(now: now.monotonic) }
         }
+        // Whatever the event changed (a receipt, a released frame, a completed rotation, the
+        // channel authenticated), the queue moves on, and a hang-up that waited may now end.
+        sendQueued(now: now)
+        startHangUpGraceIfSecured(now: now)
+        if let call = current, call.hangingUp, !call.hasUndelivered { end(.hungUp) }
         let actions = outbox
         outbox = []
         return actions

@@ -19,6 +19,25 @@ public enum CallNotice: Equatable, Sendable {
     case sendRefused(call: CallUUID, id: MessageID, CallSendError)
     /// Key rotation completed; both directions use this epoch's keys (§10).
     case rotated(call: CallUUID, epoch: Int)
+    /// A text this side accepted will not be confirmed: it never left (`notSent`), or it left and
+    /// its receipt never came (`unconfirmed`). Said for each such text just before `ended`, so
+    /// no text is lost without a word.
+    case undelivered(call: CallUUID, id: MessageID, CallTextLoss)
     /// The call is over, for this reason; its media is closed and nothing more comes for it.
     case ended(call: CallUUID, CallEndReason)
+}
+
+/// How a text was lost when its call ended.
+public enum CallTextLoss: Sendable, Hashable, CustomStringConvertible {
+    /// It was still queued on this side: the peer never saw it.
+    case notSent
+    /// It was handed to the channel, but no receipt came: the peer may or may not have it.
+    case unconfirmed
+
+    public var description: String {
+        switch self {
+        case .notSent: "not sent"
+        case .unconfirmed: "sent, no receipt"
+        }
+    }
 }

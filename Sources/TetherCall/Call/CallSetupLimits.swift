@@ -22,6 +22,17 @@ public enum CallSetupLimits {
     public static let heldFrames = 16
     /// A call is neither started nor accepted when the TURN credentials expire sooner (§7.5).
     public static let credentialMarginSeconds: Int64 = 30
+    /// Texts the machine holds for a call until its secure channel takes them (before `secured`,
+    /// during a rotation, behind the pacing): the user's input waits here, outside the channel,
+    /// so no burst can overflow a limit of §9.6 or §10. Past it `sendText` is refused with
+    /// `queueFull`; `CallAgent.queue(_:on:)` waits for room instead, so an application reading
+    /// input through it reads no faster than the channel sends. Small on purpose: with the
+    /// channel's own window (one pacing window, 40 frames) everything accepted leaves within
+    /// about 3.3 s at the paced 32 frames a second, inside `hangUpGrace`.
+    public static let outgoingTexts = 64
+    /// A graceful hang-up's wait for what is queued to leave and for its receipts, before the
+    /// `close` goes anyway; what is still undelivered then is reported text by text.
+    public static let hangUpGrace: Duration = .seconds(5)
     /// Ended calls whose ids are remembered, so their late signals and replayed offers are
     /// dropped (§7.2: stale callbacks).
     public static let endedCallMemory = 32

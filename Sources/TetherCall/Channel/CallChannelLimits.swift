@@ -27,8 +27,8 @@ public enum CallChannelLimits {
     public static let textScalars = 1...4_000
     /// Received text ids remembered for deduplication (§9.5).
     public static let dedupWindow = 512
-    /// Sent text ids a receipt may still match: as many as are deduplicated, since a receipt for
-    /// an id forgotten here is simply ignored (§9.5).
+    /// Sent text ids a receipt may still match: as many as the peer deduplicates (§9.5). The
+    /// send window stops at it, so no text in flight is forgotten before its receipt comes.
     public static let receiptWindow = 512
     /// Rotation triggers (§10): transport frames sent under one epoch, and an epoch's age.
     public static let rotationFrameTrigger = 500

@@ -122,6 +122,30 @@ public struct CallSecureChannel: Sendable {
     /// Frames paced behind the 40-per-second bound, not yet handed out.
     public var pacedFrameCount: Int { pacer.count }
 
+    /// How many texts `sendText` takes now without their queueing anywhere a limit could end
+    /// the call; the sender's application holds the rest (back-pressure, never an error):
+    /// - none before key confirmation, and none while this side's rotation is pending: §10's
+    ///   64 held messages are kept for the receipts this side owes meanwhile;
+    /// - no more than one pacing window of frames waiting to leave, so a rotation request
+    ///   (trigger (a) fires at 500 frames) never waits behind seconds of queued texts;
+    /// - no more than the receipts this side can still match: every text in flight keeps its
+    ///   place until its receipt comes (`CallChannelLimits.receiptWindow`);
+    /// - a reserve under §9.6's frames per direction for those receipts and the rotations.
+    public var sendWindow: Int {
+        guard failure == nil, isAuthenticated, pendingRotation == nil else { return 0 }
+        let pacing = CallChannelLimits.framesPerWindow - pacer.count
+        let receipts = CallChannelLimits.receiptWindow - awaitingReceipt.count
+        let session = CallChannelLimits.framesPerDirection - framesSent - CallChannelLimits.rotationQueueCapacity
+        return max(0, min(pacing, receipts, session))
+    }
+
+    /// Texts sent whose receipt has not come, oldest first.
+    public var awaitingReceiptIDs: [MessageID] { awaitingReceipt.ordered }
+
+    /// Something this side accepted has not fully gone: a frame still paced, a message held for
+    /// a rotation, a text without its receipt. A graceful hang-up waits for this to clear.
+    public var hasUndelivered: Bool { !pacer.isEmpty || !held.isEmpty || awaitingReceipt.count > 0 }
+
     /// When `tick` must next run: the next paced frame, the confirmation timeout, the session's
     /// end. Nil once terminated.
     public var nextTick: MonotonicInstant? {

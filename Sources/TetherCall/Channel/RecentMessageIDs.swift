@@ -12,6 +12,15 @@ struct RecentMessageIDs: Sendable {
 
     func contains(_ id: MessageID) -> Bool { members[id] != nil }
 
+    /// Members now (at most `capacity`).
+    var count: Int { members.count }
+
+    /// The members, oldest first.
+    var ordered: [MessageID] {
+        let slots = ring.count < capacity ? ring[...] : ring[next...] + ring[..<next]
+        return slots.filter { members[$0.id] == $0.serial }.map(\.id)
+    }
+
     mutating func insert(_ id: MessageID) {
         serial += 1
         if ring.count < capacity {
