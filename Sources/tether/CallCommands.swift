@@ -344,6 +344,7 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
             interrupts += 1
             return interrupts
         }
+        if count == 1, console.interactive { console.say("Hanging up once every text has its receipt; Ctrl-C again to hang up now.") }
         hangUp(reason: "interrupted", immediately: count > 1)
     }
 
