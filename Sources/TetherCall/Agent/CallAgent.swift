@@ -156,6 +156,12 @@ public final class CallAgent: Sendable {
         return try result.get()
     }
 
+    /// How many more texts the call's queue takes now (`CallMachine.sendCapacity(for:)`): an
+    /// interface can grey out its send button at 0 rather than have `send` refused.
+    public func sendCapacity(on call: CallUUID) async -> Int {
+        await withCheckedContinuation { continuation in onLoop { continuation.resume(returning: $0.machine.sendCapacity(for: call)) } }
+    }
+
     /// The machine's current call, read on the loop.
     public func currentCall() async -> CallSummary? {
         await withCheckedContinuation { continuation in onLoop { continuation.resume(returning: $0.machine.call) } }
