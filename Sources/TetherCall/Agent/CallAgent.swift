@@ -14,6 +14,7 @@ import Glibc
 /// events are carried onto the loop, and the events of a transport whose call has ended are
 /// dropped there by the machine.
 public final class CallAgent: Sendable {
+    /// What the agent reports to the application, on its loop.
     public enum Event: Sendable {
         /// Registered with the signaling server: calls can be made and received.
         case online(SignalingRegistration)
@@ -28,7 +29,9 @@ public final class CallAgent: Sendable {
     /// Makes a call's media transport, with the ICE servers of the current registration.
     public typealias MediaFactory = @Sendable (_ call: CallUUID, _ iceServers: [ICEServer]) -> any CallMediaTransport
 
+    /// The loop the agent, its signaling client and its machine run on.
     public let loop: EventLoop
+    /// The connection to the signaling server (for presence queries).
     public let signaling: SignalingClient
     private let makeMedia: MediaFactory
     private let wallClock: @Sendable () -> WallInstant
@@ -94,8 +97,10 @@ public final class CallAgent: Sendable {
         box.agent = self
     }
 
+    /// The identity whose calls these are.
     public let identity: CallIdentity
 
+    /// Connects to the signaling server; `.online` follows once registered.
     public func start() { signaling.start() }
 
     /// Hangs up the current call at once and leaves the signaling server.
@@ -117,13 +122,16 @@ public final class CallAgent: Sendable {
         return call
     }
 
+    /// Consents to the invitation of `call` (§7.3 step 2).
     public func accept(_ call: CallUUID) { onLoop { $0.handle(.accept(call: call)) } }
+    /// Refuses the invitation of `call`: `reject` `declined`.
     public func decline(_ call: CallUUID) { onLoop { $0.handle(.decline(call: call)) } }
     /// Hangs up as a person means it: what was accepted leaves and is receipted first (at most
     /// `CallSetupLimits.hangUpGrace`), then `close`; see `CallEvent.hangUp`.
     public func hangUp(_ call: CallUUID) { onLoop { $0.handle(.hangUp(call: call)) } }
     /// Hangs up now, whatever is in flight (each such text is reported `undelivered`).
     public func hangUpNow(_ call: CallUUID) { onLoop { $0.handle(.hangUpNow(call: call)) } }
+    /// Asks for fresh keys on `call` now (§10); `.rotated` follows.
     public func rotate(_ call: CallUUID) { onLoop { $0.handle(.rotate(call: call)) } }
 
     /// Queues a text on the call; it leaves on the secure channel as soon as the channel takes

@@ -8,6 +8,7 @@ public struct CallCandidate: Hashable, Sendable {
     /// The m-line's index in the SDP, or nil.
     public var sdpMLineIndex: Int?
 
+    /// A candidate as the transport gathered it, or as a `candidate` body carried it.
     public init(candidate: String, sdpMid: String?, sdpMLineIndex: Int?) {
         self.candidate = candidate
         self.sdpMid = sdpMid
@@ -19,6 +20,7 @@ public struct CallCandidate: Hashable, Sendable {
         CallCandidate(candidate: "", sdpMid: sdpMid, sdpMLineIndex: sdpMLineIndex)
     }
 
+    /// The end-of-candidates marker (an empty candidate).
     public var isEndOfCandidates: Bool { candidate.isEmpty }
 
     /// What a peer accepts (§13.1): at least one of the two locators, and an m-line index that can

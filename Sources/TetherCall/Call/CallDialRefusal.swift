@@ -13,6 +13,7 @@ public enum CallDialRefusal: Equatable, Sendable, CustomStringConvertible {
     /// The call id belongs to a call this machine already had: every call needs a fresh one.
     case callIDReused
 
+    /// A sentence for the user.
     public var description: String {
         switch self {
         case .callInProgress: "another call is in progress"

@@ -55,6 +55,7 @@ public enum CallEndReason: Equatable, Sendable, CustomStringConvertible {
     /// for the peer's (`close` `hangup` sent); the peer's invitation follows.
     case crossedCall
 
+    /// The reason in words, as `tether call` prints it after `ended`.
     public var description: String {
         switch self {
         case .hungUp: "hung up"

@@ -16,6 +16,7 @@ public import TetherWire
 /// driver passes on every registration; `.signalingLost` forgets it, so no call starts while
 /// the machine cannot signal.
 public struct CallMachine: Sendable {
+    /// The identity whose calls these are.
     public let identity: CallIdentity
     /// The credentials' expiry (UNIX seconds) while registered; nil while signaling is down.
     var iceExpiresAt: Int64?
@@ -26,8 +27,10 @@ public struct CallMachine: Sendable {
     var outbox: [CallAction] = []
     /// Signals dropped since the machine began, by reason.
     public private(set) var droppedSignals: [CallSignalDrop: Int] = [:]
+    /// The most recent drop's reason (for diagnostics; it names no peer).
     public private(set) var lastDroppedSignal: CallSignalDrop?
 
+    /// A machine with no call, not yet registered.
     public init(identity: CallIdentity) {
         self.identity = identity
     }

@@ -34,6 +34,7 @@ public enum CallTextLoss: Sendable, Hashable, CustomStringConvertible {
     /// It was handed to the channel, but no receipt came: the peer may or may not have it.
     case unconfirmed
 
+    /// The loss in words, for the user.
     public var description: String {
         switch self {
         case .notSent: "not sent"

@@ -2,6 +2,7 @@ public import TetherWire
 
 /// The machine's one call, as the user interface shows it.
 public struct CallSummary: Equatable, Sendable {
+    /// Who dialed.
     public enum Direction: Sendable, Hashable {
         /// This side dialed: the caller and Noise initiator.
         case outgoing
@@ -9,6 +10,7 @@ public struct CallSummary: Equatable, Sendable {
         case incoming
     }
 
+    /// Where the call is, from ringing to chat.
     public enum Phase: Sendable, Hashable {
         /// The caller waits for `answer` or `reject` (the offer may still be in the making).
         case ringing
@@ -22,11 +24,16 @@ public struct CallSummary: Equatable, Sendable {
         case secured
     }
 
+    /// The call's id, as every notice names it.
     public let call: CallUUID
+    /// The other side's ID.
     public let peer: SignalingID
+    /// Who dialed.
     public let direction: Direction
+    /// Where the call is now.
     public let phase: Phase
 
+    /// A summary as the machine reports it.
     public init(call: CallUUID, peer: SignalingID, direction: Direction, phase: Phase) {
         self.call = call
         self.peer = peer

@@ -17,6 +17,7 @@ public final class InMemoryMediaNetwork: @unchecked Sendable { // the registry a
         weak var transport: InMemoryMediaTransport?
     }
 
+    /// A network whose deliveries run on a serial queue of this label.
     public init(label: String = "tether.call.in-memory-media") {
         queue = DispatchQueue(label: label)
     }

@@ -39,11 +39,13 @@ public final class InMemoryMediaTransport: CallMediaTransport, @unchecked Sendab
         self.network = network
     }
 
+    /// Where reports go (the agent sets it before the first command).
     public var delegate: (any CallMediaTransportDelegate)? {
         get { storedDelegate.withLock { $0.delegate } }
         set { storedDelegate.withLock { $0.delegate = newValue } }
     }
 
+    /// Carries out one command as a WebRTC peer connection would, in memory.
     public func perform(_ command: CallMediaCommand) {
         network.queue.async { self.run(command) }
     }

@@ -2,11 +2,15 @@
 /// ends (`close` `error`, or `timeout` for `confirmationTimeout`) and a new session means a new
 /// call. No case carries key material or plaintext.
 public enum CallChannelFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Which way a limit was reached.
     public enum Direction: Sendable, Hashable {
+        /// Frames from the peer.
         case incoming
+        /// Frames this side would send.
         case outgoing
     }
 
+    /// What went wrong in a key rotation (§10).
     public enum RotationProblem: Sendable, Hashable {
         /// `ROTATE_RESP` while this side had no request pending.
         case responseWithoutRequest
@@ -49,6 +53,7 @@ public enum CallChannelFailure: Error, Equatable, Sendable, CustomStringConverti
     /// This side's cipher failed to seal (a library failure, never the peer's doing).
     case cryptoFailure
 
+    /// A sentence for the user; it names no key and no content.
     public var description: String {
         switch self {
         case let .unknownFrameType(byte): "unknown frame type 0x\(String(byte, radix: 16))"

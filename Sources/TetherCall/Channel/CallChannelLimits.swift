@@ -8,6 +8,7 @@ public enum CallChannelLimits {
     /// Frames per rate window: the receiver's fixed window closes on the 41st, the sender paces
     /// to stay under it in any window (§9.6, §13.1).
     public static let framesPerWindow = 40
+    /// The receiver's fixed window for `framesPerWindow` (§9.6).
     public static let rateWindow: Duration = .seconds(1)
     /// The sender's window for those 40 frames: longer than the receiver's, because the
     /// receiver counts arrival times. Frames that left a full window apart arrive closer
@@ -32,6 +33,7 @@ public enum CallChannelLimits {
     public static let receiptWindow = 512
     /// Rotation triggers (§10): transport frames sent under one epoch, and an epoch's age.
     public static let rotationFrameTrigger = 500
+    /// Trigger (b): an epoch's age (§10).
     public static let rotationInterval: Duration = .seconds(600)
     /// Messages the rotation's initiator holds until `ROTATE_RESP` (§10).
     public static let rotationQueueCapacity = 64

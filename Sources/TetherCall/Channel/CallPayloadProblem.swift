@@ -13,6 +13,7 @@ public enum CallPayloadProblem: Error, Equatable, Sendable, CustomStringConverti
     /// `text` with no scalar or more than 4,000.
     case textLength
 
+    /// A sentence naming the limit that was broken.
     public var description: String {
         switch self {
         case .tooLarge: "payload exceeds \(CallChannelLimits.maxPayloadBytes) bytes"

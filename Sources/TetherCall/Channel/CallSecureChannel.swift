@@ -13,6 +13,7 @@ public import TetherEncoding
 /// Fails closed: the first violation returns `.terminate` and releases every key; afterwards
 /// every event returns nothing and every request throws `CallSendError.closed`.
 public struct CallSecureChannel: Sendable {
+    /// Which side of the KK handshake this is.
     public enum Role: Sendable, Hashable {
         /// The caller (the side that sent `offer`): it writes handshake message 1.
         case initiator
@@ -41,9 +42,13 @@ public struct CallSecureChannel: Sendable {
     /// Key confirmation (§9.3): each side's first transport plaintext.
     static let confirmation = Array("cryptext.channel-ready.v2".utf8)
 
+    /// The KK role: the caller initiates.
     public let role: Role
+    /// The call this channel belongs to (bound into the prologue).
     public let callID: CallUUID
+    /// This side's ID.
     public let localID: SignalingID
+    /// The peer's ID, whose agreement key the handshake authenticates.
     public let remoteID: SignalingID
     let localAgreementKey: X25519.PrivateKey
     let remoteAgreementKey: X25519.PublicKey
@@ -102,6 +107,7 @@ public struct CallSecureChannel: Sendable {
         Array("cryptext.rotate.v2\n\(Hex.encode(sessionID))\n\(initiator.canonical)\n\(responder.canonical)\n\(epoch)".utf8)
     }
 
+    /// Key confirmation is done both ways (§9.3): texts may flow.
     public var isAuthenticated: Bool {
         if case .authenticated = phase { return true }
         return false

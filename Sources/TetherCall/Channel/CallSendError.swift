@@ -12,6 +12,7 @@ public enum CallSendError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The call is hanging up: it delivers what it holds and takes nothing new.
     case ending
 
+    /// A sentence for the user.
     public var description: String {
         switch self {
         case .notAuthenticated: "the conversation is not authenticated yet"

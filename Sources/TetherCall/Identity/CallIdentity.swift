@@ -5,10 +5,13 @@ public import TetherWire
 /// separately generated X25519 agreement key it signs (§3.2), which is the Noise static key of
 /// every call. Stored as the 64 bytes of §3.3: Ed25519 seed ‖ X25519 private key.
 public struct CallIdentity: Sendable {
+    /// The stored form's length: a 32-byte Ed25519 seed and a 32-byte X25519 private key (§3.3).
     public static let storedByteCount = 64
 
     let signingKey: Ed25519.PrivateKey
+    /// The X25519 agreement key: every call's Noise static key (§3.2, §9.1).
     public let agreementKey: X25519.PrivateKey
+    /// The ID: the Ed25519 public key, as contacts know it (§3.1).
     public let id: SignalingID
     /// `identitySig` (§3.2): the ID key's signature over the binding of the agreement key. Ed25519
     /// is deterministic, so it is computed once and is the same on every offer and answer.
@@ -26,6 +29,7 @@ public struct CallIdentity: Sendable {
                   agreementKey: try X25519.PrivateKey(rawRepresentation: Array(bytes[32..<64])))
     }
 
+    /// The identity of these two keys; the binding signature is computed here.
     public init(signingKey: Ed25519.PrivateKey, agreementKey: X25519.PrivateKey) {
         self.signingKey = signingKey
         self.agreementKey = agreementKey

@@ -8,10 +8,13 @@ public import TetherDevice
 /// A file that is there but unusable is reported, never replaced: replacing it would silently
 /// change the user's ID, and every contact holding the old one would lose them.
 public struct IdentityStore: Sendable {
+    /// The file's name in the state directory.
     public static let fileName = "call-identity"
 
+    /// The owner-only directory the identity lives in.
     public let directory: StateDirectory
 
+    /// A store in `directory`; nothing is read or written until asked.
     public init(directory: StateDirectory) {
         self.directory = directory
     }
@@ -74,6 +77,7 @@ public enum IdentityStoreError: Error, Equatable, Sendable, CustomStringConverti
     /// The state directory refused a write or a deletion.
     case storage(String)
 
+    /// A sentence for the user naming the file and what is wrong with it (never its bytes).
     public var description: String {
         switch self {
         case let .damaged(path, count):

@@ -10,6 +10,7 @@ public import TetherDevice
 /// Confined to `loop`: events are delivered there, and public methods may be called from any
 /// thread (they hop onto it).
 public final class SignalingClient: Sendable {
+    /// What the client reports, on its loop.
     public enum Event: Sendable {
         /// Registered (again, after a reconnect): the ID is routable and calls may use these
         /// ICE servers.
@@ -24,11 +25,16 @@ public final class SignalingClient: Sendable {
         case disconnected(SignalingFailure, retryIn: Duration?)
     }
 
+    /// Why a presence query got no answer.
     public enum QueryError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The client is not registered (connecting, or stopped).
         case notRegistered
+        /// The server refused the query (§5.5, §5.6).
         case refused(SignalingRefusal)
+        /// The connection ended before the answer came.
         case disconnected
 
+        /// A sentence for the user.
         public var description: String {
             switch self {
             case .notRegistered: "signaling: not registered"
@@ -47,8 +53,11 @@ public final class SignalingClient: Sendable {
     /// server's re-serialisation, which only drops fields.
     static let maxMessageSize = 65_536
 
+    /// The loop everything runs on.
     public let loop: EventLoop
+    /// The identity it registers.
     public let identity: CallIdentity
+    /// The server it connects to.
     public let endpoint: SignalingEndpoint
     private let tls: TLSClientContext?
     private let reconnects: Bool
@@ -131,6 +140,7 @@ public final class SignalingClient: Sendable {
         }
     }
 
+    /// Connects (and, with `reconnects`, keeps connecting after every loss).
     public func start() {
         onLoop { client in
             guard !client.started else { return }
@@ -163,13 +173,13 @@ public final class SignalingClient: Sendable {
         }
     }
 
-    /// Which of `ids` (1-16, distinct) are routable now (§5.5).
     /// The registration of the open connection (nil while connecting or disconnected), read on
     /// the loop.
     public func currentRegistration() async -> SignalingRegistration? {
         await withCheckedContinuation { continuation in onLoop { continuation.resume(returning: $0.registration) } }
     }
 
+    /// Which of `ids` (1-16, distinct) are routable now (§5.5).
     public func presence(_ ids: [SignalingID]) async -> Result<[SignalingID: Bool], QueryError> {
         await withCheckedContinuation { continuation in
             onLoop { client in

@@ -2,7 +2,9 @@ public import TetherWire
 
 /// Why a signaling connection ended, and whether trying again can help.
 public struct SignalingFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The WebSocket close code (1006 when the connection simply went).
     public let closeCode: UInt16
+    /// The close reason as sent (a §5.6 code, or empty).
     public let reason: String
     /// The `error` the server sent before closing, if any (§5.6: it comes first).
     public let error: SignalingRefusal?
@@ -42,6 +44,7 @@ public struct SignalingFailure: Error, Sendable, Equatable, CustomStringConverti
         return code == .badSignature || code == .badMessage
     }
 
+    /// A sentence for the user: the code, or what this side found wrong.
     public var description: String {
         if let localProblem { return "signaling: \(localProblem)" }
         switch code {
