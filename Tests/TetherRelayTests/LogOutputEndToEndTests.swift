@@ -44,10 +44,7 @@ final class LogOutputEndToEndTests: XCTestCase {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("log-debug-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-        let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                      "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=relay", "-addext", "subjectAltName=IP:127.0.0.1"])
-        XCTAssertEqual(made.status, 0, made.stderr)
+        let (cert, key) = try TestCertificate.make(in: directory, commonName: "relay", days: 30)
         let process = try ServiceProcess(TetherBinary.url, ["relay", "--local", "--relay-port", "0", "--relay-db", ":memory:", "--relay-log-level", "debug",
                                                             "--tls-cert", cert, "--tls-key", key],
                                          expecting: "relay: listening on", capturing: true)

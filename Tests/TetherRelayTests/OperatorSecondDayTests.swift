@@ -83,18 +83,11 @@ final class OperatorSecondDayTests: XCTestCase {
     }
 
     func testSIGHUPAppliesTheLogLevelAndNewCertificatePathsInPlace() throws {
-        func certificate(_ name: String) throws -> (cert: String, key: String) {
-            let cert = directory.appendingPathComponent("\(name).crt").path, key = directory.appendingPathComponent("\(name).key").path
-            let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                          "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=\(name)",
-                                                          "-addext", "subjectAltName=IP:127.0.0.1"])
-            XCTAssertEqual(made.status, 0, made.stderr)
-            return (cert, key)
-        }
-        let first = try certificate("first"), second = try certificate("second")
+        let first = try TestCertificate.make(in: directory, name: "first", commonName: "first", days: 30)
+        let second = try TestCertificate.make(in: directory, name: "second", commonName: "second", days: 30)
         let file = directory.appendingPathComponent("relay.env")
-        func write(_ pair: (cert: String, key: String), level: String) throws {
-            try "RELAY_TLS_CERT=\(pair.cert)\nRELAY_TLS_KEY=\(pair.key)\nRELAY_LOG_LEVEL=\(level)\n".write(to: file, atomically: true, encoding: .utf8)
+        func write(_ pair: (certificate: String, key: String), level: String) throws {
+            try "RELAY_TLS_CERT=\(pair.certificate)\nRELAY_TLS_KEY=\(pair.key)\nRELAY_LOG_LEVEL=\(level)\n".write(to: file, atomically: true, encoding: .utf8)
         }
         try write(first, level: "info")
         let port = RelayProcess.freePort()

@@ -38,13 +38,8 @@ extension RelayEndToEndTests {
     func testSIGHUPReloadsTheTLSCertificateForNewConnectionsAndABadOneLeavesTheOldServing() throws {
         tearDown()
         let directory = try scratchDirectory()
-        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-        func make(_ name: String) throws {
-            let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                          "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=\(name)",
-                                                          "-addext", "subjectAltName=IP:127.0.0.1"])
-            XCTAssertEqual(made.status, 0, made.stderr)
-        }
+        let cert = directory.appendingPathComponent("relay.crt").path, key = directory.appendingPathComponent("relay.key").path
+        func make(_ name: String) throws { _ = try TestCertificate.make(in: directory, commonName: name) }
         func servedName() throws -> String {
             let shown = try runProcess("/usr/bin/curl", ["-skv", "--max-time", "10", "https://127.0.0.1:\(port)/healthz"])
             return shown.stderr.split(separator: "\n").first { $0.contains("subject: CN=") }.map { String($0.split(separator: "=").last ?? "") } ?? ""
@@ -69,10 +64,7 @@ extension RelayEndToEndTests {
     func testTheMetricsCarryTheProcessFiguresAndCountFailedTLSHandshakes() throws {
         tearDown()
         let directory = try scratchDirectory()
-        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-        let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                      "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=relay", "-addext", "subjectAltName=IP:127.0.0.1"])
-        XCTAssertEqual(made.status, 0, made.stderr)
+        let (cert, key) = try TestCertificate.make(in: directory, commonName: "relay")
         let admin = freePort()   // the admin port takes no 0
         try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key, "--relay-admin-port", String(admin)])
         func sample(_ name: String) throws -> Double? {

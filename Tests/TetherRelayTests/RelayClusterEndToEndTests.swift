@@ -443,14 +443,7 @@ extension RelayClusterEndToEndTests {
     }
 
     /// A certificate for 127.0.0.1 (nginx's TLS in front of the nodes), in the scratch directory.
-    private func selfSignedCertificate() throws -> (certificate: String, key: String) {
-        let certificate = scratch.appendingPathComponent("cert.pem").path, key = scratch.appendingPathComponent("key.pem").path
-        let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                      "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
-                                                      "-addext", "subjectAltName=IP:127.0.0.1"])
-        XCTAssertEqual(made.status, 0, made.stderr)
-        return (certificate, key)
-    }
+    private func selfSignedCertificate() throws -> (certificate: String, key: String) { try TestCertificate.make(in: scratch) }
 
     /// What a v1 test runs on: PostgreSQL, a certificate for nginx and the one origin every node
     /// shares (nginx's).

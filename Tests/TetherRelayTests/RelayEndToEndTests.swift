@@ -505,11 +505,7 @@ extension RelayEndToEndTests {
     func testTheRelayServesTLSItselfAndSplicesOverWSS() throws {
         tearDown()
         let directory = try scratchDirectory()
-        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-        let made = try runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                      "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                                                      "-addext", "subjectAltName=IP:127.0.0.1"])
-        XCTAssertEqual(made.status, 0, made.stderr)
+        let (cert, key) = try TestCertificate.make(in: directory)
         try startRelay(database: ":memory:", ["--tls-cert", cert, "--tls-key", key])
         setenv("TETHER_TEST_CA", cert, 1)
         defer { unsetenv("TETHER_TEST_CA") }
