@@ -53,7 +53,7 @@ final class DataChannelSDPBuilderTests: XCTestCase {
         var lines = SDPFixtures.offerLines
         lines[6] = "m=application 3478 UDP/DTLS/SCTP webrtc-datachannel"
         lines[7] = "c=IN IP4 203.0.113.7"
-        lines += [host, hostV6, tcp, relay].map { "a=" + $0.attributeValue } + ["a=end-of-candidates"]
+        lines += [host, hostV6, tcp, relay.signalled].map { "a=" + $0.attributeValue } + ["a=end-of-candidates"]
         XCTAssertEqual(offer.text, SDPFixtures.sdp(lines))
         XCTAssertEqual(try DataChannelSDP.parse(offer.text, as: .offer), offer)
 
@@ -62,6 +62,31 @@ final class DataChannelSDPBuilderTests: XCTestCase {
         XCTAssertTrue(v6.text.contains("\r\nm=application 50001 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP6 2001:db8::1\r\n"),
                       "among hosts the highest priority; TCP never")
         XCTAssertEqual(try DataChannelSDP.parse(v6.text, as: .offer), v6)
+    }
+
+    /// What a relay-only device writes: its relayed candidates with their related address
+    /// withheld, the TURN server's relayed address as the default, and nothing of its own in
+    /// `o=`, `c=` or any attribute; before any candidate, 9 and 0.0.0.0.
+    func testARelayOnlyDescriptionNamesNothingOfTheDevice() throws {
+        let device = "192.0.2.1", port = "50000"
+        let relay = try ICECandidate.parse("candidate:4 1 udp 41885439 203.0.113.7 3478 typ relay raddr \(device) rport \(port)")
+        let offer = DataChannelSDP.offer(origin: SDPFixtures.origin, ice: SDPFixtures.ice, fingerprint: SDPFixtures.fingerprint,
+                                         candidates: [relay], endOfCandidates: true)
+        let answer = DataChannelSDP.answer(to: offer, origin: SDPFixtures.answerOrigin, ice: SDPFixtures.answerICE,
+                                           fingerprint: SDPFixtures.fingerprint, candidates: [relay])
+        for description in [offer, answer] {
+            let lines = description.text.split(separator: "\r\n")
+            XCTAssertTrue(lines.contains("a=candidate:4 1 udp 41885439 203.0.113.7 3478 typ relay raddr 0.0.0.0 rport 0"), description.text)
+            XCTAssertTrue(lines.contains("c=IN IP4 203.0.113.7"), description.text)
+            XCTAssertTrue(lines.contains { $0.hasPrefix("o=") && $0.hasSuffix(" IN IP4 0.0.0.0") }, description.text)
+            XCTAssertFalse(description.text.contains(device), description.text)
+            XCTAssertFalse(description.text.contains(port), description.text)
+            XCTAssertEqual(description.candidates, [relay.signalled])
+        }
+        XCTAssertEqual(try DataChannelSDP.parse(offer.text, as: .offer), offer)
+
+        let trickled = DataChannelSDP.offer(origin: SDPFixtures.origin, ice: SDPFixtures.ice, fingerprint: SDPFixtures.fingerprint)
+        XCTAssertTrue(trickled.text.contains("\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP4 0.0.0.0\r\n"), trickled.text)
     }
 
     func testBuiltDescriptionsReadBackToThemselves() throws {

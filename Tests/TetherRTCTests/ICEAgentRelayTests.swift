@@ -21,7 +21,10 @@ final class ICEAgentRelayTests: XCTestCase {
             XCTAssertTrue(log.waitForGathering(), file: file, line: line)
             XCTAssertFalse(log.localCandidates.isEmpty, file: file, line: line)
             for value in log.localCandidates {
-                XCTAssertEqual(try ICECandidate.parse(value).type, .relay, "relay-only offers relayed candidates only: \(value)", file: file, line: line)
+                let candidate = try ICECandidate.parse(value)
+                XCTAssertEqual(candidate.type, .relay, "relay-only offers relayed candidates only: \(value)", file: file, line: line)
+                XCTAssertEqual(candidate.relatedAddress, "0.0.0.0", "the mapped address is withheld: \(value)", file: file, line: line)
+                XCTAssertEqual(candidate.relatedPort, 0, value, file: file, line: line)
             }
             let selected = try XCTUnwrap(log.selectedPair, file: file, line: line)
             XCTAssertEqual(selected.local.type, .relay, "\(selected)", file: file, line: line)
@@ -41,6 +44,31 @@ final class ICEAgentRelayTests: XCTestCase {
         let (coturn, pair) = try relayOnlyPair(transport: "tcp")
         defer { pair.close(); coturn.stop() }
         try assertRelayedEndToEnd(pair)
+    }
+
+    /// The agent gathers on 127.0.0.2 while coturn listens on 127.0.0.1, so the device's
+    /// address (and the mapped address coturn reports, the same on loopback) can be told from
+    /// the TURN server's: libnice names it as each relayed candidate's related address, and
+    /// nothing the agent trickles may.
+    func testRelayOnlyCandidatesNameTheTURNServerOnlyNeverTheDeviceAddressOrPort() throws {
+        let coturn = try CoturnFixture()
+        defer { coturn.stop() }
+        let log = ICEEventLog()
+        let agent = try ICEAgent(ICEConfiguration(role: .controlling, servers: [coturn.turnServer()], relayOnly: true,
+                                                  localAddresses: ["127.0.0.2"]), handler: log.record)
+        defer { agent.close() }
+        try agent.startGathering()
+        XCTAssertTrue(log.waitForGathering(), "\(log.all)")
+        XCTAssertNil(log.failure)
+        XCTAssertFalse(log.localCandidates.isEmpty)
+        for value in log.localCandidates {
+            let candidate = try ICECandidate.parse(value)
+            XCTAssertEqual(candidate.type, .relay, value)
+            XCTAssertEqual(candidate.connectionAddress, "127.0.0.1", "coturn's relayed address: \(value)")
+            XCTAssertEqual(candidate.relatedAddress, "0.0.0.0", value)
+            XCTAssertEqual(candidate.relatedPort, 0, value)
+            XCTAssertFalse(value.contains("127.0.0.2"), value)
+        }
     }
 
     func testAWrongTURNPasswordGathersNoRelayCandidateAndFailsTheRelayOnlyAgent() throws {

@@ -52,6 +52,38 @@ final class ICECandidateTests: XCTestCase {
         XCTAssertEqual(candidate.attributeValue, "candidate:3 1 udp 41885439 203.0.113.7 3478 typ relay raddr 198.51.100.2 rport 61000")
     }
 
+    /// The related address of a relayed candidate is this device as the TURN server saw it; a
+    /// candidate of Tether's never names it (libwebrtc's `raddr 0.0.0.0 rport 0`).
+    func testARelayCandidateIsSignalledWithItsRelatedAddressWithheld() throws {
+        let relay = try ICECandidate.parse("candidate:2 1 udp 505414655 203.0.113.7 18627 typ relay raddr 198.51.100.2 rport 38254")
+        XCTAssertEqual(relay.signalled.attributeValue, "candidate:2 1 udp 505414655 203.0.113.7 18627 typ relay raddr 0.0.0.0 rport 0")
+        XCTAssertEqual(relay.callCandidate(sdpMid: "0", sdpMLineIndex: 0),
+                       CallCandidate(candidate: "candidate:2 1 udp 505414655 203.0.113.7 18627 typ relay raddr 0.0.0.0 rport 0",
+                                     sdpMid: "0", sdpMLineIndex: 0))
+        XCTAssertEqual(try ICECandidate.parse(relay.signalled.attributeValue), relay.signalled, "a peer reads it as any candidate")
+
+        let v6 = try ICECandidate.parse("candidate:3 1 udp 505414655 2001:db8::7 18628 typ relay raddr 2001:db8:1::2 rport 38255")
+        XCTAssertEqual(v6.signalled.attributeValue, "candidate:3 1 udp 505414655 2001:db8::7 18628 typ relay raddr :: rport 0",
+                       "the unspecified address of the candidate's own family")
+        let bare = ICECandidate(foundation: "4", transport: .udp, priority: 1, connectionAddress: "203.0.113.7", port: 18629, type: .relay)
+        XCTAssertEqual(bare.signalled.attributeValue, "candidate:4 1 udp 1 203.0.113.7 18629 typ relay raddr 0.0.0.0 rport 0",
+                       "always written, so no relayed candidate of Tether's differs from another by it")
+        let tcp = try ICECandidate.parse("candidate:5 1 tcp 1 203.0.113.7 18630 typ relay raddr 198.51.100.2 rport 38256 tcptype passive")
+        XCTAssertEqual(tcp.signalled.attributeValue, "candidate:5 1 tcp 1 203.0.113.7 18630 typ relay raddr 0.0.0.0 rport 0 tcptype passive")
+    }
+
+    /// Only relayed candidates hide a related address: a reflexive one's is its base, a host
+    /// candidate offered beside it (and relay-only offers neither).
+    func testOtherCandidatesAreSignalledAsTheyAre() throws {
+        for text in ["candidate:1 1 udp 2122260223 192.0.2.1 50000 typ host",
+                     "candidate:2 1 udp 1686052607 203.0.113.9 40000 typ srflx raddr 192.0.2.1 rport 50000",
+                     "candidate:3 1 udp 1 203.0.113.9 40001 typ prflx raddr 192.0.2.1 rport 50001"] {
+            let candidate = try ICECandidate.parse(text)
+            XCTAssertEqual(candidate.signalled, candidate, text)
+            XCTAssertEqual(candidate.callCandidate(sdpMid: "0", sdpMLineIndex: 0).candidate, text)
+        }
+    }
+
     func testKeywordsMatchInAnyCase() throws {
         let candidate = try ICECandidate.parse("CANDIDATE:a+/Z 2 UdP 4294967295 192.0.2.1 1 TYP Prflx RADDR 0.0.0.0 RPORT 0 Generation 0")
         XCTAssertEqual(candidate.componentID, 2)

@@ -2,7 +2,8 @@
 /// the agent's ICE thread, one event at a time and in order; the owner hops onto its own loop
 /// with the event and must not block (every other event of the call waits behind it).
 public enum ICEEvent: Sendable {
-    /// A local candidate to trickle: the attribute value without `a=` (signaling.md §7.1).
+    /// A local candidate to trickle: the attribute value without `a=` (signaling.md §7.1), in
+    /// its `ICECandidate.signalled` form.
     case localCandidate(String)
     /// Gathering finished: send the end-of-candidates `candidate` signal (an empty string).
     case gatheringComplete

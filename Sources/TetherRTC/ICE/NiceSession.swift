@@ -207,11 +207,10 @@ final class NiceSession {
         // (RFC 8445 §7.2.5.3.1); relay-only offers nothing but relayed ones.
         guard type != NICE_CANDIDATE_TYPE_PEER_REFLEXIVE, !relayOnly || type == NICE_CANDIDATE_TYPE_RELAYED else { return }
         if type == NICE_CANDIDATE_TYPE_RELAYED { relayedCandidates += 1 }
-        guard let line = nice_agent_generate_local_candidate_sdp(niceAgent, candidate) else { return }
-        defer { g_free(line) }
-        var text = String(cString: line)
-        if text.hasPrefix("a=") { text.removeFirst(2) }
-        emit(.localCandidate(text))
+        // Written from libnice's fields, not by nice_agent_generate_local_candidate_sdp: that
+        // names a relayed candidate's mapped address (this device as the TURN server sees it)
+        // as its related address, which `signalled` withholds.
+        emit(.localCandidate(Self.candidate(candidate.pointee).signalled.attributeValue))
     }
 
     private func gatheringDone(_ stream: guint) {
@@ -258,8 +257,10 @@ final class NiceSession {
         var address = nice.addr, base = nice.base_addr
         let foundation = withUnsafeBytes(of: nice.foundation) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let hasBase = type != .host && nice_address_is_valid(&base) != 0
+        // An active TCP candidate has no port of its own (libnice leaves 0); RFC 6544 §4.5 writes 9.
+        let port = UInt16(truncatingIfNeeded: nice_address_get_port(&address))
         return ICECandidate(foundation: foundation, componentID: Int(nice.component_id), transport: transport, priority: nice.priority,
-                            connectionAddress: string(&address), port: UInt16(truncatingIfNeeded: nice_address_get_port(&address)), type: type,
+                            connectionAddress: string(&address), port: port == 0 ? 9 : port, type: type,
                             relatedAddress: hasBase ? string(&base) : nil,
                             relatedPort: hasBase ? UInt16(truncatingIfNeeded: nice_address_get_port(&base)) : nil, tcpType: tcpType)
     }

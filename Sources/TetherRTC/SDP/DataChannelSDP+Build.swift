@@ -23,10 +23,15 @@ extension DataChannelSDP {
                               candidates: candidates, endOfCandidates: endOfCandidates)
     }
 
-    /// A description whose m-line port and `c=` address are its default candidate's.
+    /// A description of this device's: its candidates in their `signalled` form, the m-line port
+    /// and `c=` address its default candidate's. Nothing else in it depends on the device: the
+    /// `o=` address is always 0.0.0.0, and the ufrag, password, session ID and certificate are
+    /// fresh random values per call. So a relay-only description names only the TURN server's
+    /// relayed addresses, or 9 and 0.0.0.0 while it has no candidate (Tether trickles them all).
     init(type: DescriptionType, origin: Origin, bundled: Bool, mid: String, mediaProtocol: MediaProtocol, ice: ICECredentials,
          fingerprints: [CertificateFingerprint], setup: Setup, sctpPort: UInt16, maxMessageSize: UInt64, candidates: [ICECandidate],
          endOfCandidates: Bool) {
+        let candidates = candidates.map(\.signalled)
         let chosen = Self.defaultCandidate(among: candidates)
         self.init(type: type, origin: origin, bundled: bundled, mid: mid, mediaProtocol: mediaProtocol, port: chosen?.port ?? 9,
                   connectionAddress: chosen?.connectionAddress ?? "0.0.0.0", ice: ice, iceOptions: ["trickle"], iceLite: false,

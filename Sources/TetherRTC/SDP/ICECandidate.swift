@@ -79,12 +79,29 @@ public struct ICECandidate: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { attributeValue }
 
+    /// The candidate as Tether signals one of its own. A relayed candidate's related address is
+    /// the mapped address of its TURN allocation: the TURN server's view of this device, which
+    /// behind a NAT is its public address and port. Relaying is how a device keeps that address
+    /// from the peer (relay-only calls), so it is never written: `raddr 0.0.0.0 rport 0` (`::`
+    /// for an IPv6 candidate), as libwebrtc writes a related address it withholds. Nothing is
+    /// lost: ICE never reads a remote candidate's related address (it is for diagnostics).
+    /// Other types keep theirs; a reflexive candidate's is its base, a host candidate offered
+    /// beside it, and relay-only offers neither.
+    public var signalled: ICECandidate {
+        guard type == .relay else { return self }
+        var copy = self
+        copy.relatedAddress = isIPv6 ? "::" : "0.0.0.0"
+        copy.relatedPort = 0
+        return copy
+    }
+
     /// Whether the address is IPv6 (the `c=` line's address type follows it).
     public var isIPv6: Bool { connectionAddress.contains(":") }
 
-    /// The candidate as a `candidate` signal body carries it (signaling.md §7.1).
+    /// This device's candidate as a `candidate` signal body carries it (signaling.md §7.1), in
+    /// its `signalled` form.
     public func callCandidate(sdpMid: String?, sdpMLineIndex: Int?) -> CallCandidate {
-        CallCandidate(candidate: attributeValue, sdpMid: sdpMid, sdpMLineIndex: sdpMLineIndex)
+        CallCandidate(candidate: signalled.attributeValue, sdpMid: sdpMid, sdpMLineIndex: sdpMLineIndex)
     }
 
     /// The candidate a `candidate` signal carries; the end-of-candidates marker (an empty

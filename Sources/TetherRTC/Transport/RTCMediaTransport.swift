@@ -17,7 +17,10 @@ import TetherCrypto
 public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable {  // every mutable member is touched only on `queue`
     public struct Options: Sendable {
         /// §7.5's last paragraph: only relayed candidates, for tests and for users who hide
-        /// their address.
+        /// their address. Then nothing this transport gives the call to signal names the device
+        /// or its ports: each candidate is a TURN-relayed address with its related address
+        /// withheld (`ICECandidate.signalled`), and the descriptions carry no candidate (they
+        /// are all trickled), so their `c=` and `o=` addresses are 0.0.0.0.
         public var relayOnly = false
         /// Interfaces to gather on (IP literals); empty means all.
         public var localAddresses: [String] = []
