@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: deb deb-lint deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover chaos bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: docs deb deb-lint deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover chaos bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -19,6 +19,7 @@ build: build-deps
 test: deps
 	scripts/check-imports
 	$(SWIFT) build --build-tests
+	scripts/check-api
 	$(SWIFT) test --parallel --xunit-output .build/test-results.xml
 	@./scripts/test-summary .build/test-results.xml
 	scripts/traceability
@@ -26,6 +27,13 @@ test: deps
 	scripts/check-unchecked-sendable
 	scripts/fuzz --smoke
 	scripts/check-by-version
+
+# DocC documentation of TetherClient, TetherCall, TetherRTC and the service modules, from their
+# doc comments and the catalogs in docs/catalogs/ (scripts/docs): .build/docs/Tether.doccarchive,
+# then its size, DocC's warnings and the public symbols without a doc comment.
+# `scripts/docs --check-coverage` fails while TetherClient or TetherCall has one.
+docs: build-deps
+	scripts/docs
 
 bench: deps
 	$(SWIFT) build -c release --product tether-bench

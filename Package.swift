@@ -132,6 +132,15 @@ let package = Package(
         .executableTarget(name: "tether-rtcbench", dependencies: ["TetherSync", "TetherRTC", "TetherCall", "TetherNet", "TetherWire", "TetherCrypto"],
                           swiftSettings: strict),
 
+        // MARK: Examples (Examples/, each with a README): programs as an app developer writes them,
+        // importing the SDK's modules and nothing else of Tether's; `make test` builds them.
+        // A bot that answers every call and sends each text back (TetherCall over TetherRTC).
+        .executableTarget(name: "example-echo-bot", dependencies: ["TetherCall", "TetherRTC", "TetherDevice", "TetherNet", "TetherWire"],
+                          path: "Examples/EchoBot", exclude: ["README.md"], swiftSettings: strict),
+        // The computer's side of a pairing, pushing a sealed wake-up through `tether push` (TetherClient).
+        .executableTarget(name: "example-computer-side", dependencies: ["TetherClient", "TetherDevice", "TetherNet", "TetherWire"],
+                          path: "Examples/ComputerSide", exclude: ["README.md"], swiftSettings: strict),
+
         // MARK: Test support and tests
         .target(name: "TetherTestSupport", dependencies: ["TetherSync", "TetherCrypto"], swiftSettings: strict),
         .testTarget(name: "TetherSyncTests", dependencies: ["TetherSync"], swiftSettings: strict),
@@ -154,6 +163,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "TetherStoreTests", dependencies: ["TetherStore", "TetherStoreContract", "TetherWire", "TetherCrypto", "CSQLite", "TetherTestSupport"], swiftSettings: strict),
         .testTarget(name: "CTetherSystemTests", dependencies: ["CTetherSystem", "CSQLite"], swiftSettings: strict),
+        // The examples run as their READMEs say, against the real `tether` binary.
+        .testTarget(name: "ExampleTests", dependencies: ["TetherTestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

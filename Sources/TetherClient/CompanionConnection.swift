@@ -8,7 +8,10 @@ import TetherDevice
 /// handled here: a `ping` is answered with `pong` (on the Mac), `unpairing`/`unpaired` end the
 /// pairing, the phone's `pushStatus` is handed to the Mac; every other frame is the application's.
 public final class CompanionConnection: Sendable {
+    /// What ``receive()`` hands the application: its own frames, and the two protocol events it
+    /// must act on.
     public enum Incoming: Sendable, Equatable {
+        /// An application frame from the other device, as it sent it.
         case message([UInt8])
         /// The other device unpaired (its farewell arrived).
         case peerUnpaired
@@ -16,8 +19,11 @@ public final class CompanionConnection: Sendable {
         case pushStatus(PushStatus)
     }
 
+    /// Which side of the pairing this device plays.
     public let role: RelayRole
+    /// The end-to-end channel the session runs over.
     public let channel: SecureChannel
+    /// The relay socket under the channel.
     public let socket: AdmittedSocket
 
     /// The request id of the ping still awaiting its pong.
@@ -103,5 +109,7 @@ public final class CompanionConnection: Sendable {
         channel.close()
     }
 
+    /// Closes the channel and its socket without a farewell: the pairing stays, and the endpoint
+    /// reconnects.
     public func close() { channel.close() }
 }

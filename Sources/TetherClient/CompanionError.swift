@@ -4,11 +4,19 @@ public import TetherDevice
 /// Why pairing, a reconnect or an unpair did not work. Each is one the user can act on, and its
 /// description is the one line the commands print.
 public enum CompanionError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The relay refused or dropped a join (see ``AdmissionError``).
     case relay(AdmissionError)
+    /// A room call to the relay failed: attestation, registration or delete (see
+    /// ``RelayCallError``).
     case calls(RelayCallError)
+    /// The end-to-end channel failed (see ``SecureChannelError``); the endpoint reconnects with a
+    /// fresh handshake.
     case channel(SecureChannelError)
+    /// No relay could be found for the room (see ``ResolveError``).
     case resolve(ResolveError)
+    /// The state directory could not be read or written (a corrupt record, a permission).
     case state(StateDirectory.Failure)
+    /// The pairing link is not one this SDK accepts.
     case invalidLink(PairingLinkError)
     /// The Mac declined (a wrong code three times, a timeout or an abort).
     case pairingDeclined

@@ -36,9 +36,14 @@ public enum EndpointEvent: Sendable, Equatable {
 /// The pieces both endpoints share: where to connect from, the state directory, the event sink,
 /// the outgoing-message queue, and the session pump.
 public struct EndpointContext: Sendable {
+    /// The event loop the endpoint's sockets and timers run on.
     public let loop: EventLoop
+    /// TLS settings for `https://` relays and resolvers (nil: the system's trust store).
     public let tls: TLSClientContext?
+    /// Where the device's static key and its pairing are kept between runs.
     public let state: StateDirectory
+    /// Receives every ``EndpointEvent``, in order, on whichever thread the endpoint runs; hand it
+    /// to your user interface's own queue.
     public let events: @Sendable (EndpointEvent) -> Void
     /// Every wait, deadline and expiry of the endpoint runs on this clock.
     public let clock: any DeviceClock
@@ -47,6 +52,7 @@ public struct EndpointContext: Sendable {
     /// The frames the endpoint sends, held until a session is up.
     let outbox = Outbox()
 
+    /// Gathers what an endpoint needs. `clock` is for tests, which move time by hand.
     public init(loop: EventLoop, tls: TLSClientContext? = nil, state: StateDirectory, clock: any DeviceClock = SystemDeviceClock(),
                 events: @escaping @Sendable (EndpointEvent) -> Void) {
         self.loop = loop
@@ -216,6 +222,7 @@ final class LastJoinedSocket: Sendable {
 /// keep everything that changes in their context (the outgoing frames, the socket joined last),
 /// so the operations below are the same for both.
 public protocol CompanionEndpoint: AnyObject, Sendable {
+    /// The loop, state directory, event sink and outgoing queue the endpoint runs with.
     var context: EndpointContext { get }
 }
 

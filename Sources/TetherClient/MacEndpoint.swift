@@ -12,6 +12,7 @@ import TetherSync
 /// sends the verdict, pins the phone's key, stores the couriered room secret and acks it;
 /// paired, it parks with signed joins and serves the session, re-parking whenever it ends.
 public final class MacEndpoint: CompanionEndpoint, EndpointRole {
+    /// The loop, state directory, event sink and outgoing queue this endpoint runs with.
     public let context: EndpointContext
     /// How long a pairing link lives without a phone using it (client.md §2.6).
     public static let pairingLinkLifetime: Duration = .seconds(120)
@@ -304,6 +305,9 @@ public final class MacEndpoint: CompanionEndpoint, EndpointRole {
         try await Self.unpair(context: context)
     }
 
+    /// Unpairs the Mac whose pairing `context`'s state directory holds, with no endpoint running:
+    /// deletes the room on the relay (a signed `/delete`), then forgets the pairing. A relay that
+    /// cannot be reached leaves the pairing in place, so the user can try again.
     public static func unpair(context: EndpointContext) async throws(CompanionError) {
         let key: X25519.PrivateKey
         let pairing: MacPairing?

@@ -15,16 +15,26 @@ public enum PairingRecord {
     static let shardMapFloor = "shardmap-version-floor"
 
     /// Which side of a pairing a state directory holds.
-    public enum Role: String, Sendable { case mac, phone }
+    public enum Role: String, Sendable {
+        /// The computer: it showed the pairing link and typed the phone's code.
+        case mac
+        /// The phone: it opened the link and showed the code.
+        case phone
+    }
 }
 
 /// The Mac's side of a pairing: the room (its own key, the pid), the relay it lives on, and the
 /// phone static key pinned at confirmation.
 public struct MacPairing: Sendable, Equatable {
+    /// Where the room lives: a relay origin, or a resolver's shard map.
     public let transport: PairingLink.Transport
+    /// The pairing id the link carried; with the Mac's static key it names the room.
     public let pairingID: String
+    /// The phone's static key, pinned when the code was confirmed: no other phone completes a
+    /// handshake.
     public let phoneStaticKey: X25519.PublicKey
 
+    /// A pairing as the Mac stores it once the phone's code was confirmed.
     public init(transport: PairingLink.Transport, pairingID: String, phoneStaticKey: X25519.PublicKey) {
         self.transport = transport
         self.pairingID = pairingID
@@ -59,6 +69,7 @@ extension StateDirectory {
 
     // MARK: Mac
 
+    /// The Mac's stored pairing, nil when there is none; throws when the record is unreadable.
     public func macPairing() throws(Failure) -> MacPairing? {
         guard let bytes = read(PairingRecord.macPairing) else { return nil }
         guard let fields = Self.object(bytes), let pid = fields["pairingID"] as? String, !pid.isEmpty,
@@ -69,6 +80,7 @@ extension StateDirectory {
         return MacPairing(transport: PairingLink.Transport(fields: fields), pairingID: pid, phoneStaticKey: key)
     }
 
+    /// Stores the Mac's pairing (owner-only, written atomically).
     public func storeMacPairing(_ pairing: MacPairing) throws(Failure) {
         var fields = pairing.transport.fields
         fields["pairingID"] = pairing.pairingID
@@ -91,6 +103,7 @@ extension StateDirectory {
         return link
     }
 
+    /// Stores the phone's pairing link, in the same form ``phonePairing()`` reads.
     public func storePhonePairing(_ link: PairingLink) throws(Failure) {
         var fields = link.transport.fields
         fields["pairingID"] = link.pairingID
@@ -103,6 +116,7 @@ extension StateDirectory {
         read(PairingRecord.registeredRoom).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Remembers that the phone registered the room's verifier, so `/register` is not repeated.
     public func markRegistered(_ room: RoomName) throws(Failure) {
         try write(PairingRecord.registeredRoom, Array(room.hex.utf8))
     }
@@ -124,12 +138,15 @@ extension StateDirectory {
 
     // MARK: Both
 
+    /// The room secret both devices hold (it signs every join), nil before pairing; throws when the
+    /// record is unreadable.
     public func roomSecret() throws(Failure) -> RoomSecret? {
         guard let bytes = read(PairingRecord.roomSecret) else { return nil }
         guard let secret = try? RoomSecret(bytes: bytes) else { throw .corrupt(PairingRecord.roomSecret) }
         return secret
     }
 
+    /// Stores the room secret (owner-only, written atomically).
     public func storeRoomSecret(_ secret: RoomSecret) throws(Failure) {
         try write(PairingRecord.roomSecret, secret.bytes)
     }

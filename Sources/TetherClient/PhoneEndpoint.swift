@@ -12,6 +12,7 @@ import TetherSync
 /// registers the verifier only after the Mac's ack; afterwards it reconnects with signed joins,
 /// re-couriers the secret and re-runs `hello` on every connection, and classifies every close.
 public final class PhoneEndpoint: CompanionEndpoint, EndpointRole {
+    /// The loop, state directory, event sink and outgoing queue this endpoint runs with.
     public let context: EndpointContext
     /// How long the code is shown while the Mac decides (client.md §14).
     public static let verdictTimeout: Duration = .seconds(180)
@@ -20,8 +21,11 @@ public final class PhoneEndpoint: CompanionEndpoint, EndpointRole {
     /// The end-to-end liveness ping (see `CompanionConnection.startPinging`): as often as the
     /// WebSocket keepalive, and as patient.
     public let pingInterval: Duration
+    /// How long a ping may wait for its pong before the channel is closed and a fresh handshake
+    /// follows.
     public let pongTimeout: Duration
 
+    /// Answers the relay's attestation requests; nil when the relay runs in open mode.
     public let attester: (any Attester)?
     private let configuredPushStatus = Locked<PushStatus?>(nil)
 
@@ -40,6 +44,9 @@ public final class PhoneEndpoint: CompanionEndpoint, EndpointRole {
         pushStatus.map { CompanionEnvelope(.pushStatus($0)).frame }
     }
 
+    /// A phone endpoint. Give an `attester` when the relay requires App Attest (a
+    /// ``SoftwareAttester`` on Linux); `pingInterval` and `pongTimeout` pace the end-to-end
+    /// liveness check.
     public init(context: EndpointContext, attester: (any Attester)? = nil, pingInterval: Duration = .seconds(15), pongTimeout: Duration = .seconds(10)) {
         self.attester = attester
         self.pingInterval = pingInterval
@@ -295,6 +302,9 @@ public final class PhoneEndpoint: CompanionEndpoint, EndpointRole {
         try await Self.unpair(context: context)
     }
 
+    /// Unpairs the phone whose pairing `context`'s state directory holds, with no endpoint running:
+    /// deletes the room on the relay (a signed `/delete`), then forgets the pairing. A relay that
+    /// cannot be reached leaves the pairing in place, so the user can try again.
     public static func unpair(context: EndpointContext) async throws(CompanionError) {
         let link: PairingLink?
         let secret: RoomSecret?

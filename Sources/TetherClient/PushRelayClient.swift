@@ -33,6 +33,8 @@ public struct PushRelayClient: Sendable {
     private let loop: EventLoop
     private let tls: TLSClientContext?
 
+    /// A client of the push relay at `baseURL` (a trailing slash is dropped). `tls` is used for
+    /// `https://` URLs only.
     public init(baseURL: String, loop: EventLoop, tls: TLSClientContext? = nil) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.loop = loop
@@ -43,6 +45,7 @@ public struct PushRelayClient: Sendable {
 
     /// A Profile M registration as the phone keeps it.
     public struct MyttyRegistration: Sendable, Equatable {
+        /// The relay's id for this registration, which the Mac names in every push.
         public let pushID: String
         /// The 32 secret bytes (the HMAC key for the Mac's pushes).
         public let relaySecret: [UInt8]

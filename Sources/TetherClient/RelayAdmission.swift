@@ -16,6 +16,7 @@ public enum JoinProof: Sendable {
 
 /// Why a join did not end admitted.
 public enum AdmissionError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No WebSocket opened: the connection was refused, TLS failed, or the attempt timed out.
     case unreachable(String)
     /// The upgrade was refused before the WebSocket opened (403, 400, 421, 429, 503, …).
     case upgradeRefused(status: Int, body: String, owner: String?)
@@ -26,6 +27,8 @@ public enum AdmissionError: Error, Equatable, Sendable, CustomStringConvertible 
     /// The relay spoke something that is not the admission protocol.
     case protocolViolation(String)
 
+    /// What a reconnect loop should do about this failure: retry, re-resolve, wait long, or give
+    /// up.
     public var signal: RelaySignal {
         switch self {
         case .unreachable, .protocolViolation: .transient
@@ -48,6 +51,7 @@ public enum AdmissionError: Error, Equatable, Sendable, CustomStringConvertible 
 
 /// An admitted socket: binary frames in and out, and how it ended.
 public final class AdmittedSocket: @unchecked Sendable { // the connection and session are touched only on their loop, reached by execute
+    /// The role the socket was admitted in.
     public let role: RelayRole
     /// Minted for every admitted phone (useful only in a pairing room, for `/register`).
     public let registrationToken: String?
@@ -70,6 +74,7 @@ public final class AdmittedSocket: @unchecked Sendable { // the connection and s
         connection.connection.loop.execute { socket.connection.send(binary: frame) }
     }
 
+    /// Closes the socket (1000); ``ended()`` returns once the close handshake finishes.
     public func close() {
         let socket = self
         connection.connection.loop.execute { socket.connection.close(code: WebSocketCloseCode.normal) }
@@ -122,6 +127,9 @@ public struct InboundFrames: AsyncSequence, Sendable {
 /// Joins a room (client.md §6): upgrade with the room header and fixed User-Agent, Hello,
 /// Challenge, Proof, Result.
 public enum RelayAdmission {
+    /// Joins `room` as `role` and returns the admitted socket. `nonDisplacing` is a phone's
+    /// notification extension joining briefly: refused `slot occupied` rather than displacing the
+    /// app's socket. `timeout` bounds the connection and the WebSocket upgrade.
     public static func join(_ room: RelayRoom, role: RelayRole, proof: JoinProof, nonDisplacing: Bool = false,
                             on loop: EventLoop, tls: TLSClientContext? = nil,
                             timeout: Duration = .seconds(30)) async throws(AdmissionError) -> AdmittedSocket {

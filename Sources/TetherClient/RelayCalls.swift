@@ -37,10 +37,12 @@ public enum RelayCallError: Error, Equatable, Sendable, CustomStringConvertible 
 /// The room-level HTTP calls of client.md §8: `POST <origin><path>` with the room header and the
 /// fixed User-Agent, a JSON body only when there is one, 15 s timeout, redirects never followed.
 public struct RelayCalls: Sendable {
+    /// The room every call addresses.
     public let room: RelayRoom
     private let loop: EventLoop
     private let tls: TLSClientContext?
 
+    /// The room calls of `room`'s relay, made on `loop`.
     public init(room: RelayRoom, loop: EventLoop, tls: TLSClientContext? = nil) {
         self.room = room
         self.loop = loop

@@ -6,6 +6,7 @@ import TetherEncoding
 /// (`GET /.well-known/tether-relay.json` on a Tether relay). A link must carry exactly that
 /// origin, or the pairing succeeds and every later signed join fails.
 public enum RelayIdentity {
+    /// Where a Tether relay answers with its origin.
     public static let path = "/.well-known/tether-relay.json"
 
     /// The relay's own origin, or nil when it does not say (a reference relay, an old Tether,

@@ -7,8 +7,11 @@ import TetherSync
 public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A v1 link without `relay=` (client.md §2.2 rule 7).
     case noTransport
+    /// The resolver could not be reached (connection, TLS, timeout).
     case resolverUnreachable(String)
+    /// The resolver answered with an HTTP status other than success.
     case resolverRefused(status: Int)
+    /// The resolver's answer is not a valid shard map.
     case invalidMap(String)
     /// The map names an owner that is not a valid origin.
     case invalidOwner(String)
@@ -36,15 +39,19 @@ public enum ResolveError: Error, Equatable, Sendable, CustomStringConvertible {
 public final class RelayResolver: Sendable {
     /// Where the floor lives between runs (the phone keeps one per resolver URL).
     public struct VersionFloor: Sendable {
+        /// The highest version adopted so far for a resolver URL, if one was stored.
         public let load: @Sendable (_ resolverURL: String) -> Int?
+        /// Records a newly adopted version for a resolver URL.
         public let store: @Sendable (_ resolverURL: String, _ version: Int) -> Void
 
+        /// A floor kept wherever the app keeps small state (`StateDirectory.shardMapVersionFloor` is one).
         public init(load: @escaping @Sendable (String) -> Int?, store: @escaping @Sendable (String, Int) -> Void) {
             self.load = load
             self.store = store
         }
     }
 
+    /// The link's transport: a relay origin (v1) or a resolver URL (v2).
     public let transport: PairingLink.Transport
     private let loop: EventLoop
     private let tls: TLSClientContext?
@@ -57,6 +64,8 @@ public final class RelayResolver: Sendable {
 
     private let held = Locked(Held())
 
+    /// A resolver for `transport`. Pass a `versionFloor` to refuse maps older than one adopted in
+    /// an earlier run.
     public init(transport: PairingLink.Transport, loop: EventLoop, tls: TLSClientContext? = nil, versionFloor: VersionFloor? = nil) {
         self.transport = transport
         self.loop = loop
@@ -67,6 +76,9 @@ public final class RelayResolver: Sendable {
     /// The map currently held (v2 only).
     public var currentMap: ShardMap? { held.withLock { $0.map } }
 
+    /// The origin of the relay that serves `room`. `forceFresh` refetches the map first (do it
+    /// before every reconnect and after a 421 or a 4421 close); otherwise a cached map answers at
+    /// once.
     public func origin(for room: RoomName, forceFresh: Bool = false) async throws(ResolveError) -> String {
         switch transport {
         case .direct(nil): throw .noTransport

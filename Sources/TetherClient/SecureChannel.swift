@@ -36,6 +36,7 @@ public final class SecureChannel: @unchecked Sendable { // sending is locked in 
     /// Largest application frame accepted (a reassembly cap, so a peer cannot exhaust memory).
     public static let maxFrameLength = 16 * 1024 * 1024
 
+    /// The Noise handshake hash, which both sides share and derive ``sas`` from.
     public let handshakeHash: [UInt8]
     /// The peer's static key (the phone's, as the Mac learns it from message 3).
     public let remoteStaticKey: X25519.PublicKey?
@@ -142,5 +143,6 @@ public final class SecureChannel: @unchecked Sendable { // sending is locked in 
         return nil
     }
 
+    /// Closes the socket under the channel; a waiting ``receive()`` returns nil.
     public func close() { socket.close() }
 }

@@ -15,10 +15,14 @@ public final class SoftwareAttester: Attester, Sendable {
 
     /// A test root: its key signs each attestation's intermediate.
     public struct Authority: Sendable {
+        /// The root's signing key: whoever holds it can attest.
         public let key: P256.PrivateKey
+        /// The root certificate a relay trusts through `APPATTEST_ROOT_PEM`.
         public let certificate: Certificate
+        /// The subject and issuer name of every root this type makes.
         public static let commonName = "Tether Software App Attest Root"
 
+        /// A root from a key and its certificate, as `tether attester init` stores them.
         public init(key: P256.PrivateKey, certificate: Certificate) {
             self.key = key
             self.certificate = certificate
@@ -34,12 +38,16 @@ public final class SoftwareAttester: Attester, Sendable {
         }
     }
 
+    /// The app id (`TEAMID.bundle.id`) bound into each attestation, which the relay's `APP_ID` must
+    /// match.
     public let appID: String
+    /// The App Attest environment claimed (development or production).
     public let environment: AppAttestVerifier.Environment
     private let authority: Authority
     /// The attested key and its assertion counter.
     private let attested = Locked<(key: P256.PrivateKey?, counter: UInt32)>((nil, 0))
 
+    /// An attester for `appID` whose attestations chain to `authority`.
     public init(appID: String, environment: AppAttestVerifier.Environment = .production, authority: Authority) {
         self.appID = appID
         self.environment = environment

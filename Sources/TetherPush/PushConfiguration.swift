@@ -6,16 +6,25 @@ public import TetherService
 /// environment and flags (flags win). A missing or malformed key, team id or key id refuses to
 /// start with one line naming the setting; the key's text never appears in any message.
 public struct PushConfiguration: Sendable, ReloadableSettings {
+    /// `PUSH_HOST`: the public listener's address.
     public var host = "127.0.0.1"
+    /// `PUSH_PORT`: the public listener's port.
     public var port: UInt16 = 8788
+    /// `PUSH_DB`: a SQLite path, a `postgres://` URL every node shares, or `:memory:`.
     public var databasePath = "push.db"
+    /// `PUSH_PROFILES`: which client protocols are served (Mytty's, iTerm2's, or both).
     public var profiles: PushProfiles = [.mytty]
+    /// `APNS_TEAM_ID`: the Apple team id.
     public var teamID = ""
+    /// `APNS_KEY_ID`: the `.p8` key's id.
     public var keyID = ""
     /// The provider key (never logged, never echoed).
     public var key: P256.PrivateKey?
+    /// `APNS_TOPIC`: Profile M's topic, the Mytty app's bundle id.
     public var topic = "com.m-tkg.mytty.remote"
+    /// `APNS_TOPIC_ITERM2`: Profile I's topic, the iTerm2 app's bundle id.
     public var topicITerm2 = "com.googlecode.iterm2.companion"
+    /// `APNS_PRODUCTION_URL`, `APNS_SANDBOX_URL`: the APNs hosts.
     public var endpoints = APNsClient.Endpoints()
     /// Extra trust roots for the APNs connection (`APNS_CA_FILE`).
     public var caFile: String?
@@ -31,18 +40,25 @@ public struct PushConfiguration: Sendable, ReloadableSettings {
     /// phones behind one carrier NAT share an address; off behind a trusted proxy, whose
     /// address every client shares.
     public var maxConnectionsPerIP = 256
+    /// `PUSH_TRUST_PROXY`, `PUSH_TRUST_CLOUDFLARE`, `PUSH_TRUSTED_HOPS`: which header names the
+    /// client's address.
     public var clientIP = ClientIPResolver()
+    /// `PUSH_LOG`: verbose diagnostics (SIGUSR2 toggles them).
     public var verboseLog = false
+    /// `PUSH_LOG_FORMAT`: plain, timestamp or json.
     public var logFormat = LogFormat.plain
     /// Lines below this level are not written (`debug` turns verbose diagnostics on, as `*_LOG=true`).
     public var logLevel = LogLevel.info
+    /// `PUSH_ADMIN_HOST`: the admin listener's address.
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
+    /// `PUSH_TLS_KEY`: the private key that goes with ``tlsCertificatePath``.
     public var tlsKeyPath: String?
     /// `PUSH_ACME_DOMAIN`: the certificate obtained and renewed over ACME instead of the files.
     public var acme: ACMECertificates.Configuration?
 
+    /// The defaults of every setting; `PushSetting` reads the real ones.
     public init() {}
 }
 
@@ -130,6 +146,8 @@ extension PushConfiguration {
 
     static func isLoopback(_ host: String) -> Bool { host == "127.0.0.1" || host == "::1" || host == "localhost" || host.hasPrefix("127.") }
 
+    /// `tether push --help`.
     public static var helpText: String { PushSetting.table.helpText }
+    /// The settings as the Markdown tables of docs/configuration.md.
     public static var markdownReference: String { PushSetting.table.markdownReference }
 }

@@ -6,12 +6,14 @@ public import TetherService
 /// errors come from here. iTerm2's self-hosted names `APNS_P8` / `APNS_P8_FILE` are accepted for
 /// the key.
 public enum PushSetting {
+    /// Every setting of `tether push`, in the order `--help` lists them.
     public static let table = SettingsTable(
         command: "tether push", synopsis: "[--tls-cert FILE --tls-key FILE]", switches: [],
         rows: [host, port, database, profiles, teamID, keyID, privateKey, privateKeyFile, topic, topicITerm2,
                productionURL, sandboxURL, caFile, registerLimit, registerRateLimit, maxConnectionsPerIP, trustProxy, trustCloudflare, trustedHops,
                log, logLevel, logFormat, adminHost, adminPort, tlsCertificate, tlsKey] + acme.rows)
 
+    /// Every setting's documented half (name, flag, default, help).
     public static var all: [SettingEntry] { table.entries }
 
     static let host = Setting<String>("PUSH_HOST", default: "127.0.0.1", parser: .ipAddress, help: "bind address")

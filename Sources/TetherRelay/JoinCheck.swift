@@ -12,6 +12,7 @@ public struct JoinCheck: Sendable, Equatable {
     /// The Proof's `sig`, as sent (forgiving base64).
     public let signature: String
 
+    /// A check of `signature` over `transcript`.
     public init(transcript: [UInt8], signature: String) {
         self.transcript = transcript
         self.signature = signature

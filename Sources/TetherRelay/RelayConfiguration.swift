@@ -9,31 +9,51 @@ public import TetherWire
 /// Tether is stricter than the reference where a wrong value would silently weaken or break the
 /// relay: an invalid value stops start-up with a message naming the variable.
 public struct RelayConfiguration: Sendable, Equatable, ReloadableSettings {
+    /// `RELAY_HOST`: the public listener's address.
     public var host = "127.0.0.1"
+    /// `RELAY_PORT` (or `PORT`): the public listener's port.
     public var port: UInt16 = 8787
+    /// `RELAY_DB`: a SQLite path, a `postgres://` URL every node shares, or `:memory:`.
     public var databasePath = "relay.db"
     /// Attestation mode unless `ATTEST_REQUIRED` is exactly `false`.
     public var attestationRequired = true
+    /// `APP_ID`: the team and bundle id App Attest binds (required in attestation mode).
     public var appID: String?
+    /// `APPATTEST_ENV=development`: accept development App Attest keys instead of production ones.
     public var appAttestDevelopment = false
+    /// `APPATTEST_ROOT_PEM`: the App Attest root to trust instead of Apple's (a software
+    /// attester's, for tests).
     public var appAttestRootPEM: String?
     /// The public origin bound into every signature and attestation (used verbatim).
     public var origin = ""
+    /// `RELAY_DAILY_BYTE_QUOTA`: bytes a room may relay per 24 h.
     public var dailyByteQuota: Int64 = 536_870_912
+    /// `RELAY_ESTABLISHED_IDLE_TTL_MS`: an established room unused this long is reaped.
     public var establishedIdleTTLms: Int64 = 2_592_000_000
     /// Shard failover (relay.md §8): how long a node's lease lives without a renewal.
     public var leaseTTLms: Int64 = 10_000
+    /// `RELAY_LOG`: verbose diagnostics (SIGUSR2 toggles them).
     public var verboseLog = false
+    /// `RELAY_LOG_FORMAT`: plain, timestamp or json.
     public var logFormat = LogFormat.plain
     /// Lines below this level are not written (`debug` turns verbose diagnostics on, as `*_LOG=true`).
     public var logLevel = LogLevel.info
+    /// `RELAY_TRUST_PROXY`, `RELAY_TRUST_CLOUDFLARE`, `RELAY_TRUSTED_HOPS`: which header names the
+    /// client's address.
     public var clientIP = ClientIPResolver()
+    /// `RELAY_MAX_ROOMS`: resident rooms at most.
     public var maxRooms = 200_000
+    /// `RELAY_MAX_SOCKETS_PER_IP`: concurrent sockets per client address.
     public var maxSocketsPerIP = 64
+    /// `RELAY_MAX_TOTAL_SOCKETS`: concurrent sockets in all.
     public var maxTotalSockets = 200_000
+    /// `RELAY_KEEPALIVE_MS`: the WebSocket ping sweep's interval.
     public var keepaliveMs: Int64 = 30_000
+    /// `RELAY_METRICS_PUSH_URL`: where to push metrics (with the token); nil pushes none.
     public var metricsPushURL: String?
+    /// `RELAY_METRICS_PUSH_TOKEN`: the bearer token of the metrics push.
     public var metricsPushToken: String?
+    /// `RELAY_METRICS_PUSH_MS`: how often metrics are pushed.
     public var metricsPushMs: Int64 = 60_000
     /// `RELAY_STALL_TIMEOUT_MS`: how long an admitted socket may hold its peer back (its queue
     /// above the high-water mark, so its peer is not read) before it is closed 1008 `write stalled`.
@@ -46,13 +66,16 @@ public struct RelayConfiguration: Sendable, Equatable, ReloadableSettings {
     public var adminPort: UInt16?
     /// Per-IP WebSocket upgrades per `wsRateWindowMs` (0 = off).
     public var wsRateLimit = 120
+    /// `RELAY_WS_RATE_WINDOW_MS`: the window of ``wsRateLimit``.
     public var wsRateWindowMs: UInt64 = 60_000
     /// Per-IP `/attest*` requests per `attestRateWindowMs` (0 = off).
     public var attestRateLimit = 30
+    /// `RELAY_ATTEST_RATE_WINDOW_MS`: the window of ``attestRateLimit``.
     public var attestRateWindowMs: UInt64 = 60_000
     /// Spliced frames per room per second (0 = off).
     public var maxFramesPerSecond = 500
     public var tlsCertificatePath: String?
+    /// `RELAY_TLS_KEY`: the private key that goes with ``tlsCertificatePath``.
     public var tlsKeyPath: String?
     /// `RELAY_ACME_DOMAIN`: the certificate obtained and renewed over ACME instead of the files.
     public var acme: ACMECertificates.Configuration?
@@ -67,6 +90,7 @@ public struct RelayConfiguration: Sendable, Equatable, ReloadableSettings {
     /// `RELAY_NODE_URL` and its listener: any node serves any v1 room, passing it to its owner.
     public var cluster: RelayClusterSettings?
 
+    /// The defaults of every setting; `RelaySetting` reads the real ones.
     public init() {}
 }
 
@@ -74,11 +98,14 @@ public struct RelayConfiguration: Sendable, Equatable, ReloadableSettings {
 public struct RelayClusterSettings: Sendable, Equatable {
     /// This node's name in the shard map and leases: the authority of `RELAY_NODE_URL`.
     public var node: String
+    /// `RELAY_CLUSTER_HOST`: the cluster listener's address (keep it on the internal network).
     public var host = "127.0.0.1"
+    /// `RELAY_CLUSTER_PORT`: the cluster listener's port.
     public var port: UInt16 = 0
     /// Presented on every connection a node opens to another (`RELAY_CLUSTER_SECRET`).
     public var secret: [UInt8]
 
+    /// The cluster settings of node `node`, listening on `host`:`port`, presenting `secret`.
     public init(node: String, host: String = "127.0.0.1", port: UInt16 = 0, secret: [UInt8]) {
         self.node = node
         self.host = host

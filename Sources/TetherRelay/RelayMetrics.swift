@@ -8,15 +8,20 @@ public import TetherSync
 public final class RelayMetrics: Sendable {
     /// Why an upgrade was refused, as the `reason` label spells it.
     public enum Rejection: String, Sendable, CaseIterable {
+        /// The reasons: the room gate (`gate`), a room served by another node (`misdirected`), the
+        /// per-IP upgrade rate, the per-IP and total socket caps, and the resident-room cap.
         case gate, misdirected, rate_limited, ip_cap, total_cap, room_cap
     }
 
     /// Occupancy computed at scrape time from the resident rooms.
     public struct Occupancy: Sendable, Equatable {
+        /// Resident rooms, and how many have both roles, only a Mac, only a phone, or neither
+        /// admitted.
         public var rooms = 0, both = 0, macOnly = 0, phoneOnly = 0, neither = 0
         /// Sockets by where they are: still being admitted, admitted and waiting for their peer,
         /// spliced to it.
         public var pendingSockets = 0, parkedSockets = 0, splicedSockets = 0
+        /// Every figure at 0.
         public init() {}
     }
 
@@ -50,6 +55,7 @@ public final class RelayMetrics: Sendable {
     /// scrapes at once must not mix their figures.
     private let scrape = Locked(())
 
+    /// A fresh registry with every series of the relay.
     public init() {
         let registry = MetricsRegistry()
         self.registry = registry
@@ -101,29 +107,40 @@ public final class RelayMetrics: Sendable {
 
     /// A socket or request passed on, or not: the owner could not be reached in time.
     public enum Forward: CaseIterable, Sendable {
+        /// A socket or an HTTP request passed to its owner, or not passed because the owner did not
+        /// answer in time.
         case socket, request, socketUnreachable, requestUnreachable
         var kind: String { self == .socket || self == .socketUnreachable ? "socket" : "request" }
         var outcome: String { self == .socket || self == .request ? "passed" : "owner_unreachable" }
     }
 
+    /// Counts a socket or request passed on (or not) to the room's owner.
     public func forward(_ outcome: Forward) { forwarded[outcome]!.increment() }
 
+    /// Counts an HTTP request that passed the gate.
     public func httpRequest() { httpRequests.increment() }
+    /// Counts an HTTP request answered 500.
     public func httpError() { httpErrors.increment() }
+    /// Counts a failed store call, and shows storage unavailable until one is answered.
     public func storageFailed() {
         storageErrors.increment()
         storageAvailable.set(0)
     }
+    /// Shows storage available again.
     public func storageAnswered() { storageAvailable.set(1) }
+    /// Records the version of the shard map now in use.
     public func shardMapAdopted(version: Int) { shardMapVersion.set(Int64(version)) }
     /// An internal fault the process survived (§7.1 process protection).
     public func processException() { processExceptions.increment() }
+    /// Counts an accepted WebSocket upgrade.
     public func upgradeAccepted() { wsUpgrades.increment() }
+    /// Counts a refused WebSocket upgrade under `reason`.
     public func upgradeRejected(_ reason: Rejection) { rejected[reason]!.increment() }
     /// A room-gate refusal's cause, by the status it answered (403: an Origin, 400: the room).
     public func gateRefused(status: Int) {
         if status == 403 { gateOrigin.increment() } else if status == 400 { gateBadRoom.increment() }
     }
+    /// Counts a WebSocket closed for not answering a keepalive ping.
     public func keepaliveTermination() { keepaliveTerminated.increment() }
 
     /// Counts a close the relay sent: quota severances and "mac offline" have their own series.
@@ -148,6 +165,8 @@ public final class RelayMetrics: Sendable {
     public enum SocketEnd: Sendable {
         /// The relay closed it with this reason.
         case relay(reason: String)
+        /// The ends the relay did not choose: the client closed it, the connection was lost, a
+        /// keepalive ping went unanswered, or the client broke the WebSocket protocol.
         case client, connectionLost, keepaliveTimeout, protocolError
 
         var label: String {

@@ -15,9 +15,11 @@ import TetherWire
 /// storage on `StoreExecutor` lanes, periodic work on `Chores`, and the optional admin listener.
 /// A library: `tether relay` only parses its settings and runs one.
 public final class RelayServer: HTTPServerDelegate, ChassisService {
+    /// The settings the relay was started with.
     public let configuration: RelayConfiguration
     /// The log, verbose flag, draining and listeners every service shares.
     public let runtime: ServiceRuntime
+    /// The event loops the listeners and rooms run on.
     public let group: EventLoopGroup
     /// Storage runs here, never on a loop (ARCHITECTURE: storage is an action).
     public let storage: RoomStoreExecutor
@@ -66,7 +68,13 @@ public final class RelayServer: HTTPServerDelegate, ChassisService {
     /// new clients elsewhere until it recovers.
     static let storageBacklogLimit = 10_000
 
+    /// A relay, not yet listening.
+    ///
     /// - Parameters:
+    ///   - configuration: the settings, as `RelaySetting` read them.
+    ///   - group: the event loops the listeners and rooms run on.
+    ///   - store: where rooms are kept (SQLite, PostgreSQL, or in memory for tests).
+    ///   - clock: the clocks the relay reads (the system's, or a test's).
     ///   - storeLanes: storage threads (a room's work always runs on one of them, in order).
     ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
     public init(configuration: RelayConfiguration, group: EventLoopGroup, store: any RoomStore,

@@ -9,8 +9,11 @@ public import TetherEncoding
 /// in, a status and JSON body out, plus whether the room must be torn down. Run on the room's
 /// store lane, so each request is atomic with respect to the room's other storage work.
 public struct RoomEndpoints: Sendable {
+    /// An endpoint's answer.
     public struct Outcome: Equatable, Sendable {
+        /// The HTTP status.
         public let status: Int
+        /// The JSON body.
         public let json: String
         /// `/delete` succeeded: close every socket 1000 `room deleted` (storage is already wiped).
         public let tearDown: Bool
@@ -38,14 +41,19 @@ public struct RoomEndpoints: Sendable {
         }
     }
 
+    /// The relay's origin, bound into every App Attest client data hash and delete transcript.
     public let origin: String
+    /// Whether `/attest` and assertions are required (attestation mode) or refused (open mode).
     public let attestationRequired: Bool
     /// App Attest with the configured app id, environment and root; nil refuses every
     /// attestation and assertion (fail closed).
     public let verifier: AppAttestVerifier?
+    /// How long a challenge or a ticket lives, in ms (relay.md §6.3).
     public static let ttl: UInt64 = 300_000
+    /// Live challenges a room may hold at once; past that `/attest/challenge` is refused.
     public static let maxLiveChallenges = 16
 
+    /// The endpoints of a relay at `origin`.
     public init(origin: String, attestationRequired: Bool, verifier: AppAttestVerifier? = nil) {
         self.origin = origin
         self.attestationRequired = attestationRequired

@@ -19,6 +19,7 @@ public struct RoomIndex<Value: AnyObject> {
         self.hash = hash
     }
 
+    /// The resident value of `room`, if any.
     public subscript(room: RoomName) -> Value? {
         if let value = byHash[hash(room)], name(value) == room { return value }
         return overflow.isEmpty ? nil : overflow[room]
@@ -46,6 +47,8 @@ public struct RoomIndex<Value: AnyObject> {
         }
     }
 
+    /// How many rooms are resident.
     public var count: Int { byHash.count + overflow.count }
+    /// Every resident value, in no particular order.
     public var values: [Value] { Array(byHash.values) + Array(overflow.values) }
 }

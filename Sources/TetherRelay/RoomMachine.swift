@@ -7,7 +7,9 @@ public import TetherEncoding
 
 /// A connection's identity inside a room; assigned by the I/O layer in connect order.
 public struct SocketID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The number the I/O layer assigned.
     public let raw: UInt64
+    /// The socket numbered `raw`.
     public init(_ raw: UInt64) { self.raw = raw }
     public static func < (a: SocketID, b: SocketID) -> Bool { a.raw < b.raw }
     public var description: String { "#\(raw)" }
@@ -41,10 +43,14 @@ public enum RoomAction: Equatable, Sendable {
 
 /// What to do with one frame: on the splice's common path a single forward, with no array.
 public enum FrameVerdict: Equatable, Sendable {
+    /// Forward the frame to this socket: the splice's common case.
     case forward(to: SocketID)
+    /// Nothing to do.
     case none
+    /// Perform these actions in order.
     case actions([RoomAction])
 
+    /// The verdict as a list of actions.
     public var actions: [RoomAction] {
         switch self {
         case let .forward(target): [.forward(to: target)]
@@ -60,16 +66,29 @@ public enum FrameVerdict: Equatable, Sendable {
 /// `.persist` actions nobody waits for — so every rule is tested without I/O, and a slow store
 /// never stalls the loop the room lives on.
 public struct RoomMachine {
+    /// The rules every room of a relay shares (relay.md §3, defaults as there).
     public struct Configuration: Sendable {
+        /// The relay's origin, bound into every join transcript.
         public var origin: String
+        /// Attestation mode (a pairing phone needs a ticket) or open mode.
         public var attestationRequired: Bool
+        /// Sockets a room holds before admission; a newer one closes the oldest 1008 `too many
+        /// pending` (§3.9).
         public var preAuthCap = 4
+        /// How long a socket may take to be admitted before it is closed 1008 `admission timeout`
+        /// (§3.9).
         public var admissionDeadline: Duration = .seconds(15)
+        /// Proofs a room takes per ``admissionWindow``, all roles and outcomes (§3.10).
         public var admissionLimit = 40
+        /// The window of ``admissionLimit``.
         public var admissionWindow: Duration = .seconds(10)
+        /// Phone admissions per Mac park in a pairing room; one more tears the room down (§3.5).
         public var pairingCycleCap = 8
+        /// How long a registration token lives.
         public var tokenTTL: Duration = .seconds(300)
+        /// The largest frame before admission (§2.7).
         public var preAuthFrameCap = 8_192
+        /// The largest frame after admission (§2.7).
         public var admittedFrameCap = 262_144
         /// Spliced frames per room per second (0 = off).
         public var maxFramesPerSecond = 500
@@ -84,6 +103,7 @@ public struct RoomMachine {
         /// write per join would double the primary's load exactly when it is busiest.
         public var activityGranularity: Duration = .seconds(60)
 
+        /// The defaults for a relay at `origin`.
         public init(origin: String, attestationRequired: Bool) {
             self.origin = origin
             self.attestationRequired = attestationRequired
@@ -104,9 +124,11 @@ public struct RoomMachine {
     /// What every room of a relay shares: held once, referenced by each machine, so a resident
     /// room costs its own state only.
     public final class Context: Sendable {
+        /// The rules every room follows.
         public let configuration: Configuration
         let random: @Sendable (Int) -> [UInt8]
 
+        /// - Parameter configuration: the rules every room follows.
         /// - Parameter random: the source of nonces and tokens; nil means the CSPRNG (tests fix it).
         public init(configuration: Configuration, random: (@Sendable (Int) -> [UInt8])? = nil) {
             self.configuration = configuration
@@ -130,10 +152,12 @@ public struct RoomMachine {
         var held: [SocketID] = []
     }
 
+    /// The room this machine runs.
     public let room: RoomName
     /// The room's name at rest and in the log (computed once: every store call and log line uses it).
     public let key: RoomKey
     private let context: Context
+    /// The rules this room follows.
     public var configuration: Configuration { context.configuration }
     private func random(_ count: Int) -> [UInt8] { context.random(count) }
     private var sockets = SmallMap<SocketID, Socket>()
@@ -167,6 +191,10 @@ public struct RoomMachine {
     /// A pairing-mode phone admission charged the stored cycle count during this mac park.
     private var chargedCycles = false
 
+    /// The machine of `room`, holding no socket yet.
+    ///
+    /// - Parameter room: the room's name.
+    /// - Parameter context: what every room of the relay shares.
     /// - Parameter admissionWindow: the window this room had when it was last evicted, if it is
     ///   still running.
     public init(room: RoomName, context: Context, admissionWindow: FixedWindow? = nil) {
@@ -187,6 +215,7 @@ public struct RoomMachine {
 
     /// Sockets the room still counts (pre-auth and admitted).
     public var socketCount: Int { sockets.count }
+    /// Whether the room holds no socket at all.
     public var isEmpty: Bool { sockets.isEmpty }
 
     /// The socket admitted with `role`, if any.
@@ -213,6 +242,7 @@ public struct RoomMachine {
         }
     }
 
+    /// Whether `id` is admitted (in either role).
     public func isAdmitted(_ id: SocketID) -> Bool {
         if case .admitted? = sockets[id]?.state { return true }
         return false

@@ -7,9 +7,12 @@ public import TetherSync
 /// Only what is persisted — activity, expiry stamps, the quota day — is stamped with wall time,
 /// since it must mean the same after a restart or on another node.
 public struct RoomTime: Sendable, Equatable {
+    /// For deadlines, windows and timeouts.
     public var monotonic: MonotonicInstant
+    /// For what is persisted: activity, expiry stamps, the quota day.
     public var wall: WallInstant
 
+    /// The two readings of one moment.
     public init(monotonic: MonotonicInstant, wall: WallInstant) {
         self.monotonic = monotonic
         self.wall = wall
@@ -20,5 +23,6 @@ public struct RoomTime: Sendable, Equatable {
 public typealias RelayClock = ServiceClock
 
 extension ServiceClock {
+    /// Both clocks read now.
     public func roomTime() -> RoomTime { RoomTime(monotonic: monotonic(), wall: wall()) }
 }

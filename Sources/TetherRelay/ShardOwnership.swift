@@ -23,13 +23,16 @@ public final class ShardOwnership: Sendable {
     /// nothing fresh, and then names the owner as the map does.
     static let liveHostsFresh: Duration = .milliseconds(3 * LeaseRules.renewMs)
 
+    /// Ownership for the node `host` (as the map spells it), starting from `map` if one is known.
     public init(host: String, map: ShardMap? = nil) {
         self.host = host
         held = Locked(Held(map: map))
     }
 
+    /// Ownership for the node whose `RELAY_ORIGIN` is `origin` (its host, without the scheme).
     public convenience init(origin: String) { self.init(host: ShardOwnershipHost.of(origin: origin)) }
 
+    /// The newest map seen; nil until one is published (then this node serves every bucket).
     public var map: ShardMap? { held.withLock { $0.map } }
 
     /// The map clients should fetch: the published one, or — before any is published — version 0

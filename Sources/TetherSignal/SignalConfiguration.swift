@@ -6,9 +6,14 @@ public import TetherService
 /// environment and flags (flags win). A mode without its required settings refuses to start
 /// with one line naming the setting; secrets never appear in any message.
 public struct SignalConfiguration: Sendable, ReloadableSettings {
+    /// `SIGNAL_HOST`: the public listener's address.
     public var host = "127.0.0.1"
+    /// `SIGNAL_PORT`: the public listener's port.
     public var port: UInt16 = 8791
+    /// `SIGNAL_ALLOWED_ORIGINS`: the exact `Origin` values allowed to upgrade; empty refuses every
+    /// `Origin`.
     public var allowedOrigins: Set<String> = []
+    /// `SIGNAL_MAX_SOCKETS`: sockets in all; more are refused 503 `capacity`.
     public var maxSockets = 100_000
     /// Signals per connection per 10 s (§6.4); 0 lifts the limit (load tests).
     public var signalRateLimit = 50
@@ -17,38 +22,57 @@ public struct SignalConfiguration: Sendable, ReloadableSettings {
     /// reads backs up after about that much of its own `error` replies, instead of the few MiB
     /// autotuning allows (1,000 such sockets kept the loop busy for a minute, and starved everyone).
     public var sendBufferBytes: Int? = 64 * 1024
+    /// `SIGNAL_TRUST_PROXY`, `SIGNAL_TRUST_CLOUDFLARE`, `SIGNAL_TRUSTED_HOPS`: which header names
+    /// the client's address.
     public var clientIP = ClientIPResolver()
+    /// `TURN_MODE`: how TURN credentials are issued (coturn, cloudflare or none).
     public var turnMode = TURNMode.none
     /// coturn's `static-auth-secret` (never logged).
     public var turnSecret: String?
+    /// `TURN_URLS`: the `turn:`/`turns:` URLs handed out (coturn mode).
     public var turnURLs: [String] = []
+    /// `STUN_URLS`: the `stun:` URLs handed out (coturn and none modes).
     public var stunURLs: [String] = []
+    /// `CLOUDFLARE_TURN_KEY_ID`: the Cloudflare TURN key's id (cloudflare mode).
     public var cloudflareKeyID: String?
     /// The Cloudflare TURN key's API token (never logged, never returned).
     public var cloudflareToken: String?
+    /// `CLOUDFLARE_TURN_API_URL`: the Cloudflare API's base URL.
     public var cloudflareURL = "https://rtc.live.cloudflare.com"
+    /// `CLOUDFLARE_CA_FILE`: an extra trust root for the Cloudflare API.
     public var cloudflareCAFile: String?
+    /// `SIGNAL_LOG`: verbose diagnostics (SIGUSR2 toggles them).
     public var verboseLog = false
+    /// `SIGNAL_LOG_FORMAT`: plain, timestamp or json.
     public var logFormat = LogFormat.plain
     /// Lines below this level are not written (`debug` turns verbose diagnostics on, as `*_LOG=true`).
     public var logLevel = LogLevel.info
+    /// `SIGNAL_ADMIN_HOST`: the admin listener's address.
     public var adminHost = "127.0.0.1"
     public var adminPort: UInt16?
     public var tlsCertificatePath: String?
+    /// `SIGNAL_TLS_KEY`: the private key that goes with ``tlsCertificatePath``.
     public var tlsKeyPath: String?
     /// `SIGNAL_ACME_DOMAIN`: the certificate obtained and renewed over ACME instead of the files.
     public var acme: ACMECertificates.Configuration?
+    /// `--local`: loopback only, `TURN_MODE=none`, for trying it out.
     public var local = false
     /// Several nodes (SIGNAL_DB): the shared registry, this node's cluster address and listener,
     /// and the secret node-to-node connections present.
     public var database: String?
+    /// `SIGNAL_NODE_URL`: where the other nodes reach this node's cluster listener
+    /// (`ws://host:port/cluster`).
     public var nodeURL: String?
+    /// `SIGNAL_CLUSTER_HOST`: the cluster listener's address (keep it on the internal network).
     public var clusterHost = "127.0.0.1"
+    /// `SIGNAL_CLUSTER_PORT`: the cluster listener's port.
     public var clusterPort: UInt16?
     /// Never logged.
     public var clusterSecret: String?
+    /// `SIGNAL_LEASE_TTL_MS`: a node not renewing its lease for this long frees its IDs.
     public var leaseTTLms: Int64 = 10_000
 
+    /// The defaults of every setting; `SignalSetting` reads the real ones.
     public init() {}
 
     /// Reads `arguments` (`--config ENV-FILE` beneath the environment, flags on top) and
@@ -146,6 +170,8 @@ public struct SignalConfiguration: Sendable, ReloadableSettings {
         }
     }
 
+    /// `tether signal --help`.
     public static var helpText: String { SignalSetting.table.helpText }
+    /// The settings as the Markdown tables of docs/configuration.md.
     public static var markdownReference: String { SignalSetting.table.markdownReference }
 }

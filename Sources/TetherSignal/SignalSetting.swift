@@ -5,12 +5,14 @@ public import TetherService
 /// (`--turn-mode`) and a config-file key; `--help`, docs/configuration.md's reference and start-up errors
 /// come from here. Secrets (`TURN_SECRET`, `CLOUDFLARE_TURN_API_TOKEN`) are never echoed.
 public enum SignalSetting {
+    /// Every setting of `tether signal`, in the order `--help` lists them.
     public static let table = SettingsTable(
         command: "tether signal", synopsis: "[--local] [--tls-cert FILE --tls-key FILE]", switches: [local],
         rows: [host, port, allowedOrigins, maxSockets, signalRateLimit, trustProxy, trustCloudflare, trustedHops, turnMode, turnSecret, turnURLs,
                stunURLs, cloudflareKeyID, cloudflareToken, cloudflareURL, cloudflareCAFile, log, logLevel, logFormat, adminHost, adminPort,
                tlsCertificate, tlsKey, database, nodeURL, clusterHost, clusterPort, clusterSecret, leaseTTL] + acme.rows)
 
+    /// Every setting's documented half (name, flag, default, help).
     public static var all: [SettingEntry] { table.entries }
 
     static let database = Setting<String?>("SIGNAL_DB", defaultText: "(none: one node, state in RAM)",

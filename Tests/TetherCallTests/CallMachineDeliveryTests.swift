@@ -147,4 +147,35 @@ final class CallMachineDeliveryTests: XCTestCase {
         XCTAssertEqual(pair.ended(.alice).count, 1, "the peer's channel failed and closed")
         XCTAssertEqual(Array(undelivered(pair, .alice).map(\.0).prefix(3)), ids, "the texts without receipts are named")
     }
+
+    func testAPeersCloseThatOvertakesItsLastReceiptWaitsForIt() {
+        let pair = CallMachinePair()
+        pair.connect()
+        pair.delayFramesFrom = .bob      // Bob's receipt, then his channel's close, are on their way
+        let bye = pair.send("bye", from: .alice)
+        pair.pump()
+        XCTAssertEqual(pair.texts(.bob), ["bye"])
+        pair.handle(.hangUp(call: Fixture.callID), on: .bob)
+        pair.pump()
+        XCTAssertEqual(pair.ended(.alice), [], "Bob's close came first: Alice waits for the receipt it overtook")
+        XCTAssertEqual(pair.alice.sendCapacity(for: Fixture.callID), 0, "and takes nothing new")
+        pair.deliverInFlight()
+        XCTAssertEqual(pair.receipts(.alice), [bye])
+        XCTAssertEqual(pair.ended(.alice), [.peerHungUp])
+        XCTAssertTrue(undelivered(pair, .alice).isEmpty, "nothing reported lost")
+    }
+
+    func testAPeersCloseWithReceiptsThatNeverComeEndsAtTheGraceNamingThem() {
+        let pair = CallMachinePair()
+        pair.connect()
+        pair.delayFramesFrom = .bob      // and they never arrive: neither the receipt nor the channel's close
+        let sent = pair.send("unanswered", from: .alice)
+        pair.pump()
+        pair.handle(.hangUpNow(call: Fixture.callID), on: .bob)
+        pair.pump()
+        XCTAssertEqual(pair.ended(.alice), [])
+        pair.advanceToDeadline(of: .alice)
+        XCTAssertEqual(pair.ended(.alice), [.peerHungUp])
+        XCTAssertEqual(undelivered(pair, .alice).map(\.0), [sent])
+    }
 }

@@ -43,6 +43,11 @@ final class CallMachinePair {
     var tamperNextFrame: Side?
     /// Data-channel messages this side sends vanish (a path that stopped delivering).
     var dropFramesFrom: Side?
+    /// Data-channel messages (and the channel's close, which follows them in order) this side
+    /// sends wait in `inFlight` until `deliverInFlight()`: signals overtake them, as a `close`
+    /// through the server can overtake the data channel.
+    var delayFramesFrom: Side?
+    private var inFlight: [(Side, CallEvent)] = []
 
     init(iceLifetime: Int64 = 3_600) {
         handle(.registered(iceExpiresAt: unixSeconds + iceLifetime), on: .alice)
@@ -64,6 +69,14 @@ final class CallMachinePair {
 
     /// Queues an event for `side`, behind what already waits.
     func enqueue(_ event: CallEvent, to side: Side) { queue.append((side, event)) }
+
+    /// What `delayFramesFrom` held arrives now, in order, and is pumped.
+    func deliverInFlight() {
+        delayFramesFrom = nil
+        queue.append(contentsOf: inFlight)
+        inFlight = []
+        pump()
+    }
 
     /// Runs queued events in order until none is left.
     func pump() {
@@ -124,10 +137,16 @@ final class CallMachinePair {
                 tamperNextFrame = nil
                 frame[frame.count - 1] ^= 0x01
             }
-            if state.isOpen, dropFramesFrom != side { enqueue(.media(call: call, .channelMessage(frame)), to: other(side)) }
+            if state.isOpen, dropFramesFrom != side {
+                if delayFramesFrom == side { inFlight.append((other(side), .media(call: call, .channelMessage(frame)))) }
+                else { enqueue(.media(call: call, .channelMessage(frame)), to: other(side)) }
+            }
         case .close:
             state.isClosed = true
-            if media[other(side)]![call]?.isOpen == true { enqueue(.media(call: call, .channelClosed), to: other(side)) }
+            if media[other(side)]![call]?.isOpen == true {
+                if delayFramesFrom == side { inFlight.append((other(side), .media(call: call, .channelClosed))) }
+                else { enqueue(.media(call: call, .channelClosed), to: other(side)) }
+            }
         }
         media[side]![call] = state
         openIfConnected(call)

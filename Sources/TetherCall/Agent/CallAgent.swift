@@ -47,6 +47,9 @@ public final class CallAgent: Sendable {
         /// Texts waiting for room in their call's queue (`queue(_:on:)`), in order; at most
         /// `CallSetupLimits.outgoingTexts`, one suspended caller each.
         var waitingTexts: [WaitingText] = []
+        /// An event's actions are being carried out: the application's handler may be running
+        /// inside them.
+        var handling = false
     }
 
     private struct WaitingText {
@@ -81,8 +84,15 @@ public final class CallAgent: Sendable {
     }
 
     /// - Parameters:
+    ///   - identity: whose calls these are (`IdentityStore.loadOrCreate()`).
+    ///   - endpoint: the signaling server.
+    ///   - loop: the loop the agent runs on; its handler is called there.
+    ///   - tls: the trust for `wss://` (default: the system roots).
+    ///   - media: makes each call's media transport, given the registration's ICE servers.
     ///   - wallClock: the wall clock, read only for the TURN credential margin (§7.5) and a
     ///     text's `sentAt`.
+    ///   - onEvent: the application's handler, on `loop`. It may call the agent back: such a
+    ///     call runs once the current event's actions are done.
     public init(identity: CallIdentity, endpoint: SignalingEndpoint, loop: EventLoop, tls: TLSClientContext? = nil, media: @escaping MediaFactory,
                 wallClock: (@Sendable () -> WallInstant)? = nil,
                 onEvent: @escaping @Sendable (Event) -> Void) throws(NetError) {
@@ -182,15 +192,22 @@ public final class CallAgent: Sendable {
 
     // MARK: Driving the machine
 
+    /// Runs `body` on the loop: at once when called there between events, after the current
+    /// event when called from inside one (an application answering a text from its event
+    /// handler). Run at once, a text sealed from the handler would leave ahead of the frames the
+    /// event had already sealed (its receipt), and the peer would fail the channel on the nonce.
     private func onLoop(_ body: @escaping (CallAgent) -> Void) {
         let transfer = UncheckedTransfer(body)
-        if loop.inEventLoop { body(self) } else { loop.execute { [self] in transfer.value(self) } }
+        if loop.inEventLoop, !state.value.handling { body(self) } else { loop.execute { [self] in transfer.value(self) } }
     }
 
     private var now: CallTime { CallTime(monotonic: loop.clock.now(), wall: wallClock()) }
 
     private func handle(_ event: CallEvent) {
         loop.assertInEventLoop()
+        let outer = state.value.handling
+        state.value.handling = true
+        defer { state.value.handling = outer }
         let actions = machine.handle(event, now: now)
         for action in actions { perform(action) }
         rescheduleTick()

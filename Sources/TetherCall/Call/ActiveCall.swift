@@ -48,6 +48,9 @@ struct ActiveCall: Sendable {
     var outgoing: [PendingText] = []
     /// Texts that had left when the data channel closed and whose receipts can no longer come.
     var unconfirmed: [MessageID] = []
+    /// The peer ended the call (its `close` arrived) while receipts it sent may still be on the
+    /// data channel: the call ends for this reason once they are in, or the channel closes.
+    var peerEnded: CallEndReason?
     /// A graceful hang-up is under way: nothing new is taken, and the call ends once everything
     /// accepted is delivered (or at its deadline).
     var hangingUp = false

@@ -38,6 +38,8 @@ extension CallMachine {
     /// `closeSignalGrace` to arrive and name the reason; the secure channel and its keys go now,
     /// since nothing can flow any more.
     private mutating func channelClosed(now: CallTime) {
+        // The peer's close came first and the call only waited for receipts: none can come now.
+        if let reason = current?.peerEnded { return end(reason) }
         guard isRegistered else { return end(.mediaClosed) }
         current?.mediaClosed = true
         let unconfirmed = current?.channel?.awaitingReceiptIDs ?? []

@@ -29,8 +29,18 @@ extension CallMachine {
             guard call.phase != .ringing, call.phase != .invited else { return drop(.unexpected) }
             current?.peerChannelReceived = true
             startHandshakeIfReady(now: now)
-        case let .close(reason): end(reason.endReason)
+        case let .close(reason): receiveClose(reason.endReason, now: now)
         }
+    }
+
+    /// The peer's `close` travels through the server, and can overtake the receipts it sent on
+    /// the data channel just before it (a peer that hangs up right after reading a text). While
+    /// texts of this side await receipts and the channel is open, the call waits for them, or
+    /// for the channel's close, at most `closeSignalGrace`; it takes nothing new meanwhile.
+    private mutating func receiveClose(_ reason: CallEndReason, now: CallTime) {
+        guard let call = current, !call.mediaClosed, let channel = call.channel, channel.awaitingReceiptCount > 0 else { return end(reason) }
+        current?.peerEnded = reason
+        current?.deadline = (now.monotonic + CallSetupLimits.closeSignalGrace, reason)
     }
 
     /// The sender's agreement key, once `identitySig` verifies under `from` and the key is usable

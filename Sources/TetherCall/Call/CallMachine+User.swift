@@ -40,7 +40,7 @@ extension CallMachine {
     /// A text joins the call's queue; the channel takes it when its window opens
     /// (`sendQueued`). Refused at once only for what waiting cannot fix.
     mutating func sendText(_ text: String, id: MessageID, sentAt: Int64, call: CallUUID, now: CallTime) {
-        guard let active = current, active.id == call, !active.mediaClosed else { return notify(.sendRefused(call: call, id: id, .closed)) }
+        guard let active = current, active.id == call, !active.mediaClosed, active.peerEnded == nil else { return notify(.sendRefused(call: call, id: id, .closed)) }
         guard !active.hangingUp else { return notify(.sendRefused(call: call, id: id, .ending)) }
         if let problem = CallPayload.text(id: id, text: text, sentAt: sentAt).sendingProblem {
             return notify(.sendRefused(call: call, id: id, .invalidPayload(problem)))

@@ -41,13 +41,13 @@ public struct CallMachine: Sendable {
     /// `call` is hanging up (or its data channel closed): it takes no new text.
     public func isEnding(_ call: CallUUID) -> Bool {
         guard let current, current.id == call else { return false }
-        return current.hangingUp || current.mediaClosed
+        return current.hangingUp || current.mediaClosed || current.peerEnded != nil
     }
 
     /// How many more texts `sendText` queues for `call` now (0 without that call, or while it
     /// hangs up): an application holds its user's input back by this rather than be refused.
     public func sendCapacity(for call: CallUUID) -> Int {
-        guard let current, current.id == call, !current.hangingUp, !current.mediaClosed else { return 0 }
+        guard let current, current.id == call, !isEnding(call) else { return 0 }
         return CallSetupLimits.outgoingTexts - current.outgoing.count
     }
 
@@ -90,6 +90,7 @@ public struct CallMachine: Sendable {
         sendQueued(now: now)
         startHangUpGraceIfSecured(now: now)
         if let call = current, call.hangingUp, !call.hasUndelivered { end(.hungUp) }
+        if let call = current, let reason = call.peerEnded, call.channel?.awaitingReceiptCount ?? 0 == 0 { end(reason) }
         let actions = outbox
         outbox = []
         return actions

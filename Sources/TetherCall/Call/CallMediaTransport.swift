@@ -22,5 +22,7 @@ public protocol CallMediaTransport: AnyObject, Sendable {
 
 /// Where a `CallMediaTransport` reports (on any thread; see its threading contract).
 public protocol CallMediaTransportDelegate: AnyObject, Sendable {
+    /// `transport` reports `event`: a description, a candidate, the data channel's state or a
+    /// message, or a failure.
     func mediaTransport(_ transport: any CallMediaTransport, didReport event: CallMediaEvent)
 }

@@ -22,6 +22,7 @@ public enum CallChannelFailure: Error, Equatable, Sendable, CustomStringConverti
 
     /// A type byte other than `0x01` (handshake) and `0x02` (transport) (§9.2).
     case unknownFrameType(UInt8)
+    /// A data-channel message with no type byte at all (§9.2).
     case emptyFrame
     /// Larger than 32,785 bytes (§9.6).
     case oversizeFrame(Int)
@@ -39,6 +40,7 @@ public enum CallChannelFailure: Error, Equatable, Sendable, CustomStringConverti
     case unknownPlaintext
     /// An application payload that breaks §9.5.
     case malformedPayload(CallPayloadProblem)
+    /// A key rotation broke §10's rules.
     case rotation(RotationProblem)
     /// A 65th message queued while waiting for `ROTATE_RESP` (§10).
     case rotationQueueOverflow

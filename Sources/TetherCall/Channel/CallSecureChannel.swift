@@ -80,6 +80,10 @@ public struct CallSecureChannel: Sendable {
 
     /// - Parameters:
     ///   - role: `.initiator` for the caller.
+    ///   - callID: the call, bound into the KK prologue (§9.1).
+    ///   - localID: this side's ID.
+    ///   - remoteID: the peer's ID.
+    ///   - localAgreementKey: this identity's agreement key, the Noise static key.
     ///   - remoteAgreementKey: the peer's agreement key from its `offer` or `answer`, already
     ///     verified against `remoteID` (§3.2, §7.2).
     ///   - now: when the data channel opened (monotonic nanoseconds).
@@ -144,6 +148,9 @@ public struct CallSecureChannel: Sendable {
         let session = CallChannelLimits.framesPerDirection - framesSent - CallChannelLimits.rotationQueueCapacity
         return max(0, min(pacing, receipts, session))
     }
+
+    /// How many texts sent await their receipt.
+    public var awaitingReceiptCount: Int { awaitingReceipt.count }
 
     /// Texts sent whose receipt has not come, oldest first.
     public var awaitingReceiptIDs: [MessageID] { awaitingReceipt.ordered }

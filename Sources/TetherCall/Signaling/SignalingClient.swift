@@ -118,8 +118,11 @@ public final class SignalingClient: Sendable {
 
     /// - Parameters:
     ///   - endpoint: the server, its URL already held to the rules of §3.5.
+    ///   - identity: the identity to register.
+    ///   - loop: the loop the client runs on; events are delivered there.
     ///   - tls: the trust for `wss://` (default: the system roots).
     ///   - reconnects: false for one attempt only (scripts): the first failure stops the client.
+    ///   - onEvent: the handler, on `loop`.
     public init(endpoint: SignalingEndpoint, identity: CallIdentity, loop: EventLoop, tls: TLSClientContext? = nil, reconnects: Bool = true,
                 onEvent: @escaping @Sendable (Event) -> Void) throws(NetError) {
         let url = try ClientURL(endpoint.url)

@@ -4,14 +4,18 @@ public import TetherStore
 
 /// One notification for APNs (push.md §4.2), as a profile built it.
 public struct APNsNotification: Sendable, Equatable {
+    /// Production or sandbox: which APNs host the notification goes to.
     public var environment: PushEnvironment
+    /// The device token, as lowercase hex.
     public var deviceToken: String
+    /// `apns-topic`: the app's bundle id.
     public var topic: String
     /// `apns-collapse-id`, sent only when set.
     public var collapseID: String?
     /// The JSON payload, byte for byte.
     public var payload: [UInt8]
 
+    /// A notification for `deviceToken` under `topic`, carrying `payload`.
     public init(environment: PushEnvironment, deviceToken: String, topic: String, collapseID: String? = nil, payload: [UInt8]) {
         self.environment = environment
         self.deviceToken = deviceToken
@@ -23,6 +27,7 @@ public struct APNsNotification: Sendable, Equatable {
 
 /// How a delivery ended.
 public enum APNsOutcome: Sendable, Equatable {
+    /// APNs accepted the notification (200).
     case delivered
     /// APNs answered with an error: its status, its `reason` (nil when its body had none), the
     /// class of push.md §4.5, and the body as received (Profile I quotes it).
@@ -47,10 +52,14 @@ extension APNsOutcome {
 /// stale token was re-minted (`ExpiredProviderToken`), on a new connection after
 /// `UnrelatedKeyIdInToken`, or when the request was refused unprocessed (GOAWAY).
 public final class APNsClient: Sendable {
+    /// The APNs hosts, overridable for a stand-in (`APNS_PRODUCTION_URL`, `APNS_SANDBOX_URL`).
     public struct Endpoints: Sendable, Equatable {
+        /// The production host's base URL.
         public var production: String
+        /// The sandbox host's base URL.
         public var sandbox: String
 
+        /// Apple's hosts by default.
         public init(production: String = "https://api.push.apple.com", sandbox: String = "https://api.sandbox.push.apple.com") {
             self.production = production
             self.sandbox = sandbox
@@ -62,13 +71,21 @@ public final class APNsClient: Sendable {
         }
     }
 
+    /// The HTTP/2 client requests go over.
     public let transport: any HTTP2Transport
+    /// The process's provider token.
     public let tokens: ProviderTokenIssuer
+    /// Where each environment's notifications go.
     public let endpoints: Endpoints
     private let clock: ServiceClock
     private let observe: @Sendable (APNsOutcome, _ latency: Duration) -> Void
 
+    /// A client sending over `transport`, authenticated with `tokens`.
+    ///
     /// - Parameters:
+    ///   - transport: the HTTP/2 client (libcurl's in the service, a double in tests).
+    ///   - tokens: the process's provider token.
+    ///   - endpoints: where each environment's notifications go.
     ///   - clock: the wall clock for the token's `iat`, the monotonic one for the latency.
     ///   - observe: every finished delivery and how long it took (metrics).
     public init(transport: any HTTP2Transport, tokens: ProviderTokenIssuer, endpoints: Endpoints,

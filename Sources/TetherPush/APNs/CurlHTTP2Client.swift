@@ -16,6 +16,7 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable { // cur
     // @unchecked: `multi`, `idle` and `inflight` are touched only on the client's thread (and in
     // deinit, after it exited); what other threads touch is the `submissions` lock and atomics.
 
+    /// The client's limits and trust roots.
     public struct Configuration: Sendable {
         /// Per request, from submission to the last byte of the answer (push.md §1.1: 10 s).
         public var timeoutMs = 10_000
@@ -35,11 +36,15 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable { // cur
         /// The largest response body kept (APNs sends a small JSON object).
         public var maxResponseBody = 16 * 1024
 
+        /// The defaults: a 10 s timeout, two connections per host, no extra roots.
         public init() {}
     }
 
+    /// Why the client could not start.
     public enum StartError: Error, CustomStringConvertible {
+        /// libcurl could not be set up (its message).
         case curl(String)
+        /// The extra trust roots could not be read (`APNS_CA_FILE`).
         case roots(String)
         public var description: String {
             switch self {
@@ -75,6 +80,7 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable { // cur
         }
     }
 
+    /// The limits and trust roots the client runs with.
     public let configuration: Configuration
     private let multi: UnsafeMutableRawPointer
     private let roots: OpaquePointer?
@@ -89,6 +95,7 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable { // cur
     /// curl_global_init is not thread-safe: done once, before the first client.
     private static let global: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
+    /// Starts the client's thread; throws when libcurl or the extra roots cannot be set up.
     public init(configuration: Configuration = Configuration()) throws(StartError) {
         guard Self.global == CURLE_OK else { throw .curl("curl_global_init failed") }
         self.configuration = configuration
@@ -125,6 +132,8 @@ public final class CurlHTTP2Client: HTTP2Transport, @unchecked Sendable { // cur
 
     public var connectionsOpened: Int { opened.load(ordering: .relaxed) }
 
+    /// Queues `request` for the client's thread; `completion` runs there once, with the answer or
+    /// the failure.
     public func send(_ request: HTTP2Request, completion: @escaping @Sendable (HTTP2Outcome) -> Void) {
         guard !stopping.load(ordering: .relaxed) else { return completion(.failed(reason: "shutting down", refused: true)) }
         guard pending.add(1, ordering: .relaxed).newValue <= configuration.maxPending else {

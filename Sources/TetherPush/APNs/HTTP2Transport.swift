@@ -1,12 +1,15 @@
 /// One HTTP/2 POST, as the APNs client sends it.
 public struct HTTP2Request: Sendable {
+    /// The `https://` URL to POST to.
     public var url: String
     /// Header fields in order (names lowercase, as HTTP/2 sends them).
     public var headers: [HTTPField]
+    /// The request body.
     public var body: [UInt8]
     /// Send it on a connection opened for it (after `UnrelatedKeyIdInToken`, or a refusal).
     public var freshConnection = false
 
+    /// A POST of `body` to `url` with `headers`.
     public init(url: String, headers: [HTTPField], body: [UInt8], freshConnection: Bool = false) {
         self.url = url
         self.headers = headers
@@ -15,9 +18,13 @@ public struct HTTP2Request: Sendable {
     }
 }
 
+/// One header field.
 public struct HTTPField: Sendable, Equatable {
+    /// The field's name, lowercase.
     public let name: String
+    /// The field's value.
     public let value: String
+    /// The field `name: value`.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
@@ -39,6 +46,7 @@ public enum HTTP2Outcome: Sendable, Equatable {
 /// in-memory double in tests. `send` never blocks its caller; `completion` runs once, on the
 /// transport's own thread.
 public protocol HTTP2Transport: Sendable {
+    /// Sends `request`; `completion` runs once, on the transport's own thread.
     func send(_ request: HTTP2Request, completion: @escaping @Sendable (HTTP2Outcome) -> Void)
     /// Connections opened so far (reuse is part of the contract: a healthy relay opens few).
     var connectionsOpened: Int { get }

@@ -23,6 +23,7 @@ public final class InMemoryHTTP2Transport: HTTP2Transport, Sendable {
     /// One connection, plus one per request that asked for a fresh one.
     public var connectionsOpened: Int { connections.load(ordering: .relaxed) }
 
+    /// Records `request` and answers it as the test arranged.
     public func send(_ request: HTTP2Request, completion: @escaping @Sendable (HTTP2Outcome) -> Void) {
         let first = sent.withLock { sent -> Bool in
             sent.append(request)

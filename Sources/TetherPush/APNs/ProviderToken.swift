@@ -38,12 +38,15 @@ public final class ProviderTokenIssuer: Sendable {
     /// quarter of an hour to spare for clock skew between the relay and APNs.
     public static let lifetime: UInt64 = 45 * 60
 
+    /// The `.p8` key's id (`APNS_KEY_ID`), the token's `kid`.
     public let keyID: String
+    /// The Apple team id (`APNS_TEAM_ID`), the token's `iss`.
     public let teamID: String
     private let key: P256.PrivateKey
     private let current = Locked<ProviderToken?>(nil)
     private let mints = Atomic<Int>(0)
 
+    /// An issuer signing with `key`; nothing is minted until the first push asks.
     public init(key: P256.PrivateKey, keyID: String, teamID: String) {
         self.key = key
         self.keyID = keyID
@@ -83,8 +86,11 @@ public final class ProviderTokenIssuer: Sendable {
 /// The `.p8` key as push.md §1.1 imports it: every `-----…-----` armour marker and all whitespace
 /// removed (on lines of their own or not), the rest base64 of a PKCS#8 P-256 private key; anything else is refused.
 public enum APNsKey {
+    /// Why a `.p8` key was refused (the key's text never appears in it).
     public enum Failure: Error, Equatable, CustomStringConvertible {
+        /// The text between the armour lines is not base64.
         case notBase64
+        /// The bytes are not a PKCS#8 P-256 private key.
         case notAP256PKCS8Key
 
         public var description: String {
@@ -95,6 +101,7 @@ public enum APNsKey {
         }
     }
 
+    /// The P-256 key in a `.p8` file's text.
     public static func load(p8 text: String) throws(Failure) -> P256.PrivateKey {
         guard let body = base64Body(of: text), let der = try? Base64.decode(body), !der.isEmpty else { throw .notBase64 }
         // Re-armoured as exactly PKCS#8 (`PRIVATE KEY`), so OpenSSL reads no other encoding.

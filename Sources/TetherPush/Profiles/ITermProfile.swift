@@ -13,28 +13,43 @@ public enum ITermProfile {
     public static let rewriteAge = registrationLifetime / 2
     /// Pushes per token, and `/register` requests per client IP, per window.
     public static let pushesPerWindow = 10
+    /// The window of ``pushesPerWindow``.
     public static let window: Duration = .seconds(60)
 
+    /// 405: Profile I takes POST only.
     public static let postOnly = PushAnswer.error(405, "POST only")
+    /// 404: a path Profile I does not serve.
     public static let noSuchEndpoint = PushAnswer.error(404, "no such endpoint")
+    /// 400: the body is over the size cap.
     public static let requestTooLarge = PushAnswer.error(400, "request too large")
+    /// 400: the body is not a JSON object.
     public static let invalidJSON = PushAnswer.error(400, "invalid json")
+    /// 429: over the per-token push or per-IP `/register` limit.
     public static let rateLimited = PushAnswer.error(429, "rate limited")
+    /// 403: no live registration has the token.
     public static let unknownDeviceToken = PushAnswer.error(403, "unknown device token")
+    /// 403: the secret does not hash to the registered one.
     public static let badSecret = PushAnswer.error(403, "bad secret")
+    /// 200: done.
     public static let ok = PushAnswer(200, #"{"ok":true}"#)
+    /// 200: an unchanged registration, not rewritten.
     public static let skipped = PushAnswer(200, #"{"ok":true,"skipped":true}"#)
 
     static func invalid(_ field: String) -> PushRefusal { PushRefusal(.error(400, "invalid \(field)")) }
 
     // MARK: /register (§3.2)
 
+    /// A `/register` body that passed validation.
     public struct Registration: Sendable, Equatable {
+        /// The APNs device token, lowercase hex.
         public let token: String
+        /// SHA-256 of the phone's push secret, lowercase hex.
         public let secretHash: String
+        /// Whether the token is for the APNs sandbox.
         public let sandbox: Bool
     }
 
+    /// Validates a `/register` body: the registration, or the refusal to answer.
     public static func registration(from body: [UInt8]) -> Result<Registration, PushRefusal> {
         guard let value = JSONValue.parse(body), case let .object(fields) = value else { return .failure(PushRefusal(invalidJSON)) }
         guard case let .string(token)? = fields["token"], isValidToken(token) else { return .failure(invalid("token")) }
@@ -66,6 +81,7 @@ public enum ITermProfile {
 
     // MARK: /push and /push/mutable (§3.4–§3.6)
 
+    /// Which push endpoint a body came to.
     public enum Kind: Sendable, Equatable {
         /// `/push/mutable`: the wake-up (or legacy per-chat) push with an optional sealed nonce.
         case mutable
@@ -75,8 +91,11 @@ public enum ITermProfile {
 
     /// A push that passed field validation; `secret` is checked later, after the token lookup.
     public struct Push: Sendable, Equatable {
+        /// The device token pushed to.
         public let token: String
+        /// The push secret as sent (hex), checked against the registration's hash.
         public let secret: String?
+        /// The notification's collapse id and its APNs payload.
         public let notification: (collapse: String?, payload: [UInt8])
 
         public static func == (a: Push, b: Push) -> Bool {

@@ -15,16 +15,25 @@ public enum MyttyProfile {
     /// Pushes are accepted within ±300 s of the relay's clock, inclusive.
     public static let timestampWindow: UInt64 = 300
 
+    /// 404: a method or path Profile M does not serve.
     public static let notFound = PushAnswer.error(404, "not found")
+    /// 401: the credentials are missing, the timestamp is outside the window, the push id is
+    /// unknown, or the signature does not verify.
     public static let unauthorized = PushAnswer.error(401, "unauthorized")
+    /// 413: the body is over the size cap.
     public static let payloadTooLarge = PushAnswer.error(413, "payload too large")
+    /// 400: the device token is not valid.
     public static let invalidDeviceToken = PushAnswer.error(400, "invalid deviceToken")
+    /// 400: the environment is neither `production` nor `sandbox`.
     public static let invalidEnvironment = PushAnswer.error(400, "invalid environment")
+    /// 400: the push body is not valid.
     public static let invalidPayload = PushAnswer.error(400, "invalid payload")
+    /// 200: APNs accepted the push.
     public static let delivered = PushAnswer(200, #"{"ok":true}"#)
     /// Tether's per-IP `/v1/register` limit (`PUSH_REGISTER_RATE_LIMIT`; the Worker keeps none),
     /// answered as Profile I answers its own.
     public static let rateLimited = PushAnswer.error(429, "rate limited")
+    /// The window of the `/v1/register` limit.
     public static let registerWindow: Duration = .seconds(60)
 
     // MARK: /v1/register (§2.2)
@@ -52,6 +61,7 @@ public enum MyttyProfile {
         (uuid(random(16)), Base64.encode(random(32)))
     }
 
+    /// The answer to a registration: its push id and relay secret.
     public static func registered(pushID: String, relaySecret: String) -> PushAnswer {
         PushAnswer(200, #"{"pushID":\#(JSONValue.quoted(pushID)),"relaySecret":\#(JSONValue.quoted(relaySecret))}"#)
     }
@@ -70,8 +80,11 @@ public enum MyttyProfile {
 
     /// Step 1's three headers.
     public struct Credentials: Sendable, Equatable {
+        /// `x-mytty-push-id`.
         public let pushID: String
+        /// `x-mytty-timestamp`: seconds since 1970, as sent.
         public let timestamp: String
+        /// `x-mytty-signature` over `<timestamp>.<body>`.
         public let signature: String
     }
 
@@ -136,7 +149,9 @@ public enum MyttyProfile {
 
 /// A step's refusal, carrying the answer to give.
 public struct PushRefusal: Error, Equatable {
+    /// The answer to give.
     public let answer: PushAnswer
+    /// A refusal answered with `answer`.
     public init(_ answer: PushAnswer) { self.answer = answer }
 }
 

@@ -4,22 +4,33 @@ public import TetherService
 /// The push relay's metrics (admin listener only, never the public port): the `pushrelay_*`
 /// names of push.md §1.1 (iTerm2's self-hosted relay's), then Tether's APNs latency and outcomes.
 public final class PushMetrics: Sendable {
+    /// The registry every series is in (`/metrics` on the admin listener).
     public let registry = MetricsRegistry()
     /// Every request answered, and those answered with a 5xx.
     public let httpRequests: Counter
+    /// `pushrelay_http_errors_total`.
     public let httpErrors: Counter
     /// Registrations asked for (both profiles), written, skipped as unchanged (Profile I), refused.
     public let registers: Counter
+    /// `pushrelay_register_written_total`.
     public let registersWritten: Counter
+    /// `pushrelay_register_skipped_total`.
     public let registersSkipped: Counter
+    /// `pushrelay_register_rejected_total`.
     public let registersRejected: Counter
     /// Pushes asked for, delivered, refused for a bad secret or signature, for an unknown token or
     /// push id, and failed at APNs.
     public let pushes: Counter
+    /// `pushrelay_push_delivered_total`.
     public let pushesDelivered: Counter
+    /// `pushrelay_push_bad_secret_total`.
     public let badSecrets: Counter
+    /// `pushrelay_connections_refused_total`: connections refused at accept, over the per-address
+    /// cap.
     public let connectionsRefused: Counter
+    /// `pushrelay_push_unknown_token_total`.
     public let unknownTokens: Counter
+    /// `pushrelay_push_apns_error_total`.
     public let apnsErrors: Counter
     /// Requests refused by a rate limit.
     public let rateLimited: Counter
@@ -36,6 +47,7 @@ public final class PushMetrics: Sendable {
     /// APNs outcomes by reason: `delivered`, an APNs reason, `no-reason` or `unreachable`.
     public let apnsOutcomes: MetricFamily<Counter>
 
+    /// Every series, at 0.
     public init() {
         httpRequests = registry.counter("pushrelay_http_requests_total", help: "HTTP requests answered.")
         httpErrors = registry.counter("pushrelay_http_errors_total", help: "HTTP requests answered with a 5xx status.")

@@ -11,16 +11,23 @@ import TetherSync
 /// limits, housekeeping on `Chores`, and the optional admin listener. No store call and no APNs
 /// call ever runs on an event loop. A library: `tether push` only parses settings and runs one.
 public final class PushServer: HTTPServerDelegate, ChassisService {
+    /// The settings the push relay was started with.
     public let configuration: PushConfiguration
     /// The log, verbose flag, draining and listeners every service shares.
     public let runtime: ServiceRuntime
+    /// The event loops the listeners run on.
     public let group: EventLoopGroup
+    /// Registrations: read and written on store lanes, never on a loop.
     public let storage: StoreExecutor<any PushStore>
+    /// The APNs client, on its own thread.
     public let apns: APNsClient
+    /// The clocks the relay reads (the system's, or a test's).
     public let clock: ServiceClock
     /// Client-IP derivation (relay.md §2.4 under `PUSH_` names) and Profile I's `/register` limit.
     public let gate: ConnectionGate
+    /// The `pushrelay_*` series.
     public let metrics: PushMetrics
+    /// The `/readyz` checks.
     public var readiness: ReadinessChecks { runtime.readiness }
     /// Whether the store answers (a shared database can be down while the relay runs on).
     public let storageHealth = StoreHealth()
@@ -46,8 +53,16 @@ public final class PushServer: HTTPServerDelegate, ChassisService {
     static let registerLimiter = "register"
     static let myttyRegisterLimiter = "mytty_register"
 
+    /// A push relay, not yet listening.
+    ///
     /// - Parameters:
+    ///   - configuration: the settings, as `PushSetting` read them.
+    ///   - group: the event loops the listeners run on.
+    ///   - store: where registrations are kept.
     ///   - transport: the HTTP/2 client to APNs (libcurl's in the service, a double in tests).
+    ///   - clock: the clocks the relay reads (the system's, or a test's).
+    ///   - storeLanes: storage threads (a registration's work always runs on one of them, in order).
+    ///   - random: the source of push IDs and relay secrets (tests fix it).
     ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
     public init(configuration: PushConfiguration, group: EventLoopGroup, store: any PushStore, transport: any HTTP2Transport,
                 clock: ServiceClock = .system, storeLanes: Int = PushServer.defaultStoreLanes,

@@ -6,8 +6,10 @@ import TetherEncoding
 /// request and its URL (`kid`) after, and the JWK thumbprint (RFC 7638) that key authorizations
 /// are built from (§8.1).
 public struct ACMEAccountKey: Sendable {
+    /// The account's P-256 key, kept in the ACME state directory between runs.
     public let privateKey: P256.PrivateKey
 
+    /// The account key around `privateKey`.
     public init(_ privateKey: P256.PrivateKey) { self.privateKey = privateKey }
 
     /// The public key as a JWK, members in the lexicographic order RFC 7638 §3.2 hashes them in.
@@ -25,7 +27,9 @@ public struct ACMEAccountKey: Sendable {
 
     /// Who signs: the JWK itself (`newAccount`) or the account URL (everything after).
     public enum Signer: Sendable, Equatable {
+        /// The key itself, as a JWK: only `newAccount`, before the account has a URL.
         case jwk
+        /// The account URL the server returned, for every request after `newAccount`.
         case kid(String)
     }
 

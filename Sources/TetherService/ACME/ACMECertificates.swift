@@ -13,10 +13,13 @@ import Synchronization
 /// Until the first certificate arrives the listener serves a self-signed placeholder, so a
 /// service can start (and answer TLS-ALPN-01, which needs its TLS port) before it has one.
 public final class ACMECertificates: Sendable {
+    /// What to obtain and where to keep it: the `*_ACME_*` settings, read by ``ACMESettings``.
     public struct Configuration: Sendable, Equatable {
         /// The names on the certificate (the first is its common name).
         public var domains: [String]
+        /// The account's contact address for expiry notices; nil registers without one.
         public var email: String?
+        /// The ACME server's directory URL (Let's Encrypt's production directory by default).
         public var directoryURL: String
         /// An extra PEM trust root for the ACME server (a private or test CA), beside the system's.
         public var caFile: String?
@@ -24,10 +27,13 @@ public final class ACMECertificates: Sendable {
         public var stateDirectory: String
         /// The HTTP-01 listener (port 80 for a public server); nil answers TLS-ALPN-01 only.
         public var httpHost: String
+        /// The HTTP-01 listener's port (80 for a public server); nil answers TLS-ALPN-01 only.
         public var httpPort: UInt16?
 
+        /// Let's Encrypt's production directory.
         public static let letsEncrypt = "https://acme-v02.api.letsencrypt.org/directory"
 
+        /// A configuration; only `domains`, `email` and `stateDirectory` have no default.
         public init(domains: [String], email: String?, directoryURL: String = letsEncrypt, caFile: String? = nil,
                     stateDirectory: String, httpHost: String = "0.0.0.0", httpPort: UInt16? = 80) {
             self.domains = domains
@@ -42,7 +48,10 @@ public final class ACMECertificates: Sendable {
         var challengeTypes: [ACMEClient.ChallengeType] { httpPort == nil ? [.tlsALPN01] : [.http01, .tlsALPN01] }
     }
 
+    /// What this instance obtains, and where it keeps it.
     public let configuration: Configuration
+    /// The pending challenges, which the service's TLS listener and the HTTP-01 listener answer
+    /// from.
     public let challenges = ACMEChallenges()
     private let log: @Sendable (String, LogLevel) -> Void
     private struct Running {
@@ -52,12 +61,16 @@ public final class ACMECertificates: Sendable {
 
     private let running = Locked(Running())
 
+    /// Certificates for `configuration`; `log` receives each line (issuance, renewal, failure) with
+    /// its level.
     public init(configuration: Configuration, log: @escaping @Sendable (String, LogLevel) -> Void) {
         self.configuration = configuration
         self.log = log
     }
 
+    /// Where the certificate chain (PEM) is kept: `<state directory>/<first domain>.crt`.
     public var certificatePath: String { path(configuration.domains[0] + ".crt") }
+    /// Where the certificate's private key (PEM) is kept: `<state directory>/<first domain>.key`.
     public var keyPath: String { path(configuration.domains[0] + ".key") }
     private var accountKeyPath: String { path("account.key") }
     private func path(_ name: String) -> String { (configuration.stateDirectory as NSString).appendingPathComponent(name) }
@@ -103,6 +116,7 @@ public final class ACMECertificates: Sendable {
         running.withLock { $0.task = task }
     }
 
+    /// Stops renewing and closes the HTTP-01 listener; the certificate on disk stays.
     public func stop() {
         let stopped = running.withLock { running in
             defer { running = Running() }

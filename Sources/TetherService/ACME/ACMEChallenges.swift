@@ -8,16 +8,21 @@ import TetherSync
 public final class ACMEChallenges: Sendable {
     /// A TLS-ALPN-01 certificate and its key, as PEM.
     public struct ALPNCertificate: Sendable, Equatable {
+        /// The self-signed certificate RFC 8737 asks for, as PEM.
         public let certificatePEM: String
+        /// Its private key, as PEM.
         public let keyPEM: String
     }
 
     private let tokens = Locked<[String: String]>([:])
     private let alpn = Locked<[String: ALPNCertificate]>([:])
 
+    /// An empty set: nothing pending.
     public init() {}
 
+    /// Serves `keyAuthorization` for an HTTP-01 `token` until ``withdraw(token:)``.
     public func publish(token: String, keyAuthorization: String) { tokens.withLock { $0[token] = keyAuthorization } }
+    /// Stops serving an HTTP-01 token (its challenge is over).
     public func withdraw(token: String) { _ = tokens.withLock { $0.removeValue(forKey: token) } }
 
     /// The key authorization for an HTTP-01 token, if its challenge is pending.
@@ -42,6 +47,7 @@ public final class ACMEChallenges: Sendable {
         }
     }
 
+    /// Stops serving the TLS-ALPN-01 certificate of `domain` (its challenge is over).
     public func withdrawALPN(domain: String) { _ = alpn.withLock { $0.removeValue(forKey: domain.lowercased()) } }
 
     /// The TLS-ALPN-01 certificate for a server name, if its challenge is pending.

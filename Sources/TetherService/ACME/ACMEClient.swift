@@ -7,24 +7,35 @@ import TetherEncoding
 /// chain downloaded. Every exchange runs on the network core's client (on `loop`, never blocking
 /// it); the flow is sequential, one request at a time, as the protocol's nonces require.
 public struct ACMEClient: Sendable {
+    /// Why an issuance failed, as one line for the service's log.
     public struct Failure: Error, Equatable, CustomStringConvertible {
+        /// The line itself.
         public let message: String
+        /// A failure saying `message`.
         public init(_ message: String) { self.message = message }
         public var description: String { message }
     }
 
+    /// The challenge types this client can answer (RFC 8555 §8.3, RFC 8737).
     public enum ChallengeType: String, Sendable, CaseIterable {
+        /// A key authorization served over plain HTTP on port 80.
         case http01 = "http-01"
+        /// A self-signed certificate served on the service's own TLS port to `acme-tls/1`.
         case tlsALPN01 = "tls-alpn-01"
     }
 
+    /// The ACME server's directory URL.
     public let directoryURL: String
+    /// The account key every request is signed with.
     public let accountKey: ACMEAccountKey
+    /// TLS settings for reaching the ACME server (nil: the system's trust store).
     public let tls: TLSClientContext?
+    /// The loop every exchange runs on.
     public let loop: EventLoop
     /// How long an authorization or an order may stay pending before the issuance gives up.
     public var pollLimit: Duration = .seconds(120)
 
+    /// A client of the ACME server at `directoryURL`, signing as `accountKey`.
     public init(directoryURL: String, accountKey: ACMEAccountKey, tls: TLSClientContext?, loop: EventLoop) {
         self.directoryURL = directoryURL
         self.accountKey = accountKey

@@ -4,14 +4,22 @@ import Foundation
 /// `PUSH_ACME_DOMAIN`, `SIGNAL_ACME_DOMAIN`…), and how they read into a configuration: one set of
 /// names and checks for every service that serves TLS.
 public struct ACMESettings: Sendable {
+    /// The service's setting prefix (`RELAY`, `PUSH`, `SIGNAL`).
     public let prefix: String
+    /// `<PREFIX>_ACME_DOMAIN`: the names to obtain a certificate for; unset turns ACME off.
     public let domain: Setting<String?>
+    /// `<PREFIX>_ACME_EMAIL`: the account's contact address.
     public let email: Setting<String?>
+    /// `<PREFIX>_ACME_DIRECTORY`: the ACME server's directory URL.
     public let directory: Setting<String>
+    /// `<PREFIX>_ACME_CA_FILE`: an extra trust root for the ACME server.
     public let caFile: Setting<String?>
+    /// `<PREFIX>_ACME_DIR`: where the account key, the certificate and its key are kept.
     public let stateDirectory: Setting<String>
+    /// `<PREFIX>_ACME_HTTP_PORT`: the HTTP-01 listener's port (0: TLS-ALPN-01 only).
     public let httpPort: Setting<UInt16>
 
+    /// The ACME rows under `prefix` (`RELAY` gives `RELAY_ACME_DOMAIN`, `--acme-domain`, …).
     public init(prefix: String) {
         self.prefix = prefix
         domain = Setting<String?>("\(prefix)_ACME_DOMAIN", extraFlags: [.init("--acme-domain", needs: "a domain name")],

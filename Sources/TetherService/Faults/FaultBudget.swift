@@ -7,7 +7,9 @@ public import TetherSync
 ///
 /// A value: the service keeps it under its own lock, beside the "exceeded once" flag.
 public struct FaultBudget: Sendable, Equatable {
+    /// How many faults are survived within `window`; one more means exit.
     public let limit: Int
+    /// The sliding window the faults are counted over.
     public let window: Duration
     private var times: [MonotonicInstant] = []
 

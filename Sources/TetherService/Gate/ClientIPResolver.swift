@@ -8,6 +8,8 @@ public struct ClientIPResolver: Sendable, Equatable {
     /// `RELAY_TRUSTED_HOPS`: which `X-Forwarded-For` element, counted from the right (1 = rightmost).
     public var trustedHops = 1
 
+    /// A resolver trusting the given headers; by default none, so the socket's peer address is the
+    /// client.
     public init(trustCloudflare: Bool = false, trustProxy: Bool = false, trustedHops: Int = 1) {
         self.trustCloudflare = trustCloudflare
         self.trustProxy = trustProxy

@@ -28,7 +28,11 @@ public final class ConnectionGate: Sendable {
         var arrivals: UInt64 = 0
     }
 
+    /// A gate applying `limits` to the clients `clientIP` names.
+    ///
     /// - Parameters:
+    ///   - clientIP: which address is the client's (the socket's peer, or a trusted proxy's header).
+    ///   - limits: the rates, caps and refusals the service's protocol asks for.
     ///   - clock: monotonic nanoseconds (`ManualClock` in tests); windows are kept in ms.
     /// - Parameter onRefusal: told of each refusal (what was refused, and why), outside the
     ///   gate's lock: the service logs it at debug. Never given the client's address.

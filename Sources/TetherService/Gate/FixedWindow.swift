@@ -15,20 +15,26 @@ public struct FixedWindow: Sendable, Equatable {
     @usableFromInline let limitBits: UInt32
     @usableFromInline var count: UInt32 = 0
 
+    /// A counter allowing `limit` hits per `window` (`limit` 0: every hit is allowed).
     @inlinable
     public init(limit: Int, window: Duration) {
         limitBits = UInt32(clamping: limit)
         windowNanoseconds = UInt64(clamping: window.nanosecondsClamped)
     }
 
+    /// The hits allowed per window; 0 means no limit.
     @inlinable
     public var limit: Int { Int(limitBits) }
 
+    /// The window's length.
     public var window: Duration { .nanoseconds(windowNanoseconds) }
 
+    /// Whether the window has lapsed at `now` (or never started), so the counter holds nothing
+    /// worth keeping.
     @inlinable
     public func isExpired(now: MonotonicInstant) -> Bool { count == 0 || now.nanoseconds &- start.nanoseconds > windowNanoseconds }
 
+    /// Counts a hit at `now` and returns whether it is allowed; refused hits count too.
     @inlinable
     public mutating func hit(now: MonotonicInstant) -> Bool {
         guard limitBits > 0 else { return true }

@@ -8,8 +8,11 @@ public import TetherSync
 /// `limit`. At most `maxKeys` keys are held: past that, expired windows are swept, then the
 /// oldest-inserted keys evicted (which briefly fails open for them, as the reference does).
 public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
+    /// The hits allowed per key and window; 0 turns the limiter off.
     public let limit: Int
+    /// The window's length.
     public let window: Duration
+    /// The most keys held at once.
     public let maxKeys: Int
 
     private struct Bucket: Sendable {
@@ -24,7 +27,13 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
     private var nextOrder: UInt64 = 0
     private var lastSweep: MonotonicInstant?
 
-    /// - Parameter limit: hits allowed per window; 0 turns the limiter off.
+    /// A limiter allowing each key `limit` hits per `window`.
+    ///
+    /// - Parameters:
+    ///   - limit: hits allowed per window; 0 turns the limiter off.
+    ///   - window: the window's length.
+    ///   - maxKeys: the most keys held at once (past it, expired windows are swept, then the
+    ///     oldest keys evicted).
     public init(limit: Int, window: Duration, maxKeys: Int = 50_000) {
         precondition(limit >= 0 && window > .zero && maxKeys > 0)
         self.limit = limit
@@ -32,7 +41,9 @@ public struct FixedWindowLimiter<Key: Hashable & Sendable>: Sendable {
         self.maxKeys = maxKeys
     }
 
+    /// Whether the limiter limits anything (`limit` above 0).
     public var isEnabled: Bool { limit > 0 }
+    /// How many keys are held now.
     public var keyCount: Int { buckets.count }
 
     /// Records a hit for `key` at `now`; returns true if it is allowed.

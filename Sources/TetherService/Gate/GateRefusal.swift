@@ -10,6 +10,7 @@ public struct GateRefusal: Error, Sendable, Equatable {
     /// The answer before any upgrade: status, body and headers are the service's.
     public let response: HTTPResponse
 
+    /// A refusal counted under `reason` and answered with `response`.
     public init(reason: String, response: HTTPResponse) {
         self.reason = reason
         self.response = response
@@ -17,6 +18,8 @@ public struct GateRefusal: Error, Sendable, Equatable {
 
     /// Reasons the gate itself gives.
     public static let rateLimited = "rate_limited"
+    /// An IP already holds as many sockets as it may.
     public static let ipCap = "ip_cap"
+    /// The service holds as many sockets as it may in all.
     public static let totalCap = "total_cap"
 }

@@ -8,6 +8,7 @@ public import TetherNet
 /// Liveness is the process answering at all; readiness is whether it should be sent traffic (a
 /// supervisor restarts on the first, a load balancer drains on the second).
 public final class AdminListener: Sendable {
+    /// Where the admin listener binds and whom it answers.
     public struct Configuration: Sendable {
         /// Loopback: the counters are for this host's scraper and dashboard, not the internet.
         public var host = "127.0.0.1"
@@ -17,13 +18,19 @@ public final class AdminListener: Sendable {
         /// listener is bound wider. Turn off only to scrape from another host on a private network.
         public var onlyDirectLoopback = true
 
+        /// Loopback, a free port, direct loopback requests only.
         public init() {}
     }
 
     private let server: HTTPServer
 
+    /// An admin listener, not yet started.
+    ///
     /// - Parameters:
     ///   - group: the loops to serve on; one loop is plenty for a scraper and a health check.
+    ///   - configuration: where to bind, and whether to answer only direct loopback requests.
+    ///   - metrics: what `/metrics` renders.
+    ///   - readiness: what `/readyz` asks.
     ///   - routes: further operator routes, and the fallback for unknown paths (404 by default).
     ///   - status: the service's status page (`/status`); none when nil.
     public init(group: EventLoopGroup, configuration: Configuration = Configuration(), metrics: MetricsSource,

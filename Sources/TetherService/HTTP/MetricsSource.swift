@@ -4,8 +4,10 @@ public struct MetricsSource: Sendable {
     /// Produces the exposition and passes it to the callback, once, from any thread.
     public let render: @Sendable (@escaping @Sendable (String) -> Void) -> Void
 
+    /// A source that renders with `render`.
     public init(_ render: @escaping @Sendable (@escaping @Sendable (String) -> Void) -> Void) { self.render = render }
 
+    /// A source that renders `registry` at once.
     public static func registry(_ registry: MetricsRegistry) -> MetricsSource {
         MetricsSource { done in done(registry.render()) }
     }

@@ -6,6 +6,7 @@ import TetherSync
 public final class ReadinessChecks: Sendable {
     private let checks = Locked<[(name: String, check: @Sendable () -> Bool)]>([])
 
+    /// No checks yet: ready until one is added.
     public init() {}
 
     /// Adds a check; `check` runs at each `/readyz`, on the admin listener's loop, so it must be

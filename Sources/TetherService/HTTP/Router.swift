@@ -23,8 +23,11 @@ public struct Router: Sendable {
 
     /// The outcome of matching a method and path.
     public enum Match {
+        /// A route takes the method: answer with its handler.
         case handler(Handler)
+        /// The path exists, but not for this method; `allowed` lists the methods it takes.
         case methodNotAllowed(allowed: [String])
+        /// No route has this path.
         case notFound
     }
 
@@ -32,10 +35,15 @@ public struct Router: Sendable {
     public static let anyMethod = "*"
 
     private var routes: [String: [(method: String, handler: Handler)]] = [:]
+    /// How a path asked with a method it does not take is answered.
     public var methodMismatch: MethodMismatch
+    /// The answer to a path with no route.
     public var fallback: @Sendable (HTTPServerRequest) -> HTTPResponse
 
+    /// A router with no routes yet.
+    ///
     /// - Parameters:
+    ///   - methodMismatch: the answer to a known path asked with another method (405 by default).
     ///   - fallback: the answer to a path with no route (default 404 `not found`).
     public init(methodMismatch: MethodMismatch = .methodNotAllowed,
                 fallback: @escaping @Sendable (HTTPServerRequest) -> HTTPResponse = { _ in .text(404, "not found") }) {

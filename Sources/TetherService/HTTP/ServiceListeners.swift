@@ -7,7 +7,10 @@ import TetherCrypto
 /// listener. Every service starts them the same way and SIGHUP reloads the same certificate, so
 /// this is one piece of the chassis rather than a copy per service.
 public struct ServiceListeners: Sendable {
+    /// The public HTTP(S) server.
     public let http: HTTPServer
+    /// The admin listener (`/metrics`, `/healthz`, `/readyz`, `/status`); nil without an admin
+    /// port.
     public let admin: AdminListener?
     /// The certificate SIGHUP reloads (nil when serving plain HTTP).
     public let tls: TLSServerContext?
@@ -104,11 +107,15 @@ extension ServiceListeners {
 
 /// The listener half of a service's configuration, under the names every service uses.
 public protocol ServiceListenerSettings {
+    /// The public listener's address (`*_HOST`).
     var host: String { get }
+    /// The public listener's port (`*_PORT`; 0 picks a free one).
     var port: UInt16 { get }
     /// TLS when both are set.
     var tlsCertificatePath: String? { get }
+    /// The private key that goes with ``tlsCertificatePath``.
     var tlsKeyPath: String? { get }
+    /// The admin listener's address (loopback unless the operator says otherwise).
     var adminHost: String { get }
     /// No admin listener when nil.
     var adminPort: UInt16? { get }

@@ -18,6 +18,7 @@
 public struct StatusPage: Sendable {
     /// A headline figure: the metric, what a person calls it, and how its value reads.
     public struct Figure: Sendable, ExpressibleByStringLiteral {
+        /// How a figure's value is written for a person.
         public enum Unit: String, Sendable {
             /// A count (`12,408`).
             case count
@@ -29,10 +30,14 @@ public struct StatusPage: Sendable {
             case yes
         }
 
+        /// The metric's name in the exposition (`relay_rooms_resident`).
         public var metric: String
+        /// What a person calls it (`resident rooms`).
         public var label: String
+        /// How its value reads.
         public var unit: Unit
 
+        /// A figure for `metric`, labelled `label`, read as `unit`.
         public init(_ metric: String, _ label: String, unit: Unit = .count) {
             self.metric = metric
             self.label = label
@@ -48,6 +53,7 @@ public struct StatusPage: Sendable {
     /// The figures shown large and charted, in order (one the exposition lacks is skipped).
     public var headline: [Figure]
 
+    /// A page headed `title` showing `headline` large, in order.
     public init(title: String, headline: [Figure]) {
         self.title = title
         self.headline = headline

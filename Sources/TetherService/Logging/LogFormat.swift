@@ -18,7 +18,14 @@ public enum LogFormat: String, Sendable, CaseIterable {
 /// should look at soon (a certificate about to expire), `error` for what failed (a store that
 /// stopped answering, an internal fault).
 public enum LogLevel: String, Sendable, Comparable, CaseIterable {
-    case debug, info, warning, error
+    /// Verbose diagnostics, written while `*_LOG` is on or `*_LOG_LEVEL` is `debug`.
+    case debug
+    /// What a running service does: start-up, listening, reloads.
+    case info
+    /// What an operator should look at soon.
+    case warning
+    /// What failed.
+    case error
 
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -110,6 +117,7 @@ extension LogFormat {
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(millis)Z"
     }
 
+    /// The wall clock now, in nanoseconds since the Unix epoch: the time a line is stamped with.
     public static func wallClockNanoseconds() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)

@@ -25,7 +25,9 @@ public final class LogSink: Sendable {
 
     /// What the drop report and the toggle lines start with (`relay`); the JSON lines' `service`.
     public let name: String
+    /// How each line is written.
     public let format: LogFormat
+    /// How many lines may wait for the writer; past that a line is dropped and counted.
     public let capacity: Int
     let output: @Sendable ([UInt8]) -> Void
     let lingerMicroseconds: UInt32
@@ -46,7 +48,13 @@ public final class LogSink: Sendable {
         var closed = false
     }
 
+    /// A sink with its writer thread started.
+    ///
     /// - Parameters:
+    ///   - name: the service (`relay`): what the sink's own lines start with, and JSON's `service`.
+    ///   - verbose: whether debug lines are written (SIGUSR2 toggles it).
+    ///   - format: how each line is written.
+    ///   - capacity: lines that may wait for the writer; past it a line is dropped and counted.
     ///   - linger: how long the writer gathers lines after a batch (`defaultLinger`; zero writes
     ///     each batch as soon as it is woken). A `flush` waits at most one linger.
     ///   - output: writes one chunk of whole encoded lines (each ending in a newline, at most

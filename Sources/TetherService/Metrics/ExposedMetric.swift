@@ -10,8 +10,10 @@ public protocol ExposedMetric: Sendable {
 
 /// A child's label pairs, rendered as the text format wants them.
 public struct PrometheusLabels: Sendable, Equatable {
+    /// The label names and values, in the order they are rendered.
     public let pairs: [(name: String, value: String)]
 
+    /// Labels rendered in the order given.
     public init(_ pairs: [(name: String, value: String)]) { self.pairs = pairs }
 
     public static func == (a: PrometheusLabels, b: PrometheusLabels) -> Bool {

@@ -13,6 +13,7 @@ public final class Histogram: ExposedMetric {
     /// The sum's bit pattern (there is no atomic Double).
     private let sumBits = Atomic<UInt64>(0.0.bitPattern)
 
+    /// A histogram over `bounds`: finite upper bounds, strictly ascending (`+Inf` is added).
     public init(bounds: [Double]) {
         precondition(!bounds.isEmpty && zip(bounds, bounds.dropFirst()).allSatisfy { $0 < $1 } && bounds.allSatisfy(\.isFinite),
                      "histogram bounds ascend and are finite (+Inf is implicit)")
@@ -20,6 +21,7 @@ public final class Histogram: ExposedMetric {
         counts = (0...bounds.count).map { _ in Counter() }
     }
 
+    /// Counts `value` in the first bucket whose bound is at least `value`, and adds it to the sum.
     public func observe(_ value: Double) {
         let bucket = bounds.firstIndex { value <= $0 } ?? bounds.count
         counts[bucket].increment()
@@ -32,7 +34,9 @@ public final class Histogram: ExposedMetric {
         }
     }
 
+    /// How many values were observed.
     public var count: UInt64 { counts.reduce(0) { $0 + $1.value } }
+    /// The sum of every value observed.
     public var sum: Double { Double(bitPattern: sumBits.load(ordering: .relaxed)) }
 
     public func exposition(name: String, labels: PrometheusLabels, hiddenAtZero: Bool) -> [String]? {

@@ -4,8 +4,11 @@ import TetherSync
 /// created on first use. Keep the child a hot path increments (`family.labels("gate")` once,
 /// then `increment()`): looking one up takes a lock.
 public final class MetricFamily<Metric: ExposedMetric>: Sendable {
+    /// The metric's name (`relay_upgrades_rejected_total`).
     public let name: String
+    /// The `# HELP` text.
     public let help: String
+    /// The label names each child gives values for, in order.
     public let labelNames: [String]
     /// Children whose value is 0 are left out (the family too, if none is left): for series
     /// that appear only once something has happened, as the reference relay's do.
@@ -31,6 +34,7 @@ public final class MetricFamily<Metric: ExposedMetric>: Sendable {
     /// The child for these label values (in `labelNames` order), created at its first use.
     public func labels(_ values: String...) -> Metric { labels(values) }
 
+    /// The child for these label values (in `labelNames` order), created at its first use.
     public func labels(_ values: [String]) -> Metric {
         precondition(values.count == labelNames.count, "\(name) takes \(labelNames.count) label values")
         return children.withLock { children in

@@ -15,13 +15,18 @@ import TetherSync
 public final class MetricsRegistry: Sendable {
     private let families = Locked<[any RenderedFamily]>([])
 
+    /// An empty registry.
     public init() {}
 
+    /// Registers a counter without labels and returns it. `hiddenAtZero` leaves it out of the
+    /// exposition until it first counts.
     @discardableResult
     public func counter(_ name: String, help: String, hiddenAtZero: Bool = false) -> Counter {
         single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero) { Counter() })
     }
 
+    /// Registers a counter with `labels`; take each child with
+    /// ``MetricFamily/labels(_:)-(String...)``.
     public func counter(_ name: String, help: String, labels: [String], hiddenAtZero: Bool = false) -> MetricFamily<Counter> {
         register(MetricFamily(name: name, help: help, labelNames: labels, hiddenAtZero: hiddenAtZero) { Counter() })
     }
@@ -50,11 +55,15 @@ public final class MetricsRegistry: Sendable {
         for (value, read) in readings { family.set(CallbackMetric(reading: .unsigned(read)), for: [value]) }
     }
 
+    /// Registers a gauge without labels and returns it. `hiddenAtZero` leaves it out of the
+    /// exposition while it is 0.
     @discardableResult
     public func gauge(_ name: String, help: String, hiddenAtZero: Bool = false) -> Gauge {
         single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero) { Gauge() })
     }
 
+    /// Registers a gauge with `labels`; take each child with
+    /// ``MetricFamily/labels(_:)-(String...)``.
     public func gauge(_ name: String, help: String, labels: [String], hiddenAtZero: Bool = false) -> MetricFamily<Gauge> {
         register(MetricFamily(name: name, help: help, labelNames: labels, hiddenAtZero: hiddenAtZero) { Gauge() })
     }
@@ -74,12 +83,19 @@ public final class MetricsRegistry: Sendable {
         })
     }
 
-    /// - Parameter buckets: upper bounds, ascending (`+Inf` is added).
+    /// Registers a histogram without labels and returns it.
+    ///
+    /// - Parameters:
+    ///   - name: the metric's name.
+    ///   - help: the `# HELP` text.
+    ///   - buckets: upper bounds, ascending (`+Inf` is added).
+    ///   - hiddenAtZero: leave it out of the exposition until it first observes a value.
     @discardableResult
     public func histogram(_ name: String, help: String, buckets: [Double], hiddenAtZero: Bool = false) -> Histogram {
         single(MetricFamily(name: name, help: help, labelNames: [], hiddenAtZero: hiddenAtZero) { Histogram(bounds: buckets) })
     }
 
+    /// Registers a histogram with `labels`, every child over the same `buckets`.
     public func histogram(_ name: String, help: String, labels: [String], buckets: [Double], hiddenAtZero: Bool = false) -> MetricFamily<Histogram> {
         register(MetricFamily(name: name, help: help, labelNames: labels, hiddenAtZero: hiddenAtZero) { Histogram(bounds: buckets) })
     }

@@ -6,6 +6,7 @@ import TetherSync
 /// each under a key: started at most once however often `start` is called, and never running
 /// again once `stop` has returned.
 public final class Chores<Key: Hashable & Sendable>: Sendable {
+    /// The loop every chore runs on.
     public let loop: EventLoop
     private let running = Locked<[Key: Entry]>([:])
     private let generations = Atomic<UInt64>(0)
@@ -16,6 +17,7 @@ public final class Chores<Key: Hashable & Sendable>: Sendable {
         var timer: EventLoop.TimerID?
     }
 
+    /// Chores on `loop`; none runs until started.
     public init(loop: EventLoop) { self.loop = loop }
 
     /// Runs `body` on the loop now (if `runNow`) and then every `interval`, until `stop`. A
@@ -52,6 +54,7 @@ public final class Chores<Key: Hashable & Sendable>: Sendable {
         for entry in entries { cancel(entry.timer) }
     }
 
+    /// Whether the chore under `key` is started and not stopped.
     public func isRunning(_ key: Key) -> Bool { running.withLock { $0[key] != nil } }
 
     private func schedule(_ key: Key, _ generation: UInt64, every interval: Duration, _ body: @escaping @Sendable () -> Void) {

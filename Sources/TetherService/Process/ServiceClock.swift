@@ -6,9 +6,12 @@ public import TetherSync
 /// `iat`, a client's timestamp window) uses the wall clock, so a step of the wall clock never
 /// closes or admits anything it should not.
 public struct ServiceClock: NetClock {
+    /// The monotonic clock: deadlines, windows and timeouts.
     public let monotonic: @Sendable () -> MonotonicInstant
+    /// The wall clock: what is persisted or signed.
     public let wall: @Sendable () -> WallInstant
 
+    /// A clock reading `monotonic` and `wall` (a test's, or the system's through ``system``).
     public init(monotonic: @escaping @Sendable () -> MonotonicInstant, wall: @escaping @Sendable () -> WallInstant) {
         self.monotonic = monotonic
         self.wall = wall

@@ -26,6 +26,11 @@ public final class ServiceRuntime: Sendable {
     private let drainingFlag = Atomic<Bool>(false)
     private let started = Locked<ServiceListeners?>(nil)
 
+    /// A runtime for the service `name`, its listeners not started.
+    ///
+    /// - Parameter name: the service (`relay`), as its log lines and metrics name it.
+    /// - Parameter format: how log lines are written.
+    /// - Parameter verbose: whether debug lines are written (SIGUSR2 toggles it).
     /// - Parameter log: where lines go (tests collect them); nil means a `LogSink` on standard
     ///   error, so a loop never waits on a slow stderr.
     /// - Parameter level: `*_LOG_LEVEL`: info, warning and error lines below it are not written.
@@ -82,6 +87,7 @@ public final class ServiceRuntime: Sendable {
     /// balancer sends new clients elsewhere while the service closes what it holds.
     public func beginDraining() { drainingFlag.store(true, ordering: .relaxed) }
 
+    /// Whether ``beginDraining()`` was called.
     public var isDraining: Bool { drainingFlag.load(ordering: .relaxed) }
 
     /// The listeners close: the public one after `grace` for the connections still open, then
@@ -138,6 +144,7 @@ public final class ServiceRuntime: Sendable {
 /// A service built on the chassis: the host program (`tether relay|push|signal`) and the tests
 /// reach the controls every service shares through its runtime.
 public protocol ChassisService: AnyObject, Sendable {
+    /// The service's log, readiness and listeners.
     var runtime: ServiceRuntime { get }
     /// Graceful stop: not ready, no new connections, what the service holds closed or flushed.
     func shutdown()
@@ -147,13 +154,16 @@ extension ChassisService {
     /// A line for the service's log from its host program (start-up, signals): zero-PII text only.
     public func note(_ line: String) { runtime.line(line) }
 
+    /// Verbose diagnostics, as SIGUSR2 toggles them.
     public var verbose: Bool {
         get { runtime.verbose }
         set { runtime.verbose = newValue }
     }
 
+    /// The admin listener's port, once started with one.
     public var adminPort: UInt16? { runtime.adminPort }
 
+    /// SIGHUP: reads the certificate and key again; returns the lines logged.
     @discardableResult
     public func reloadCertificates() -> [String] { runtime.reloadCertificates() }
 }

@@ -26,6 +26,7 @@ public final class SignalWatcher: Sendable {
         /// SIGUSR2, each time.
         public var toggleVerbose: @Sendable () -> Void
 
+        /// Handlers for the signals; each defaults to doing nothing.
         public init(shutdown: @escaping @Sendable (_ signal: Int32) -> Void = { _ in },
                     reload: @escaping @Sendable () -> Void = {}, toggleVerbose: @escaping @Sendable () -> Void = {}) {
             self.shutdown = shutdown

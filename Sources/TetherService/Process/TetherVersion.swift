@@ -1,6 +1,7 @@
 /// The release this build is: printed by `tether --version`, on every service's start-up line,
 /// and exported as `tether_build_info`. One place, raised with each release.
 public enum TetherVersion {
+    /// The version, as `MAJOR.MINOR.PATCH`.
     public static let current = "0.5.0"
 }
 

@@ -11,12 +11,21 @@ public struct Setting<Value: Sendable>: SettingRow {
     public let entry: SettingEntry
     /// The value when the setting is unset.
     public let defaultValue: Value
+    /// Turns the setting's text into its value.
     public let parser: SettingParser<Value>
 
+    /// A setting named `name`, worth `defaultValue` when unset.
+    ///
     /// - Parameters:
+    ///   - name: the environment variable and config-file key; the flag is derived from it.
+    ///   - defaultValue: the value when the setting is unset.
     ///   - defaultText: how the default reads in `--help` and the reference; derived from the
     ///     value when nil (`unset` for nil, `on`/`off` for a Bool).
+    ///   - fallbacks: environment names read, in order, when `name` is unset.
+    ///   - extraFlags: flags beside the derived one.
     ///   - emptyMeansUnset: false when `NAME=` must reach the parser (and be refused there).
+    ///   - parser: turns the text into the value, or says what is wrong with it.
+    ///   - help: what the setting does, for `--help` and the reference.
     public init(_ name: String, default defaultValue: Value, defaultText: String? = nil, fallbacks: [String] = [],
                 extraFlags: [SettingEntry.ExtraFlag] = [], emptyMeansUnset: Bool = true, parser: SettingParser<Value>, help: String) {
         entry = SettingEntry(name: name, fallbacks: fallbacks, extraFlags: extraFlags,
@@ -45,6 +54,7 @@ extension Setting where Value == String? {
 
 /// A row of a `SettingsTable`, whatever its value type.
 public protocol SettingRow: Sendable {
+    /// The row's name, flags, default text and help.
     var entry: SettingEntry { get }
     /// Parses the row's value from `values`, throwing what start-up would.
     func check(_ values: SettingValues) throws(SettingError)

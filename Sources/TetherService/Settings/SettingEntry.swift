@@ -5,9 +5,12 @@ public struct SettingEntry: Sendable, Equatable {
     /// A further flag for the same setting (`--tls-cert` beside `--relay-tls-cert`), with what a
     /// missing value is called in its error (`--tls-cert: needs a file path`).
     public struct ExtraFlag: Sendable, Equatable {
+        /// The flag (`--tls-cert`).
         public let flag: String
+        /// What its value is called in the error when it is missing (`a file path`).
         public let needs: String
 
+        /// A further flag; `needs` names the value it takes.
         public init(_ flag: String, needs: String = "a value") {
             precondition(flag.hasPrefix("--"), "a flag starts with --")
             self.flag = flag
@@ -20,6 +23,7 @@ public struct SettingEntry: Sendable, Equatable {
     /// Environment names read, in order, when `name` is unset (`PORT` for `RELAY_PORT`). They are
     /// not flags: a flag sets `name` itself.
     public let fallbacks: [String]
+    /// Flags beside the derived one (`--tls-cert` beside `--relay-tls-cert`).
     public let extraFlags: [ExtraFlag]
     /// The default as the operator reads it (`(required)`, `unset`, `8787`).
     public let defaultText: String
@@ -30,6 +34,7 @@ public struct SettingEntry: Sendable, Equatable {
     /// otherwise fall back to another app's topic with no word).
     public let emptyMeansUnset: Bool
 
+    /// An entry named `name` (upper case, digits and `_`); the flag is derived from it.
     public init(name: String, fallbacks: [String] = [], extraFlags: [ExtraFlag] = [], defaultText: String, help: String,
                 emptyMeansUnset: Bool = true) {
         precondition(!name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") },
@@ -58,9 +63,12 @@ public struct SettingEntry: Sendable, Equatable {
 
 /// A flag-only switch that takes no value (`--local`).
 public struct SettingSwitch: Sendable, Hashable {
+    /// The flag (`--local`).
     public let flag: String
+    /// What it does, for `--help`.
     public let help: String
 
+    /// A switch `flag` (starting `--`) described by `help`.
     public init(_ flag: String, help: String) {
         precondition(flag.hasPrefix("--"), "a flag starts with --")
         self.flag = flag

@@ -3,8 +3,10 @@ import Glibc
 /// Turns a setting's text into its value, or says precisely what is wrong with it. The message
 /// is completed by the table with the variable's name (`RELAY_PORT: not a port number: x`).
 public struct SettingParser<Value: Sendable>: Sendable {
+    /// Parses the text; throws what is wrong with it.
     public let parse: @Sendable (String) throws(InvalidSettingValue) -> Value
 
+    /// A parser running `parse`.
     public init(_ parse: @escaping @Sendable (String) throws(InvalidSettingValue) -> Value) { self.parse = parse }
 }
 

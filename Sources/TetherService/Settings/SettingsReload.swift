@@ -9,8 +9,10 @@ public struct InPlaceSettings: Equatable, Sendable {
     public var verbose: Bool
     /// `*_TLS_CERT` and `*_TLS_KEY`: a renewal that writes to new paths needs no restart.
     public var tlsCertificatePath: String?
+    /// The private key that goes with ``tlsCertificatePath``.
     public var tlsKeyPath: String?
 
+    /// The settings in place, as read at start-up or by a reload.
     public init(logLevel: LogLevel, verbose: Bool, tlsCertificatePath: String?, tlsKeyPath: String?) {
         self.logLevel = logLevel
         self.verbose = verbose
@@ -21,11 +23,14 @@ public struct InPlaceSettings: Equatable, Sendable {
 
 /// A service's built settings, as far as SIGHUP is concerned.
 public protocol ReloadableSettings: ServiceListenerSettings {
+    /// The threshold a line must reach to be written (`*_LOG_LEVEL`).
     var logLevel: LogLevel { get }
+    /// Verbose diagnostics (`*_LOG`).
     var verboseLog: Bool { get }
 }
 
 extension ReloadableSettings {
+    /// The settings SIGHUP applies without a restart, as configured.
     public var inPlace: InPlaceSettings {
         InPlaceSettings(logLevel: logLevel, verbose: verboseLog, tlsCertificatePath: tlsCertificatePath, tlsKeyPath: tlsKeyPath)
     }
@@ -36,6 +41,8 @@ extension ReloadableSettings {
 /// for a restart. A file that no longer reads, or no longer builds, changes nothing but the
 /// certificate (its files are the renewal's, not the settings file's).
 public final class SettingsReload: Sendable {
+    /// Builds the service's configuration from freshly read values and returns what can change in
+    /// place; throws as start-up would.
     public typealias Reread = @Sendable (SettingValues) throws(SettingError) -> InPlaceSettings
 
     private let table: SettingsTable
@@ -45,6 +52,9 @@ public final class SettingsReload: Sendable {
     /// What is in effect now: the start's, then each reload's.
     private let running: Locked<InPlaceSettings>
 
+    /// A reload for a service started with `arguments` against `table`; `started` is the values
+    /// start-up read (nil: changes that wait for a restart are not named), `running` what is in
+    /// effect, and `reread` builds the in-place settings from values read again.
     public init(table: SettingsTable, arguments: [String], started: SettingValues?, running: InPlaceSettings, reread: @escaping Reread) {
         self.table = table
         self.arguments = arguments

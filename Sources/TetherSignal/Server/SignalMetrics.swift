@@ -4,6 +4,7 @@ import TetherWire
 /// The signaling server's metrics (signaling.md §6.5): aggregate counters and gauges only — no
 /// ID, IP or call UUID ever becomes a label.
 public final class SignalMetrics: Sendable {
+    /// The registry every series is in (`/metrics` on the admin listener).
     public let registry = MetricsRegistry()
     let upgrades: Counter
     let upgradesRefused: MetricFamily<Counter>

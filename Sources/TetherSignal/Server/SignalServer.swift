@@ -12,13 +12,19 @@ import TetherWire
 /// gate's client-IP derivation and per-IP limits, and the optional admin listener. Nothing is
 /// written to disk (§6.5). A library: `tether signal` only parses settings and runs one.
 public final class SignalServer: HTTPServerDelegate, ChassisService {
+    /// The settings the server was started with.
     public let configuration: SignalConfiguration
     /// The log, verbose flag, draining and listeners every service shares.
     public let runtime: ServiceRuntime
+    /// The event loops the listeners and sockets run on.
     public let group: EventLoopGroup
+    /// The clocks the server reads (the system's, or a test's).
     public let clock: ServiceClock
+    /// Client-IP derivation, the per-IP limits and the socket caps.
     public let gate: ConnectionGate
+    /// The server's series.
     public let metrics = SignalMetrics()
+    /// The `/readyz` checks.
     public var readiness: ReadinessChecks { runtime.readiness }
     let issuer: any TURNIssuer
     let limiter = IssuanceLimiter()
@@ -32,11 +38,19 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
 
     /// §6.4's per-IP limits.
     public static let maxSocketsPerIP = 16
+    /// WebSocket upgrades one IP may make per ``upgradeWindow``.
     public static let upgradesPerIP = 60
+    /// The window of ``upgradesPerIP``.
     public static let upgradeWindow: Duration = .seconds(60)
 
+    /// A signaling server, not yet listening.
+    ///
     /// - Parameters:
+    ///   - configuration: the settings, as `SignalSetting` read them.
+    ///   - group: the event loops the listeners and sockets run on.
     ///   - issuer: where credentials come from; nil: what the configuration's mode calls for.
+    ///   - clock: the clocks the server reads (the system's, or a test's).
+    ///   - random: the source of challenges (tests fix it).
     ///   - log: where lines go (tests collect them); nil means a `LogSink` on standard error.
     ///   - registry: the registry several nodes share; nil: `SIGNAL_DB`'s, if it is set.
     public init(configuration: SignalConfiguration, group: EventLoopGroup, issuer: (any TURNIssuer)? = nil, clock: ServiceClock = .system,
@@ -136,6 +150,7 @@ public final class SignalServer: HTTPServerDelegate, ChassisService {
         _ = sockets.withLock { $0.removeValue(forKey: ObjectIdentifier(socket)) }
     }
 
+    /// How many signaling sockets are open now.
     public var openSockets: Int { sockets.withLock { $0.count } }
 
     /// Starts the credential issuance of a registration (§6.1 step 7) under the limits of §8.1;

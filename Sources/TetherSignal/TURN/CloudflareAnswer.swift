@@ -7,9 +7,11 @@ public import TetherEncoding
 /// `stun.cloudflare.com` or `turn.cloudflare.com`; entries split to at most 4 URLs; no TURN URL
 /// left is a failure.
 public enum CloudflareAnswer {
+    /// The only hosts a kept URL may name.
     public static let allowedHosts: Set<String> = ["stun.cloudflare.com", "turn.cloudflare.com"]
     static let schemes: Set<String> = ["stun", "turn", "turns"]
 
+    /// The ICE servers in Cloudflare's answer `body`, or why there are none to hand out.
     public static func iceServers(from body: [UInt8]) -> Result<[ICEServer], IssuanceFailure> {
         guard case let .object(fields)? = JSONValue.parse(body), let servers = fields["iceServers"] else {
             return .failure(IssuanceFailure(.malformed, "no iceServers in the answer"))

@@ -7,7 +7,9 @@ import TetherWire
 /// refused, the answer bounded to 65,536 bytes, and the request cancelled when the registering
 /// socket closes. The key id and token never leave the server and never reach a log.
 public struct CloudflareIssuer: TURNIssuer {
+    /// The deadline of the whole exchange with Cloudflare.
     public static let timeout: Duration = .seconds(8)
+    /// The largest answer read.
     public static let maxResponseBytes = 65_536
     static let body = Array(#"{"ttl": 3600}"#.utf8)
 
@@ -18,8 +20,12 @@ public struct CloudflareIssuer: TURNIssuer {
 
     public var isLimited: Bool { true }
 
+    /// An issuer asking Cloudflare for credentials of the TURN key `keyID`.
+    ///
     /// - Parameters:
     ///   - baseURL: `CLOUDFLARE_TURN_API_URL` (an origin; the path is fixed).
+    ///   - keyID: `CLOUDFLARE_TURN_KEY_ID`: the TURN key, named in the request's path.
+    ///   - token: `CLOUDFLARE_TURN_API_TOKEN`: the key's API token, sent as a bearer token.
     ///   - tls: the trust for the API (system roots plus `CLOUDFLARE_CA_FILE`).
     ///   - loops: where the exchanges run (spread by a counter).
     public init(baseURL: String, keyID: String, token: String, tls: TLSClientContext?, loops: [EventLoop]) {

@@ -6,13 +6,17 @@ public import TetherEncoding
 /// implements `use-auth-secret`): username `<expiry>:<32 random hex>`, password
 /// base64(HMAC-SHA1(secret, username)). The random user keeps IDs out of the TURN server's logs.
 public struct CoturnIssuer: TURNIssuer {
+    /// The `turn:`/`turns:` URLs the credentials are for.
     public let turnURLs: [String]
+    /// The `stun:` URLs handed out beside them.
     public let stunURLs: [String]
     private let secret: [UInt8]
     private let random: @Sendable (Int) -> [UInt8]
 
     public var isLimited: Bool { true }
 
+    /// An issuer signing usernames with coturn's `secret`; `random` makes the username's random
+    /// part (tests fix it).
     public init(secret: String, turnURLs: [String], stunURLs: [String], random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }) {
         self.secret = Array(secret.utf8)
         self.turnURLs = turnURLs

@@ -5,8 +5,11 @@ public import TetherSync
 /// 60 started per minute (a fixed window from the first counted start, §13.1). An issuance
 /// counts when it starts, whatever its outcome.
 public final class IssuanceLimiter: Sendable {
+    /// Issuances running at once, at most.
     public static let maxConcurrent = 8
+    /// Issuances started per ``window``, at most.
     public static let perWindow = 60
+    /// The window of ``perWindow``.
     public static let window: Duration = .seconds(60)
 
     private struct State {
@@ -17,6 +20,7 @@ public final class IssuanceLimiter: Sendable {
 
     private let state = Locked(State())
 
+    /// A limiter with nothing running.
     public init() {}
 
     /// Takes a place for one issuance at `nowMs` (monotonic); false when over either limit. One
@@ -34,5 +38,6 @@ public final class IssuanceLimiter: Sendable {
         state.withLock { $0.inFlight -= 1 }
     }
 
+    /// Issuances running now.
     public var inFlight: Int { state.withLock { $0.inFlight } }
 }
