@@ -20,6 +20,7 @@ test: deps
 	scripts/check-imports
 	$(SWIFT) build --build-tests
 	scripts/check-api
+	scripts/docs --check-coverage --no-build
 	$(SWIFT) test --parallel --xunit-output .build/test-results.xml
 	@./scripts/test-summary .build/test-results.xml
 	scripts/traceability
