@@ -4,7 +4,7 @@
 #   make demo    watch a Mac and a phone pair through a private relay, narrated
 SWIFT ?= swift
 
-.PHONY: docs deb deb-lint deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover chaos bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
+.PHONY: docs call-keyboard-long bench-scale deb deb-lint deb-test build-deps fuzz soak vectors-long traceability bench-attack check-asan check-tsan check-rtc-heap bench-relay bench-storage bench-admission bench-failover chaos bench-push bench-push-soak bench-signal bench-rtc deps build test bench relay demo clean
 
 deps:
 	./scripts/install-deps
@@ -29,6 +29,12 @@ test: deps
 	scripts/fuzz --smoke
 	scripts/check-by-version
 
+# issue 33's keyboard cases at full size against chat_peer.py: 20 runs of 30 lines then EOF, a
+# 10,000-line paste (about 5 minutes at the paced 32 texts a second), 520 and 2,000 receipts.
+call-keyboard-long: deps
+	$(SWIFT) build --build-tests
+	TETHER_CALL_LONG=1 $(SWIFT) test --skip-build --filter CallKeyboardEndToEndTests
+
 # DocC documentation of TetherClient, TetherCall, TetherRTC and the service modules, from their
 # doc comments and the catalogs in docs/catalogs/ (scripts/docs): .build/docs/Tether.doccarchive,
 # then its size, DocC's warnings and the public symbols without a doc comment.
@@ -49,6 +55,15 @@ bench-relay: build-deps
 	$(MAKE) -C ../shared/bench
 	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps $(REPS) --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
 	  'cd $$(mktemp -d) && RELAY_WS_RATE_LIMIT=0 RELAY_MAX_FRAMES_PER_SEC=0 RELAY_MAX_SOCKETS_PER_IP=1000000 RELAY_MAX_TOTAL_SOCKETS=1000000 RELAY_DAILY_BYTE_QUOTA=1000000000000000 exec $(CURDIR)/.build/release/tether relay --local --relay-port {port}'
+
+# How the relay's costs move with the number of parked Macs (scripts/bench-scale): RSS and idle
+# CPU per parked Mac, a fresh pair's admission and RTT, time to close them all, RSS after, at
+# LEVELS (a level past the descriptor limit the harness may raise is reported as not reached).
+LEVELS ?= 1000,10000,19000,50000,100000,200000
+bench-scale: build-deps
+	$(SWIFT) build -c release --product tether
+	$(MAKE) -C ../shared/bench
+	scripts/bench-scale --levels $(LEVELS) $(if $(OUT),--out $(OUT))
 
 # The storage-latency scenario (tether-relaybench run): 5,000 established rooms reconnect at once
 # with signed joins while 100 spliced pairs ping-pong 64 B frames, once over the plain SQLite
