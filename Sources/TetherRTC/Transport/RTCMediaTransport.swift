@@ -48,6 +48,8 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
     private var isOfferer = false
     private var iceConnected = false
     private var closed = false
+    /// The data channel opened: an association that ends after this ended the channel.
+    private var channelWasOpen = false
     private var pair: (local: ICECandidate, remote: ICECandidate)?
 
     public init(iceServers: [ICEServer], options: Options = Options()) {
@@ -248,10 +250,19 @@ public final class RTCMediaTransport: CallMediaTransport, @unchecked Sendable { 
         dispatchPrecondition(condition: .onQueue(queue))
         guard !closed else { return }
         switch event {
-        case .channelOpen: report(.channelOpen)
+        case .channelOpen:
+            channelWasOpen = true
+            report(.channelOpen)
         case let .message(bytes): report(.channelMessage(bytes))
         case .channelClosed: report(.channelClosed)
         case .peerChannelRefused: break  // the association refused a second channel; ours goes on
+        case .failed(.associationLost) where channelWasOpen, .failed(.shutDown) where channelWasOpen:
+            // A peer that hangs up tears its association down (browsers abort it), often before
+            // its `close` has crossed the signaling server: to the call that is the channel
+            // closing, which waits for the `close` to say why, not a failure of its own.
+            problem = "SCTP: the association ended"
+            report(.channelClosed)
+            close()
         case let .failed(failure): fail("SCTP: \(failure)")
         }
     }
