@@ -35,7 +35,9 @@ enum SDPFuzz {
             guard let candidate = try? ICECandidate.parse(text) else { return }
             expect((try? ICECandidate.parse(candidate.attributeValue)) == candidate, "a candidate did not survive its encoding")
             let signal = offer.callCandidate(candidate)
-            expect(offer.isForDataSection(signal) && (try? ICECandidate(signal)) == candidate, "a candidate did not survive its signal")
+            // Signalled as this device's own: a relayed one without its related address.
+            expect(offer.isForDataSection(signal) && (try? ICECandidate(signal)) == candidate.signalled, "a candidate did not survive its signal")
+            expect(candidate.type != .relay || candidate.signalled.relatedPort ?? 0 == 0, "a relayed candidate signalled its related address")
         default:
             guard let parsed = try? CertificateFingerprint.parse(text) else { return }
             expect((try? CertificateFingerprint.parse(parsed.value)) == parsed && parsed.digest.count == 32, "a fingerprint did not survive its encoding")
