@@ -110,7 +110,7 @@ private func runCall(_ arguments: [String], help: String, command: String) async
     console.note("\(command): your ID \(identity.id.display); connecting to \(endpoint.url)")
     agent.start()
     let lines = LineQueue()
-    lines.startReadingStandardInput()
+    lines.startReadingStandardInput { session.inputEnded() }
     Task {
         while let line = await lines.next() { await session.typed(line) }
         session.hangUp(reason: "end of input")
@@ -147,6 +147,8 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
     private var interrupts = 0
     /// The user hung up: the next `ended` finishes the command, even `answer`'s.
     private var leaving = false
+    /// Standard input reached its end (its lines may still be waiting to be sent).
+    private var endOfInput = false
     /// The caller's line reader waits here until `call` is dialed (online).
     private var dialWaiters: [CheckedContinuation<Void, Never>] = []
     /// The current call's transport, asked what failed when the call ends with the media failed.
@@ -226,7 +228,10 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
                 console.say("\(command): waiting for a call")
             }
         case let .offline(failure, retryIn):
-            if retryIn == nil { finish(1, reason: failure.description) }
+            // A script whose input has ended while no call could be dialed would otherwise
+            // wait for a server that may never answer.
+            let abandoned = lock.withLock { endOfInput && call == nil }
+            if retryIn == nil || abandoned { finish(1, reason: failure.description) }
             else { console.note("\(command): \(failure); retrying") }
         case let .call(notice):
             handle(notice)
@@ -337,6 +342,8 @@ private final class CallSession: @unchecked Sendable {  // `lock` guards every m
             if ready { continuation.resume() }
         }
     }
+
+    func inputEnded() { lock.withLock { endOfInput = true } }
 
     /// Ctrl-C (or SIGTERM): the first hangs up after delivery, the next at once.
     func interrupted() {
