@@ -113,6 +113,13 @@ final class OperatorSecondDayTests: XCTestCase {
         XCTAssertTrue(eventually("a debug line now", within: 5) { process.capturedOutput.contains("relay: TLS handshake failed") },
                       "debug lines follow the new level: \(process.capturedOutput)")
 
+        kill(process.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(eventually("the second reload", within: 5) {
+            process.capturedOutput.components(separatedBy: "relay: TLS certificate reloaded (SIGHUP)").count == 3
+        }, process.capturedOutput)
+        XCTAssertFalse(process.capturedOutput.contains("changed; it takes effect at the next restart"),
+                       "paths taken in place are in effect, not waiting, at the next SIGHUP too: \(process.capturedOutput)")
+
         let damaged = directory.appendingPathComponent("damaged.crt")
         try Data("not a certificate".utf8).write(to: damaged)
         try write((damaged.path, second.key), level: "debug")

@@ -77,7 +77,6 @@ public final class SettingsReload: Sendable {
         let prefix = name.uppercased()
         let old = running.withLock { $0 }
         var lines: [String] = []
-        var applied: Set<String> = ["\(prefix)_LOG", "\(prefix)_LOG_LEVEL"]
 
         if fresh.logLevel != old.logLevel {
             // Said under whichever threshold shows it: before a raise, after a lowering.
@@ -97,11 +96,7 @@ public final class SettingsReload: Sendable {
            let listeners = runtime.listeners, listeners.tls != nil, listeners.acme == nil {
             let reloaded = runtime.reloadCertificates(certificateChainPath: chain, privateKeyPath: key)
             lines += reloaded.lines
-            if reloaded.loaded {
-                applied.formUnion(["\(prefix)_TLS_CERT", "\(prefix)_TLS_KEY"])
-            } else {
-                (inEffect.tlsCertificatePath, inEffect.tlsKeyPath) = (old.tlsCertificatePath, old.tlsKeyPath)
-            }
+            if !reloaded.loaded { (inEffect.tlsCertificatePath, inEffect.tlsKeyPath) = (old.tlsCertificatePath, old.tlsKeyPath) }
         } else {
             // Plain listeners cannot start TLS, nor TLS ones stop it: those wait for a restart.
             lines += runtime.reloadCertificates()
@@ -109,8 +104,14 @@ public final class SettingsReload: Sendable {
         }
         running.withLock { $0 = inEffect }
 
+        // What differs from the start is waiting, unless it is in effect now: the log settings
+        // always are, the certificate paths once a reload took them (this one or an earlier one).
         guard let started else { return lines }
-        let waiting = table.knownNames.filter { started.texts[$0] != now.texts[$0] && !applied.contains($0) }.sorted()
+        var inPlace: Set<String> = ["\(prefix)_LOG", "\(prefix)_LOG_LEVEL"]
+        if inEffect.tlsCertificatePath == fresh.tlsCertificatePath, inEffect.tlsKeyPath == fresh.tlsKeyPath {
+            inPlace.formUnion(["\(prefix)_TLS_CERT", "\(prefix)_TLS_KEY"])
+        }
+        let waiting = table.knownNames.filter { started.texts[$0] != now.texts[$0] && !inPlace.contains($0) }.sorted()
         for setting in waiting {
             lines += log(runtime, "\(name): warning: SIGHUP: \(setting) changed; it takes effect at the next restart (in place: the log level, verbose logging, the certificate files)", .warning)
         }
