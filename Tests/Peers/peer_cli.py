@@ -60,8 +60,10 @@ class Peer:
         self.proc = subprocess.Popen([TETHER] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1, cwd=WORK,
                                      env=dict(os.environ, **(env or {})))
-        threading.Thread(target=self._read, args=(self.proc.stdout, self.out, "out"), daemon=True).start()
-        threading.Thread(target=self._read, args=(self.proc.stderr, self.err, "err"), daemon=True).start()
+        self.readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.out, "out"), daemon=True),
+                        threading.Thread(target=self._read, args=(self.proc.stderr, self.err, "err"), daemon=True)]
+        for reader in self.readers:
+            reader.start()
 
     def _read(self, stream, lines, tag):
         for line in stream:
@@ -91,12 +93,27 @@ class Peer:
                     raise AssertionError(f"{self.name}: no {what} within {timeout} s")
                 self.changed.wait(left)
 
+    def said(self, text, timeout=5, stream="err"):
+        """Whether any line on `stream`, already read or arriving within `timeout`, contains
+        `text`: each stream has its own reader thread, so a line on one may land just after a
+        line printed later on the other."""
+        lines = self.out if stream == "out" else self.err
+        deadline = time.time() + timeout
+        with self.changed:
+            while not any(text in line for line in lines):
+                left = deadline - time.time()
+                if left <= 0:
+                    return False
+                self.changed.wait(left)
+            return True
+
     def expect_exit(self, timeout=20):
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"{self.name} did not exit within {timeout} s")
-        time.sleep(0.1)  # the reader threads take the last lines
+        for reader in self.readers:  # they end at the streams' EOF, with the last lines taken
+            reader.join(timeout=5)
         return code
 
     def stop(self):
@@ -182,7 +199,7 @@ def scenario_pair():
     relay = Relay()
     mac, phone, link = pair(["--relay", relay.origin])
     check(f"relay={relay.origin}" in link and "v=1" in link, link)
-    check(any(relay.origin.replace("http://", "") in l for l in phone.err), "the phone shows the relay host")
+    check(phone.said(relay.origin.replace("http://", "")), "the phone shows the relay host")
     chat(phone, mac, "hello from the phone")
     chat(mac, phone, "hello from the mac — ünïcødé")
     big = "x" * 100_000
@@ -258,7 +275,7 @@ def scenario_wrongcode():
     link2 = mac.expect(lambda l: l.startswith("iterm2://pair?"), what="new pairing link")
     pid = lambda l: re.search(r"pid=([0-9a-f]+)", l).group(1)
     check(pid(link2) != pid(link), "a new pid after three wrong codes")
-    check(any("wrongly three times" in l for l in mac.err), "the Mac says why")
+    check(mac.said("wrongly three times"), "the Mac says why")
     # The old link's room is dead: the Mac left it, so a phone with it hears `mac offline`.
     stale = peer("stale", ["phone", link, "--state", state("stale")])
     check(stale.expect_exit() != 0, "stale link refused")
@@ -285,7 +302,7 @@ def scenario_expiry():
     started = time.time()
     second = mac.expect(lambda l: l.startswith("iterm2://pair?"), timeout=10, what="regenerated link")
     check(second != first and time.time() - started >= 1.5, "the link regenerates after its lifetime")
-    check(any("expired" in l for l in mac.err), "the Mac says the link expired")
+    check(mac.said("expired"), "the Mac says the link expired")
     phone = peer("phone", ["phone", second, "--state", state("phone")])
     mac.type(phone.expect(lambda l: SAS_LINE.match(l) is not None, what="SAS"))
     chat(phone, mac, "paired after an expiry")
