@@ -40,90 +40,135 @@ public enum Base64 {
         encode(Array(bytes), alphabet: urlAlphabet, pad: false)
     }
 
+    // The signaling server encodes and checks base64 in every envelope it forwards: one pass
+    // over contiguous bytes, no intermediate arrays.
     private static func encode(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)], alphabet[Int(v & 63)]]
-            i += 3
+        let length = pad ? (bytes.count + 2) / 3 * 4 : (bytes.count * 4 + 2) / 3
+        guard length > 0 else { return "" }
+        return bytes.withUnsafeBufferPointer { bytes in
+            alphabet.withUnsafeBufferPointer { alphabet in
+                String(unsafeUninitializedCapacity: length) { out in
+                    var i = 0, o = 0
+                    while i + 3 <= bytes.count {
+                        let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                        out[o] = alphabet[Int(v >> 18)]
+                        out[o + 1] = alphabet[Int(v >> 12 & 63)]
+                        out[o + 2] = alphabet[Int(v >> 6 & 63)]
+                        out[o + 3] = alphabet[Int(v & 63)]
+                        i += 3
+                        o += 4
+                    }
+                    let rest = bytes.count - i
+                    if rest > 0 {
+                        let v = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
+                        out[o] = alphabet[Int(v >> 18)]
+                        out[o + 1] = alphabet[Int(v >> 12 & 63)]
+                        o += 2
+                        if rest == 2 {
+                            out[o] = alphabet[Int(v >> 6 & 63)]
+                            o += 1
+                        }
+                        while pad, o < length {
+                            out[o] = UInt8(ascii: "=")
+                            o += 1
+                        }
+                    }
+                    return o
+                }
+            }
         }
-        switch bytes.count - i {
-        case 1:
-            let v = UInt32(bytes[i]) << 16
-            out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)]]
-            if pad { out += [UInt8(ascii: "="), UInt8(ascii: "=")] }
-        case 2:
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)]]
-            if pad { out.append(UInt8(ascii: "=")) }
-        default: break
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: Decoding
 
     /// Strict standard base64 (padding required).
     public static func decode(_ text: String) throws(Failure) -> [UInt8] {
-        var symbols = Array(text.utf8)
-        guard symbols.count % 4 == 0 else { throw .invalidLength }
-        stripPadding(&symbols)
-        return try decodeSymbols(symbols, table: standardTable)
+        try decodePadded(text).bytes
     }
 
     /// Strict standard base64 that is also canonical, `encode(decode(s)) == s`: leftover bits in
     /// the last character must be zero (signaling.md §13.1 "b64std canonical").
     public static func decodeCanonical(_ text: String) throws(Failure) -> [UInt8] {
-        let bytes = try decode(text)
-        guard encode(bytes) == text else { throw .invalidCharacter }
-        return bytes
+        let decoded = try decodePadded(text)
+        guard decoded.leftoverBitsAreZero else { throw .invalidCharacter }
+        return decoded.bytes
+    }
+
+    private static func decodePadded(_ text: String) throws(Failure) -> (bytes: [UInt8], leftoverBitsAreZero: Bool) {
+        var text = text
+        return try text.withUTF8 { symbols -> Result<_, Failure> in
+            guard symbols.count % 4 == 0 else { return .failure(.invalidLength) }
+            return Result { () throws(Failure) in
+                try decodeSymbols(UnsafeBufferPointer(rebasing: symbols[..<(symbols.count - paddingCount(symbols))]), table: standardTable)
+            }
+        }.get()
     }
 
     /// WHATWG forgiving-base64 decode (the relay's reading of client-supplied base64).
     public static func decodeForgiving(_ text: String) throws(Failure) -> [UInt8] {
         // ASCII whitespace per the Infra standard: TAB, LF, FF, CR, SPACE.
-        var symbols = text.utf8.filter { $0 != 0x09 && $0 != 0x0a && $0 != 0x0c && $0 != 0x0d && $0 != 0x20 }
-        if symbols.count % 4 == 0 { stripPadding(&symbols) }
-        return try decodeSymbols(symbols, table: standardTable)
+        let symbols = text.utf8.filter { $0 != 0x09 && $0 != 0x0a && $0 != 0x0c && $0 != 0x0d && $0 != 0x20 }
+        return try symbols.withUnsafeBufferPointer { symbols in
+            let pad = symbols.count % 4 == 0 ? paddingCount(symbols) : 0
+            return Result { () throws(Failure) in
+                try decodeSymbols(UnsafeBufferPointer(rebasing: symbols[..<(symbols.count - pad)]), table: standardTable).bytes
+            }
+        }.get()
     }
 
     /// base64url; padding is optional (a padded value must be padded correctly).
     public static func decodeURL(_ text: String) throws(Failure) -> [UInt8] {
-        var symbols = Array(text.utf8)
-        if symbols.last == UInt8(ascii: "=") {
-            guard symbols.count % 4 == 0 else { throw .invalidLength }
-            stripPadding(&symbols)
-        }
-        return try decodeSymbols(symbols, table: urlTable)
+        var text = text
+        return try text.withUTF8 { symbols -> Result<_, Failure> in
+            var pad = 0
+            if symbols.last == UInt8(ascii: "=") {
+                guard symbols.count % 4 == 0 else { return .failure(.invalidLength) }
+                pad = paddingCount(symbols)
+            }
+            return Result { () throws(Failure) in
+                try decodeSymbols(UnsafeBufferPointer(rebasing: symbols[..<(symbols.count - pad)]), table: urlTable).bytes
+            }
+        }.get()
     }
 
-    /// Drops one or two trailing `=` (never more).
-    private static func stripPadding(_ symbols: inout [UInt8]) {
+    /// One or two trailing `=` (never more).
+    private static func paddingCount(_ symbols: UnsafeBufferPointer<UInt8>) -> Int {
         let pad = UInt8(ascii: "=")
-        if symbols.last == pad { symbols.removeLast() }
-        if symbols.last == pad { symbols.removeLast() }
+        guard symbols.last == pad else { return 0 }
+        return symbols.count >= 2 && symbols[symbols.count - 2] == pad ? 2 : 1
     }
 
-    /// Decodes unpadded symbols. A remainder of one symbol (6 bits) cannot encode a byte.
-    private static func decodeSymbols(_ symbols: [UInt8], table: [UInt8]) throws(Failure) -> [UInt8] {
+    /// Decodes unpadded symbols. A remainder of one symbol (6 bits) cannot encode a byte; the
+    /// bits a last partial symbol leaves over are reported, not judged (only b64std canonical
+    /// refuses them).
+    private static func decodeSymbols(_ symbols: UnsafeBufferPointer<UInt8>, table: [UInt8]) throws(Failure) -> (bytes: [UInt8], leftoverBitsAreZero: Bool) {
         guard symbols.count % 4 != 1 else { throw .invalidLength }
-        var out: [UInt8] = []
-        out.reserveCapacity(symbols.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for symbol in symbols {
-            let value = table[Int(symbol)]
-            guard value != invalid else { throw .invalidCharacter }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
+        var valid = true
+        var leftover: UInt32 = 0
+        let bytes = table.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: symbols.count / 4 * 3 + max(0, symbols.count % 4 - 1)) { out, count in
+                var accumulator: UInt32 = 0
+                var bits = 0
+                var o = 0
+                var invalidSeen: UInt8 = 0
+                for symbol in symbols {
+                    let value = table[Int(symbol)]
+                    invalidSeen |= value & 0xc0   // every valid value is below 64
+                    accumulator = accumulator << 6 | UInt32(value & 63)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out[o] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                        o += 1
+                        accumulator &= (1 << UInt32(bits)) - 1
+                    }
+                }
+                valid = invalidSeen == 0
+                leftover = accumulator
+                count = o
             }
         }
-        return out
+        guard valid else { throw .invalidCharacter }
+        return (bytes, leftover == 0)
     }
 }

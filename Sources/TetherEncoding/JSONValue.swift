@@ -60,7 +60,7 @@ public enum JSONValue: Sendable, Equatable {
     /// Parses one JSON text (RFC 8259, surrounding whitespace allowed); nil if malformed or too deep.
     public static func parse(_ bytes: [UInt8], maxDepth: Int = 32) -> JSONValue? {
         // A JSON text is UTF-8 (RFC 8259 §8.1); checked once, up front.
-        guard String(validating: bytes, as: UTF8.self) != nil else { return nil }
+        guard isUTF8(bytes) else { return nil }
         var parser = JSONParser(bytes: bytes, maxDepth: maxDepth, strict: false)
         guard let value = parser.value(depth: 0) else { return nil }
         parser.skipWhitespace()
@@ -71,11 +71,30 @@ public enum JSONValue: Sendable, Equatable {
     /// makes the text invalid (nil), and numbers that are not exact integers come back as
     /// `.inexactNumber` (an ignored field may hold one; a field that must be an integer may not).
     public static func parseStrict(_ bytes: [UInt8], maxDepth: Int = 32) -> JSONValue? {
-        guard String(validating: bytes, as: UTF8.self) != nil else { return nil }
+        guard isUTF8(bytes) else { return nil }
         var parser = JSONParser(bytes: bytes, maxDepth: maxDepth, strict: true)
         guard let value = parser.value(depth: 0) else { return nil }
         parser.skipWhitespace()
         return parser.index == bytes.count ? value : nil
+    }
+
+    /// Most texts on the wire are ASCII: a word-at-a-time scan settles those without building
+    /// a String; anything else gets the standard library's full validation.
+    static func isUTF8(_ bytes: [UInt8]) -> Bool {
+        let ascii = bytes.withUnsafeBytes { raw -> Bool in
+            var i = 0
+            var high: UInt64 = 0
+            while i + 8 <= raw.count {
+                high |= raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < raw.count {
+                high |= UInt64(raw[i])
+                i += 1
+            }
+            return high & 0x8080_8080_8080_8080 == 0
+        }
+        return ascii || String(validating: bytes, as: UTF8.self) != nil
     }
 }
 
@@ -243,6 +262,7 @@ private struct JSONParser {
     mutating func object(depth: Int) -> JSONValue? {
         index += 1
         var fields: [String: JSONValue] = [:]
+        fields.reserveCapacity(8)   // a signaling envelope's eight fields without a regrowth
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(fields) }
         while true {
@@ -253,8 +273,7 @@ private struct JSONParser {
             index += 1
             guard let item = value(depth: depth + 1) else { return nil }
             // Like JSON.parse, the last duplicate wins, unless strict.
-            if strict, fields[key] != nil { return nil }
-            fields[key] = item
+            if fields.updateValue(item, forKey: key) != nil, strict { return nil }
             skipWhitespace()
             guard index < bytes.count else { return nil }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }

@@ -11,7 +11,7 @@ enum RunCommand {
         .init("scenarios", "verify,signals,latency,register,idle", "which scenarios, in this order"),
         .init("clients", "1000", "registered clients of signals and latency"),
         .init("seconds", "5", "measured seconds of signals and latency"),
-        .init("rate", "20000", "offered signals/s of the latency target (a second run offers half the measured signals/s)"),
+        .init("rate", "20000", "offered signals/s of the latency target (a second run offers 80% of the measured signals/s)"),
         .init("register-clients", "10000", "clients of register"),
         .init("idle-clients", "10000", "clients of idle"),
         .init("server-cpu", "0", "the CPU the server (and verify) runs on"),
@@ -54,11 +54,12 @@ enum RunCommand {
                 runs = [["signals", "--clients", options.string("clients"), "--seconds", options.string("seconds")]]
             case "latency":
                 runs = [["latency", "--clients", options.string("clients"), "--seconds", options.string("seconds"), "--rate", options.string("rate")]]
-                // Also at half of what the server was measured to forward: the latency of a
-                // server that keeps up, beside the target's rate, which may be above its capacity.
+                // Also at 80% of what the server was measured to forward (issue 34: p99 ≤ 5 ms
+                // there): the latency of a busy server that keeps up, beside the target's rate,
+                // which may be above its capacity.
                 if let capacity = results["signals"]?.first?.number("forwarded_per_s"), capacity >= 2 {
                     runs.append(["latency", "--clients", options.string("clients"), "--seconds", options.string("seconds"),
-                                 "--rate", String(Int(capacity / 2))])
+                                 "--rate", String(Int(capacity * 0.8))])
                 }
             case "register":
                 runs = [["register", "--clients", options.string("register-clients")]]

@@ -47,6 +47,34 @@ final class Base64Tests: XCTestCase {
         XCTAssertThrowsError(try Base64.decodeURL("-_--AA="))
     }
 
+    /// b64std canonical is defined as `encode(decode(s)) == s` (signaling.md §13.1); the decoder
+    /// checks it without re-encoding, so the definition is checked over every short string of
+    /// a small alphabet holding each kind of trouble (leftover bits, padding in the middle,
+    /// a foreign character), and over random byte strings' encodings.
+    func testCanonicalDecodingAcceptsExactlyWhatReEncodesToItself() throws {
+        var checked = 0
+        for (length, alphabet) in [(0, "")] + (1...5).map({ ($0, "AQgh+/=-") }) + [(8, "Ah=-")] {
+            let symbols = Array(alphabet.utf8)
+            var digits = [Int](repeating: 0, count: length)
+            while true {
+                let text = String(decoding: digits.map { symbols[$0] }, as: UTF8.self)
+                let reEncodes = (try? Base64.decode(text)).map { Base64.encode($0) == text } ?? false
+                XCTAssertEqual((try? Base64.decodeCanonical(text)) != nil, reEncodes, text)
+                checked += 1
+                guard let last = digits.lastIndex(where: { $0 < symbols.count - 1 }) else { break }
+                digits[last] += 1
+                for i in (last + 1)..<length { digits[i] = 0 }
+            }
+        }
+        XCTAssertEqual(checked, 1 + 8 + 64 + 512 + 4_096 + 32_768 + 65_536)
+        var generator = SystemRandomNumberGenerator()
+        for count in 0..<200 {
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            XCTAssertEqual(try Base64.decodeCanonical(Base64.encode(bytes)), bytes)
+            XCTAssertEqual(try Base64.decodeURL(Base64.encodeURL(bytes)), bytes)
+        }
+    }
+
     func testAPNsProviderTokenHeaderAndClaims() throws {
         let example = try Vectors.json("jwt-apns/apns-provider-token-example.json")
         let derived = example["derived"] as? [String: Any] ?? [:]

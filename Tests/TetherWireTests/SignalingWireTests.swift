@@ -65,6 +65,21 @@ final class SignalingWireTests: XCTestCase {
         XCTAssertEqual(JSONValue.parseStrict(Array("9007199254740992".utf8)), .number(0x1p53))
     }
 
+    /// ASCII texts are settled a word at a time; a byte that is not ASCII anywhere (in a whole
+    /// word or the tail) sends the text through full UTF-8 validation.
+    func testJSONTextsMustBeUTF8WhereverTheBadByteSits() {
+        for padding in 0..<20 {
+            let spaces = [UInt8](repeating: 0x20, count: padding)
+            let good = spaces + Array(#"{"k":"é ✓ 🙂"}"#.utf8)
+            XCTAssertEqual(JSONValue.parseStrict(good), .object(["k": .string("é ✓ 🙂")]), "padding \(padding)")
+            for bad: [UInt8] in [[0xff], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf]] {
+                let text = spaces + Array(#"{"k":""#.utf8) + bad + Array(#""}"#.utf8)
+                XCTAssertNil(JSONValue.parseStrict(text), "padding \(padding), \(bad)")
+                XCTAssertNil(JSONValue.parse(text), "padding \(padding), \(bad)")
+            }
+        }
+    }
+
     func testBodiesAndSignaturesMustBeCanonicalBase64() {
         func fault(_ body: String, sig: String = Base64.encode([UInt8](repeating: 1, count: 64))) -> String? {
             let text = #"{"type":"signal","v":2,"kind":"channel","from":"\#(alice.canonical)","to":"\#(bob.canonical)","call":"6f1c2b8a-3d4e-4f50-9a61-7b8c9d0e1f20","body":"\#(body)","sig":"\#(sig)"}"#

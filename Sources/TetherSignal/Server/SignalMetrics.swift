@@ -14,6 +14,9 @@ public final class SignalMetrics: Sendable {
     let presenceQueries: Counter
     let issuances: MetricFamily<Counter>
     let issuanceLatency: Histogram
+    /// `signals`' children for every kind and outcome, looked up once: every signal read is
+    /// counted, and a family lookup takes a lock and hashes the label strings.
+    private let signalCounters: [Counter]
 
     init() {
         upgrades = registry.counter("signal_upgrades_total", help: "WebSocket upgrades accepted.")
@@ -28,7 +31,8 @@ public final class SignalMetrics: Sendable {
         // Every label value known in advance is exposed from the start, at 0: a rate over a
         // series that appears only with its first event reads as no data, not as none.
         for reason in Self.refusalReasons { _ = upgradesRefused.labels(reason) }
-        for kind in SignalKind.allCases { for outcome in SignalOutcome.allCases { _ = signals.labels(kind.rawValue, outcome.rawValue) } }
+        let signals = signals
+        signalCounters = SignalKind.allCases.flatMap { kind in SignalOutcome.allCases.map { signals.labels(kind.rawValue, $0.rawValue) } }
         for code in SignalingErrorCode.allCases { _ = errors.labels(code.rawValue) }
         for result in ["issued"] + IssuanceFailure.Reason.allCases.map(\.rawValue) { _ = issuances.labels(result) }
     }
@@ -48,5 +52,10 @@ public final class SignalMetrics: Sendable {
         }
     }
 
-    func signal(_ kind: SignalKind?, _ outcome: String) { signals.labels(kind?.rawValue ?? "invalid", outcome).increment() }
+    func signal(_ kind: SignalKind?, _ outcome: SignalOutcome) {
+        guard let kind, let k = SignalKind.allCases.firstIndex(of: kind), let o = SignalOutcome.allCases.firstIndex(of: outcome) else {
+            return signals.labels("invalid", outcome.rawValue).increment()
+        }
+        signalCounters[k * SignalOutcome.allCases.count + o].increment()
+    }
 }

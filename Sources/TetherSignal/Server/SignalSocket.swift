@@ -196,7 +196,7 @@ final class SignalSocket: WebSocketDelegate {
     private func count(_ metric: SignalSocketMetric) {
         switch metric {
         case let .error(code): server.metrics.errors.labels(code.rawValue).increment()
-        case let .signal(kind, outcome): server.metrics.signal(kind, outcome.rawValue)
+        case let .signal(kind, outcome): server.metrics.signal(kind, outcome)
         case .registration: server.metrics.registrations.increment()
         case .presenceQuery: server.metrics.presenceQueries.increment()
         }

@@ -11,8 +11,9 @@ public struct SignalingID: Hashable, Sendable, Comparable, CustomStringConvertib
 
     /// The ID from exactly its canonical form; nil for anything else (lowercase, `CT2-`, dashes…).
     public init?(canonical text: String) {
+        var text = text   // contiguous UTF-8 for the scan: every signal carries two IDs
         guard text.utf8.count == Self.canonicalLength,
-              text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) }) else { return nil }
+              text.withUTF8({ $0.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) } }) else { return nil }
         canonical = text
     }
 

@@ -15,6 +15,16 @@ public enum SignalingTranscript {
 
     /// `cryptext.signal.v2\n<kind>\n<from>\n<to>\n<call>\n<body b64>`.
     public static func signal(kind: SignalKind, from: SignalingID, to: SignalingID, call: CallUUID, body: String) -> [UInt8] {
-        Array("cryptext.signal.v2\n\(kind.rawValue)\n\(from.canonical)\n\(to.canonical)\n\(call.text)\n\(body)".utf8)
+        // Built in place: the server builds one for every signal it verifies.
+        let fields = [kind.rawValue, from.canonical, to.canonical, call.text, body]
+        var out = signalLabel
+        out.reserveCapacity(out.count + fields.reduce(0) { $0 + 1 + $1.utf8.count })
+        for field in fields {
+            out.append(0x0A)
+            out.append(contentsOf: field.utf8)
+        }
+        return out
     }
+
+    private static let signalLabel = Array("cryptext.signal.v2".utf8)
 }
