@@ -56,14 +56,22 @@ bench-relay: build-deps
 	cd ../shared/bench && ./compare-floor.sh --name tether-relay --reps $(REPS) --scenarios $(SCENARIOS) $(if $(OUT),--out $(OUT)) \
 	  'cd $$(mktemp -d) && RELAY_WS_RATE_LIMIT=0 RELAY_MAX_FRAMES_PER_SEC=0 RELAY_MAX_SOCKETS_PER_IP=1000000 RELAY_MAX_TOTAL_SOCKETS=1000000 RELAY_DAILY_BYTE_QUOTA=1000000000000000 exec $(CURDIR)/.build/release/tether relay --local --relay-port {port}'
 
-# How the relay's costs move with the number of parked Macs (scripts/bench-scale): RSS and idle
-# CPU per parked Mac, a fresh pair's admission and RTT, time to close them all, RSS after, at
-# LEVELS (a level past the descriptor limit the harness may raise is reported as not reached).
+# How each service's costs move as the work grows (scripts/bench-scale): the relay with LEVELS
+# parked Macs (RSS and idle CPU per parked Mac, a fresh pair's admission and RTT, time to close
+# them all, RSS after), the signaling server with SIGNAL_LEVELS registered idle clients (RSS and
+# idle CPU per client, registration and forwarding p99), the push relay over PUSH_LEVELS stored
+# registrations (push p99, database size per registration). SERVICES picks among the three; a
+# level past the descriptor limit the harness may raise is reported as not reached.
 LEVELS ?= 1000,10000,19000,50000,100000,200000
+SIGNAL_LEVELS ?= 1000,10000,18000,50000,100000
+PUSH_LEVELS ?= 10000,100000,1000000
+SERVICES ?= relay,signal,push
 bench-scale: build-deps
 	$(SWIFT) build -c release --product tether
+	$(SWIFT) build -c release --product tether-signalbench
 	$(MAKE) -C ../shared/bench
-	scripts/bench-scale --levels $(LEVELS) $(if $(OUT),--out $(OUT))
+	$(MAKE) -s -C bench
+	scripts/bench-scale --services $(SERVICES) --levels $(LEVELS) --signal-levels $(SIGNAL_LEVELS) --push-levels $(PUSH_LEVELS) $(if $(OUT),--out $(OUT))
 
 # The storage-latency scenario (tether-relaybench run): 5,000 established rooms reconnect at once
 # with signed joins while 100 spliced pairs ping-pong 64 B frames, once over the plain SQLite

@@ -12,6 +12,10 @@ final class BenchClient: WebSocketDelegate, @unchecked Sendable {
     let identity: CallIdentity
     let loop: EventLoop
     private(set) var stage = Stage.idle
+    /// When the challenge arrived (monotonic ns): from here to `registered` is the server's own
+    /// part of a registration, without the TCP connect, whose ephemeral-port search on the load
+    /// generator's side slows as one source address holds tens of thousands of connections.
+    private(set) var challengedAt: UInt64 = 0
     private var socket: WebSocketConnection?
     /// Called once: nil when registered, else why not.
     private var onRegistration: ((String?) -> Void)?
@@ -59,6 +63,7 @@ final class BenchClient: WebSocketDelegate, @unchecked Sendable {
         switch SignalingServerMessage.parse(text) {
         case let .challenge(challenge)?:
             stage = .registering
+            challengedAt = Measure.now()
             socket.send(text: Array(identity.register(challenge: challenge).json().utf8))
         case .registered?:
             stage = .registered

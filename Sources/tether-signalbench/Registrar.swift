@@ -11,6 +11,8 @@ final class Registrar: @unchecked Sendable {
     private var clients: [BenchClient] = []
     private var remaining = 0
     private(set) var durations: [UInt64] = []
+    /// From each challenge to its `registered` (`BenchClient.challengedAt`).
+    private(set) var answerDurations: [UInt64] = []
     private(set) var failures: [String: Int] = [:]
     private let finished = DispatchSemaphore(value: 0)
 
@@ -37,7 +39,13 @@ final class Registrar: @unchecked Sendable {
         guard let index = pending.popLast() else { return }
         let began = Measure.now()
         clients[index].register(url: url, forwardedFor: BenchClient.forwardedAddress(index)) { [self] failure in
-            if let failure { failures[failure, default: 0] += 1 } else { durations.append(Measure.now() - began) }
+            if let failure {
+                failures[failure, default: 0] += 1
+            } else {
+                let now = Measure.now()
+                durations.append(now - began)
+                answerDurations.append(now - clients[index].challengedAt)
+            }
             remaining -= 1
             if remaining == 0 { finished.signal() } else { startNext() }
         }
