@@ -161,8 +161,10 @@ public struct RoomMachine {
     public var configuration: Configuration { context.configuration }
     private func random(_ count: Int) -> [UInt8] { context.random(count) }
     private var sockets = SmallMap<SocketID, Socket>()
-    /// Sockets this machine closed, until their disconnect: what they were, for the log line.
-    private var closing = SmallMap<SocketID, State>()
+    /// Sockets this machine closed, until their disconnect: what they were, for the log line. A
+    /// plain array rather than a `SmallMap`, whose first entry is inline: a parked room has none
+    /// closing and pays nothing for it.
+    private var closing: [(id: SocketID, state: State)] = []
     /// §3.4 step 1, on the monotonic clock. Readable so the relay can keep it past the room's
     /// eviction (a room emptied by each attempt on a fresh socket must still count them).
     public private(set) var admissionWindow: FixedWindow
@@ -225,7 +227,7 @@ public struct RoomMachine {
 
     /// The socket's admission state as the disconnect log names it (relay.md §9.1).
     public func stateName(of id: SocketID) -> String {
-        switch sockets[id]?.state ?? closing[id] {
+        switch sockets[id]?.state ?? closingState(of: id) {
         case .hello?: "hello"
         case .challenged?: "challenged"
         case .admitted?: "admitted"
@@ -235,7 +237,7 @@ public struct RoomMachine {
 
     /// The role a socket is admitted as or has claimed in its Hello; nil before any Hello.
     public func role(of id: SocketID) -> RelayRole? {
-        switch sockets[id]?.state ?? closing[id] {
+        switch sockets[id]?.state ?? closingState(of: id) {
         case let .admitted(role)?: role
         case let .challenged(_, hello)?: hello.role
         default: nil
@@ -302,7 +304,7 @@ public struct RoomMachine {
     /// The I/O layer reports a socket gone that the room did not close itself (the client closed,
     /// a transport error, keepalive). An admitted socket's peer is closed 1001 `peer gone` (§3.13).
     public mutating func disconnected(_ id: SocketID) -> [RoomAction] {
-        closing[id] = nil
+        forgetClosing(id)
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
         var actions = endParkIfMacGone()
         if case let .admitted(role) = socket.state, let peer = admitted(role == .mac ? .phone : .mac) {
@@ -582,11 +584,20 @@ public struct RoomMachine {
         [.send(id, AdmissionReply.refused(reason))] + close(id, 1008, reason)
     }
 
+    private func closingState(of id: SocketID) -> State? { closing.first { $0.id == id }?.state }
+
+    private mutating func forgetClosing(_ id: SocketID) {
+        guard closing.contains(where: { $0.id == id }) else { return }
+        closing.removeAll { $0.id == id }
+        if closing.isEmpty { closing = [] }   // storage given back
+    }
+
     /// Closes `id` and forgets it at once: frames it sends meanwhile are dropped (§3.1 Tether),
     /// and its going away never propagates to a peer.
     private mutating func close(_ id: SocketID, _ code: UInt16, _ reason: String) -> [RoomAction] {
         guard let socket = sockets.removeValue(forKey: id) else { return [] }
-        closing[id] = socket.state
+        forgetClosing(id)
+        closing.append((id, socket.state))
         return [.close(id, code: code, reason: reason)] + endParkIfMacGone()
     }
 

@@ -23,4 +23,24 @@ final class SmallMapTests: XCTestCase {
         map.removeValue(forKey: 1)
         XCTAssertTrue(map.isEmpty)
     }
+
+    /// The first entry lives inline: removing it promotes the next, in insertion order, and
+    /// nothing is lost or reordered across the inline entry and the rest.
+    func testRemovingTheFirstEntryPromotesTheNextInOrder() {
+        var map = SmallMap<Int, String>()
+        for key in 1...5 { map[key] = String(key) }
+        XCTAssertEqual(map.removeValue(forKey: 1), "1")
+        XCTAssertEqual(map.keys, [2, 3, 4, 5])
+        map[2] = "two"
+        XCTAssertEqual(map[2], "two", "the promoted entry is replaced in place")
+        map[4] = nil
+        XCTAssertEqual(Array(map.map(\.key)), [2, 3, 5])
+        map[6] = "6"
+        XCTAssertEqual(map.values, ["two", "3", "5", "6"])
+        for key in [3, 2, 6, 5] { map.removeValue(forKey: key) }
+        XCTAssertTrue(map.isEmpty)
+        XCTAssertEqual(map.count, 0)
+        map[7] = "7"
+        XCTAssertEqual(map.keys, [7], "an emptied map takes a first entry again")
+    }
 }
