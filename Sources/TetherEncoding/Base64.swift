@@ -96,11 +96,9 @@ public enum Base64 {
 
     private static func decodePadded(_ text: String) throws(Failure) -> (bytes: [UInt8], leftoverBitsAreZero: Bool) {
         var text = text
-        return try text.withUTF8 { symbols -> Result<_, Failure> in
+        return try text.withUTF8 { symbols -> Decoded in
             guard symbols.count % 4 == 0 else { return .failure(.invalidLength) }
-            return Result { () throws(Failure) in
-                try decodeSymbols(UnsafeBufferPointer(rebasing: symbols[..<(symbols.count - paddingCount(symbols))]), table: standardTable)
-            }
+            return decodeSymbols(symbols, dropping: paddingCount(symbols), table: standardTable)
         }.get()
     }
 
@@ -109,26 +107,21 @@ public enum Base64 {
         // ASCII whitespace per the Infra standard: TAB, LF, FF, CR, SPACE.
         let symbols = text.utf8.filter { $0 != 0x09 && $0 != 0x0a && $0 != 0x0c && $0 != 0x0d && $0 != 0x20 }
         return try symbols.withUnsafeBufferPointer { symbols in
-            let pad = symbols.count % 4 == 0 ? paddingCount(symbols) : 0
-            return Result { () throws(Failure) in
-                try decodeSymbols(UnsafeBufferPointer(rebasing: symbols[..<(symbols.count - pad)]), table: standardTable).bytes
-            }
-        }.get()
+            decodeSymbols(symbols, dropping: symbols.count % 4 == 0 ? paddingCount(symbols) : 0, table: standardTable)
+        }.get().bytes
     }
 
     /// base64url; padding is optional (a padded value must be padded correctly).
     public static func decodeURL(_ text: String) throws(Failure) -> [UInt8] {
         var text = text
-        return try text.withUTF8 { symbols -> Result<_, Failure> in
+        return try text.withUTF8 { symbols -> Decoded in
             var pad = 0
             if symbols.last == UInt8(ascii: "=") {
                 guard symbols.count % 4 == 0 else { return .failure(.invalidLength) }
                 pad = paddingCount(symbols)
             }
-            return Result { () throws(Failure) in
-                try decodeSymbols(UnsafeBufferPointer(rebasing: symbols[..<(symbols.count - pad)]), table: urlTable).bytes
-            }
-        }.get()
+            return decodeSymbols(symbols, dropping: pad, table: urlTable)
+        }.get().bytes
     }
 
     /// One or two trailing `=` (never more).
@@ -138,11 +131,16 @@ public enum Base64 {
         return symbols.count >= 2 && symbols[symbols.count - 2] == pad ? 2 : 1
     }
 
-    /// Decodes unpadded symbols. A remainder of one symbol (6 bits) cannot encode a byte; the
-    /// bits a last partial symbol leaves over are reported, not judged (only b64std canonical
-    /// refuses them).
-    private static func decodeSymbols(_ symbols: UnsafeBufferPointer<UInt8>, table: [UInt8]) throws(Failure) -> (bytes: [UInt8], leftoverBitsAreZero: Bool) {
-        guard symbols.count % 4 != 1 else { throw .invalidLength }
+    private typealias Decoded = Result<(bytes: [UInt8], leftoverBitsAreZero: Bool), Failure>
+
+    /// Decodes `symbols` but their last `pad` (the padding). A remainder of one symbol (6 bits)
+    /// cannot encode a byte; the bits a last partial symbol leaves over are reported, not judged
+    /// (only b64std canonical refuses them). A `Result`, as the callers run it inside
+    /// `withUTF8`, which does not pass a typed error on.
+    private static func decodeSymbols(_ symbols: UnsafeBufferPointer<UInt8>, dropping pad: Int,
+                                      table: [UInt8]) -> Decoded {
+        let symbols = UnsafeBufferPointer(rebasing: symbols[..<(symbols.count - pad)])
+        guard symbols.count % 4 != 1 else { return .failure(.invalidLength) }
         var valid = true
         var leftover: UInt32 = 0
         let bytes = table.withUnsafeBufferPointer { table in
@@ -168,7 +166,7 @@ public enum Base64 {
                 count = o
             }
         }
-        guard valid else { throw .invalidCharacter }
-        return (bytes, leftover == 0)
+        guard valid else { return .failure(.invalidCharacter) }
+        return .success((bytes, leftover == 0))
     }
 }

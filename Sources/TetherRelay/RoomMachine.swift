@@ -587,7 +587,6 @@ public struct RoomMachine {
     private func closingState(of id: SocketID) -> State? { closing.first { $0.id == id }?.state }
 
     private mutating func forgetClosing(_ id: SocketID) {
-        guard closing.contains(where: { $0.id == id }) else { return }
         closing.removeAll { $0.id == id }
         if closing.isEmpty { closing = [] }   // storage given back
     }

@@ -21,10 +21,8 @@ struct SmallMap<Key: Equatable, Value>: Sequence {
                 removeValue(forKey: key)
                 return
             }
-            if head == nil {
+            if head == nil || head?.key == key {
                 head = (key, newValue)
-            } else if head!.key == key {
-                head!.value = newValue
             } else if let index = rest.firstIndex(where: { $0.key == key }) {
                 rest[index].value = newValue
             } else {
