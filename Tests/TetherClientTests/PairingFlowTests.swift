@@ -28,7 +28,9 @@ final class PairingFlowTests: RelayTestCase {
         let room = RelayRoom(origin: relay.origin, name: parsed.roomName)
         let phoneSecret = RoomSecret.generate()
         let macStore = Box<RoomSecret?>(nil)
-        let shownOnPhone = Box<String>("")
+        // The phone shows its code once its handshake is done; the Mac's user reads it from there.
+        // The Mac may finish its side first, so the second attempt waits for the code to be shown.
+        let (shownOnPhone, show) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
 
         let macSocket = try await RelayAdmission.join(room, role: .mac, proof: .park, on: loop)
         let phoneSocket = try await RelayAdmission.join(room, role: .phone, proof: .park, on: loop)
@@ -37,7 +39,11 @@ final class PairingFlowTests: RelayTestCase {
         async let macSide: X25519.PublicKey? = {
             let channel = try await SecureChannel.respond(over: macSocket, staticKey: macKey, pairingID: pid)
             // The user types the phone's code: a typo first, then the right one.
-            try await CompanionSession.confirmOnMac(channel) { attempt in attempt == 1 ? "000000" : " \(shownOnPhone.value) " }
+            try await CompanionSession.confirmOnMac(channel) { attempt in
+                guard attempt > 1 else { return "000000" }
+                var shown = shownOnPhone.makeAsyncIterator()
+                return " \(await shown.next() ?? "") "
+            }
             _ = try await CompanionSession.acceptRoomSecret(channel) { macStore.value = $0 }
             try await CompanionSession.helloOnMac(channel)
             return channel.remoteStaticKey
@@ -46,7 +52,8 @@ final class PairingFlowTests: RelayTestCase {
             let channel = try await SecureChannel.initiate(over: phoneSocket, staticKey: phoneKey,
                                                            responderStaticKey: try X25519.PublicKey(rawRepresentation: parsed.responderStaticKey),
                                                            pairingID: parsed.pairingID)
-            shownOnPhone.value = channel.sas
+            show.yield(channel.sas)
+            show.finish()
             try await CompanionSession.awaitVerdict(channel)
             try await CompanionSession.courierRoomSecret(channel, phoneSecret, requestID: 1)
             // Only after the ack is the verifier registered (§12.4).
