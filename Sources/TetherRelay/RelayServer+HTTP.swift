@@ -126,11 +126,10 @@ extension RelayServer {
     /// The `x-relay-room` value with surrounding spaces and tabs trimmed (as Node does). Node joins
     /// duplicates with ", ", which can never be a room name, so more than one value fails.
     func roomName(_ head: HTTPRequestHead) -> RoomName? {
-        let values = head.headers.values("x-relay-room")
-        guard values.count == 1 else { return nil }
-        let utf8 = values[0].utf8
+        guard let value = head.headers.only("x-relay-room") else { return nil }
+        let utf8 = value.utf8
         guard let first = utf8.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
               let last = utf8.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return nil }
-        return RoomName(header: String(values[0][first...last]))
+        return RoomName(header: String(value[first...last]))
     }
 }

@@ -257,6 +257,13 @@ public struct RoomMachine {
     public mutating func connected(_ id: SocketID, now: MonotonicInstant) -> [RoomAction] {
         sockets[id] = Socket(state: .hello, connectedAt: now)
         var actions: [RoomAction] = [.log("relay \(key.logTag) connect")]
+        // Counted before anything is collected: over the cap is rare, and this runs on every connect.
+        var pendingCount = 0
+        for (_, socket) in sockets {
+            if case .admitted = socket.state { continue }
+            pendingCount += 1
+        }
+        guard pendingCount > configuration.preAuthCap else { return actions }
         let pending = sockets.filter { if case .admitted = $0.value.state { return false } else { return true } }
             .sorted { ($0.value.connectedAt, $0.key) < ($1.value.connectedAt, $1.key) }
         for (victim, _) in pending.prefix(max(0, pending.count - configuration.preAuthCap)) {
@@ -326,10 +333,15 @@ public struct RoomMachine {
 
     /// The earliest instant `tick` has work: the oldest pre-auth socket's deadline.
     public var nextDeadline: MonotonicInstant? {
-        sockets.values.compactMap { socket -> MonotonicInstant? in
-            if case .admitted = socket.state { return nil }
-            return socket.connectedAt + configuration.admissionDeadline + .nanoseconds(1)
-        }.min()
+        // A loop, not compactMap/min: asked after every frame of an admission, and each array
+        // it built was an allocation per call.
+        var earliest: MonotonicInstant?
+        for (_, socket) in sockets {
+            if case .admitted = socket.state { continue }
+            let deadline = socket.connectedAt + configuration.admissionDeadline + .nanoseconds(1)
+            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        return earliest
     }
 
     /// A socket has not taken what the relay sent it for the stall timeout (its peer's frames,

@@ -183,6 +183,34 @@ final class HTTPRequestParserTests: XCTestCase {
         assertStatus("GET / HTTQ/1.1\r\nHost: h\r\n\r\n", 400)
         assertStatus("GET / HTTP/1.1\r\n\r\n", 400)
         assertStatus("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400)
+        assertStatus("GET / \r\nHost: h\r\n\r\n", 400)
+        assertStatus(" / HTTP/1.1\r\nHost: h\r\n\r\n", 400)
+        assertStatus("GET  HTTP/1.1\r\nHost: h\r\n\r\n", 400)
+        assertStatus("GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400)
+    }
+
+    func testFieldsKeepTheirOrderNamesAndValuesWithoutOptionalWhitespace() throws {
+        var parser = HTTPRequestParser()
+        parser.feed(Array("GET /a?b HTTP/1.0\r\nX: 1\r\nhost:\t h \t\r\nX:2\r\nEmpty:\r\n\r\n".utf8))
+        guard case let .head(head)? = try parser.next() else { return XCTFail("no head") }
+        XCTAssertEqual(head.method, "GET")
+        XCTAssertEqual(head.target, "/a?b")
+        XCTAssertEqual(head.version, .http10)
+        XCTAssertEqual(head.headers.fields.map { "\($0.name)=\($0.value)" }, ["X=1", "host=h", "X=2", "Empty="])
+        XCTAssertEqual(head.headers.values("x"), ["1", "2"])
+        XCTAssertNil(head.headers.only("X"), "repeated")
+        XCTAssertEqual(head.headers.only("HOST"), "h")
+        XCTAssertNil(head.headers.only("Absent"))
+        XCTAssertEqual(head.headers.only("empty"), "")
+    }
+
+    func testAHeadWithoutFieldsIsARequestLineAlone() throws {
+        var parser = HTTPRequestParser()
+        parser.feed(Array("OPTIONS * HTTP/1.0\r\n\r\n".utf8))
+        guard case let .head(head)? = try parser.next() else { return XCTFail("no head") }
+        XCTAssertEqual(head.method, "OPTIONS")
+        XCTAssertEqual(head.target, "*")
+        XCTAssertEqual(head.headers.count, 0)
     }
 
     func testAFailedParserStaysFailed() {
@@ -207,5 +235,14 @@ final class HTTPRequestParserTests: XCTestCase {
         XCTAssertEqual(String(decoding: HTTPResponse(status: 101).serialized(), as: UTF8.self), "HTTP/1.1 101 Switching Protocols\r\n\r\n")
         XCTAssertEqual(String(decoding: response.serialized(includeBody: false), as: UTF8.self),
                        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\n")
+        var headers = HTTPHeaders([("Content-Length", "7"), ("Connection", "keep-alive"), ("X-A", "b")])
+        let large = HTTPResponse(status: 599, headers: headers, body: Array(repeating: 0x61, count: 1_234_567)).serialized(closing: true)
+        XCTAssertEqual(String(decoding: large.dropLast(1_234_567), as: UTF8.self),
+                       "HTTP/1.1 599 Status 599\r\nX-A: b\r\nContent-Length: 1234567\r\nConnection: close\r\n\r\n", "computed length, one Connection")
+        XCTAssertEqual(large.suffix(1_234_567), ArraySlice(repeating: 0x61, count: 1_234_567))
+        headers.remove("Content-Length")
+        XCTAssertEqual(String(decoding: HTTPResponse(status: 200, headers: headers).serialized(), as: UTF8.self),
+                       "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nX-A: b\r\nContent-Length: 0\r\n\r\n")
+        XCTAssertEqual(String(decoding: HTTPResponse(status: 204, body: [1]).serialized(), as: UTF8.self).prefix(30), "HTTP/1.1 204 No Content\r\n\r\n\u{1}")
     }
 }

@@ -150,6 +150,30 @@ final class RoomNameTests: XCTestCase {
     }
 }
 
+final class Digest256Tests: XCTestCase {
+    func testBytesHexAndTheirPrefixesMatchTheGenericEncodersForEveryBytePosition() throws {
+        // Each byte distinct, so a byte landing in the wrong word or position shows.
+        let bytes: [UInt8] = (0..<32).map { UInt8(($0 * 37 + 11) & 0xff) }
+        let digest = Digest256(bytes)
+        XCTAssertEqual(digest.bytes, bytes)
+        XCTAssertEqual(digest.hex(), Hex.encode(bytes))
+        XCTAssertEqual(digest.hexUTF8(), Array(Hex.encode(bytes).utf8))
+        for prefix in 0...32 {
+            XCTAssertEqual(digest.hex(prefix: prefix), Hex.encode(bytes.prefix(prefix)))
+        }
+        XCTAssertEqual(Digest256(lowercaseHex: Hex.encode(bytes)), digest)
+        XCTAssertEqual(Digest256([UInt8](repeating: 0xff, count: 32)).hex(), String(repeating: "f", count: 64))
+    }
+
+    func testHexInputIsExactly64LowercaseDigits() {
+        let valid = String(repeating: "0123456789abcdef", count: 4)
+        XCTAssertNotNil(Digest256(lowercaseHex: valid))
+        for invalid in [String(valid.dropLast()), valid + "0", valid.uppercased(), String(valid.dropLast()) + "g", String(valid.dropLast()) + "\u{FF10}", ""] {
+            XCTAssertNil(Digest256(lowercaseHex: invalid), invalid)
+        }
+    }
+}
+
 final class PunycodeTests: XCTestCase {
     func testClientTableAndRFC3492Samples() {
         XCTAssertEqual(Punycode.displayHost("bücher"), "xn--bcher-kva")

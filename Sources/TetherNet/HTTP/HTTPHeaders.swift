@@ -11,6 +11,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence {
 
     public mutating func add(_ name: String, _ value: String) { fields.append((name, value)) }
 
+    /// Room for `count` fields without growing (a parsed head knows its field count up front).
+    public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
+
     /// Replaces every field called `name` with one field.
     public mutating func set(_ name: String, _ value: String) {
         remove(name)
@@ -23,7 +26,23 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence {
     public subscript(name: String) -> String? { fields.first { Self.same($0.name, name) }?.value }
 
     /// Every value of `name`, in order.
-    public func values(_ name: String) -> [String] { fields.filter { Self.same($0.name, name) }.map(\.value) }
+    public func values(_ name: String) -> [String] {
+        var values: [String] = []
+        for field in fields where Self.same(field.name, name) { values.append(field.value) }
+        return values
+    }
+
+    /// The value of `name` when the field appears exactly once; nil when it is absent or
+    /// repeated. Asks what `values(name).count == 1` asks without building an array: every
+    /// upgrade asks it for `Host` and both `Sec-WebSocket-*` fields.
+    public func only(_ name: String) -> String? {
+        var found: String?
+        for field in fields where Self.same(field.name, name) {
+            guard found == nil else { return nil }
+            found = field.value
+        }
+        return found
+    }
 
     public func contains(_ name: String) -> Bool { fields.contains { Self.same($0.name, name) } }
 

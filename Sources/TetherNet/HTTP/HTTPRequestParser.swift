@@ -202,25 +202,27 @@ public struct HTTPRequestParser: Sendable {
         guard end - index <= limits.maxHeadBytes else { throw .headersTooLarge("request head too large") }
         let head = buffer[index..<end]
         index = end + 4
-        var lines: [ArraySlice<UInt8>] = []
-        var start = head.startIndex
-        var i = head.startIndex
-        while i < head.endIndex {
-            if head[i] == 0x0a {
-                guard i > start, head[i - 1] == 0x0d else { throw .badRequest("bare LF") }
-                lines.append(head[start..<(i - 1)])
-                start = i + 1
-            }
-            i += 1
+        // The lines are walked twice in place (counted, then parsed) rather than collected: a
+        // head is parsed on every admission, and each array grown here was a handful of
+        // allocations per connection.
+        var fieldCount = 0
+        for i in head.indices where head[i] == 0x0a {
+            guard i > head.startIndex, head[i - 1] == 0x0d else { throw .badRequest("bare LF") }
+            fieldCount += 1
         }
-        lines.append(head[start..<head.endIndex])
-        guard lines.count - 1 <= limits.maxHeaderCount else { throw .headersTooLarge("too many header fields") }
-        var request = try Self.requestLine(lines[0])
-        for line in lines.dropFirst() {
-            let (name, value) = try Self.field(line)
+        guard fieldCount <= limits.maxHeaderCount else { throw .headersTooLarge("too many header fields") }
+        // A line ends before its CRLF, or at the head's end (the final CRLFCRLF is not in it).
+        func content(upTo lineEnd: Int) -> ArraySlice<UInt8> { lineEnd == head.endIndex ? head[..<lineEnd] : head[..<(lineEnd - 1)] }
+        var lineEnd = head.firstIndex(of: 0x0a) ?? head.endIndex
+        var request = try Self.requestLine(content(upTo: lineEnd))
+        request.headers.reserveCapacity(fieldCount)
+        while lineEnd < head.endIndex {
+            let start = lineEnd + 1
+            lineEnd = head[start...].firstIndex(of: 0x0a) ?? head.endIndex
+            let (name, value) = try Self.field(content(upTo: lineEnd)[start...])
             request.headers.add(name, value)
         }
-        if request.version == .http11, request.headers.values("Host").count != 1 {
+        if request.version == .http11, request.headers.only("Host") == nil {
             throw .badRequest("HTTP/1.1 requires exactly one Host")
         }
         return request
@@ -243,24 +245,29 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private static func requestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequestHead {
-        let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else { throw .badRequest("malformed request line") }
-        guard parts[0].allSatisfy(isTokenCharacter) else { throw .badRequest("bad method") }
+        // method SP request-target SP HTTP-version, exactly two spaces (found in place).
+        guard let firstSpace = line.firstIndex(of: 0x20),
+              let secondSpace = line[(firstSpace + 1)...].firstIndex(of: 0x20),
+              !line[(secondSpace + 1)...].contains(0x20) else { throw .badRequest("malformed request line") }
+        let method = line[..<firstSpace], target = line[(firstSpace + 1)..<secondSpace], versionText = line[(secondSpace + 1)...]
+        guard !method.isEmpty, !target.isEmpty else { throw .badRequest("malformed request line") }
+        guard method.allSatisfy(isTokenCharacter) else { throw .badRequest("bad method") }
         // Visible ASCII only: no spaces, controls or raw UTF-8 in the target.
-        guard parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { throw .badRequest("bad request target") }
+        guard target.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { throw .badRequest("bad request target") }
         let version: HTTPVersion
-        switch Array(parts[2]) {
-        case Array("HTTP/1.1".utf8): version = .http11
-        case Array("HTTP/1.0".utf8): version = .http10
-        default:
-            let v = parts[2]
-            if v.count == 8, v.starts(with: Array("HTTP/".utf8)), v[v.startIndex + 6] == UInt8(ascii: "."),
+        if versionText.elementsEqual("HTTP/1.1".utf8) {
+            version = .http11
+        } else if versionText.elementsEqual("HTTP/1.0".utf8) {
+            version = .http10
+        } else {
+            let v = versionText
+            if v.count == 8, v.starts(with: "HTTP/".utf8), v[v.startIndex + 6] == UInt8(ascii: "."),
                isDigit(v[v.startIndex + 5]), isDigit(v[v.startIndex + 7]) {
                 throw .unsupportedVersion
             }
             throw .badRequest("bad HTTP version")
         }
-        return HTTPRequestHead(method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
+        return HTTPRequestHead(method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self),
                                version: version)
     }
 

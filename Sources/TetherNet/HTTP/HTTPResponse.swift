@@ -20,17 +20,50 @@ public struct HTTPResponse: Sendable, Equatable {
         HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)
     }
 
-    /// The wire bytes. `includeBody` is false for answers to HEAD.
+    /// The wire bytes. `includeBody` is false for answers to HEAD. Written straight into one
+    /// array sized up front: every admission sends one (the 101), and text appended piecewise
+    /// grew a string and then copied it.
     public func serialized(closing: Bool = false, includeBody: Bool = true) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        let reason = Self.reasonPhrase(status)
+        let hasLength = status >= 200 && status != 204 && status != 304
         // Content-Length is always computed; a closing response says so in its own Connection field.
-        for field in headers where !HTTPHeaders.same(field.name, "Content-Length") && !(closing && HTTPHeaders.same(field.name, "Connection")) {
-            head += "\(field.name): \(field.value)\r\n"
+        func kept(_ name: String) -> Bool { !HTTPHeaders.same(name, "Content-Length") && !(closing && HTTPHeaders.same(name, "Connection")) }
+        var size = 9 + 20 + 1 + reason.utf8.count + 2 + 2 + (hasLength ? 16 + 20 + 2 : 0) + (closing ? 19 : 0)
+        for field in headers where kept(field.name) { size += field.name.utf8.count + 2 + field.value.utf8.count + 2 }
+        if includeBody { size += body.count }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(size)
+        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
+        Self.appendDecimal(status, to: &bytes)
+        bytes.append(0x20)
+        bytes.append(contentsOf: reason.utf8)
+        bytes.append(contentsOf: [0x0d, 0x0a])
+        for field in headers where kept(field.name) {
+            bytes.append(contentsOf: field.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: field.value.utf8)
+            bytes.append(contentsOf: [0x0d, 0x0a])
         }
-        if status >= 200, status != 204, status != 304 { head += "Content-Length: \(body.count)\r\n" }
-        if closing { head += "Connection: close\r\n" }
-        head += "\r\n"
-        return Array(head.utf8) + (includeBody ? body : [])
+        if hasLength {
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            Self.appendDecimal(body.count, to: &bytes)
+            bytes.append(contentsOf: [0x0d, 0x0a])
+        }
+        if closing { bytes.append(contentsOf: "Connection: close\r\n".utf8) }
+        bytes.append(contentsOf: [0x0d, 0x0a])
+        if includeBody { bytes.append(contentsOf: body) }
+        return bytes
+    }
+
+    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude, divisor: UInt = 1
+        while magnitude / divisor >= 10 { divisor *= 10 }
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
+            magnitude %= divisor
+            divisor /= 10
+        } while divisor > 0
     }
 
     public static func reasonPhrase(_ status: Int) -> String {

@@ -8,7 +8,11 @@ public enum WebSocketHandshake {
 
     /// `Sec-WebSocket-Accept` for a client key: base64(SHA-1(key ‖ GUID)).
     public static func accept(forKey key: String) -> String {
-        Base64.encode(HashFunction.sha1.hash(Array((key + guid).utf8)))
+        var input: [UInt8] = []
+        input.reserveCapacity(key.utf8.count + guid.utf8.count)
+        input.append(contentsOf: key.utf8)
+        input.append(contentsOf: guid.utf8)
+        return Base64.encode(HashFunction.sha1.hash(input))
     }
 
     public enum ServerDecision: Sendable, Equatable {
@@ -28,20 +32,19 @@ public enum WebSocketHandshake {
         guard request.method == "GET", request.version == .http11 else { return .refuse(.text(400, "bad upgrade method or version")) }
         guard request.headers.containsToken("websocket", in: "Upgrade") else { return .refuse(.text(400, "missing Upgrade: websocket")) }
         guard request.headers.containsToken("upgrade", in: "Connection") else { return .refuse(.text(400, "missing Connection: upgrade")) }
-        let versions = request.headers.values("Sec-WebSocket-Version")
-        guard versions.count == 1, supportedVersions.contains(String(versions[0].trimmingASCIIWhitespace())) else {
+        guard let version = request.headers.only("Sec-WebSocket-Version"), supportedVersions.contains(String(version.trimmingASCIIWhitespace())) else {
             var refusal = HTTPResponse.text(400, "missing or invalid Sec-WebSocket-Version")
             refusal.headers.add("Sec-WebSocket-Version", "13, 8")
             return .refuse(refusal)
         }
-        let keys = request.headers.values("Sec-WebSocket-Key")
-        guard keys.count == 1, let key = try? Base64.decode(String(keys[0].trimmingASCIIWhitespace())), key.count == 16 else {
-            return .refuse(.text(400, "bad Sec-WebSocket-Key"))
-        }
+        guard let field = request.headers.only("Sec-WebSocket-Key") else { return .refuse(.text(400, "bad Sec-WebSocket-Key")) }
+        let key = String(field.trimmingASCIIWhitespace())
+        guard let decoded = try? Base64.decode(key), decoded.count == 16 else { return .refuse(.text(400, "bad Sec-WebSocket-Key")) }
         var headers = HTTPHeaders()
+        headers.reserveCapacity(3)
         headers.add("Upgrade", "websocket")
         headers.add("Connection", "Upgrade")
-        headers.add("Sec-WebSocket-Accept", accept(forKey: String(keys[0].trimmingASCIIWhitespace())))
+        headers.add("Sec-WebSocket-Accept", accept(forKey: key))
         return .upgrade(HTTPResponse(status: 101, headers: headers))
     }
 

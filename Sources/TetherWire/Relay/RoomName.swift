@@ -9,45 +9,35 @@ public struct RoomName: Sendable, Hashable, CustomStringConvertible {
     /// Buckets of the shard map (client.md §4, relay.md §8.1).
     public static let bucketCount = 65_536
 
-    private let a, b, c, d: UInt64
+    private let digestWords: Digest256
 
     /// The name of the room for a Mac static key `rs` (32 bytes) and a pairing id.
     public init(responderStaticKey rs: [UInt8], pairingID: String) {
-        self.init(digest: SHA256.hash(CanonicalEncoding.encode(domain: CanonicalEncoding.roomDomain, fields: [rs, Array(pairingID.utf8)])))
+        digestWords = Digest256(SHA256.hash(CanonicalEncoding.encode(domain: CanonicalEncoding.roomDomain, fields: [rs, Array(pairingID.utf8)])))
     }
 
     /// Validates a received `x-relay-room` value: exactly `^[0-9a-f]{64}$` (uppercase and
     /// non-ASCII digits are refused).
     public init?(header value: String) {
-        guard Hex.isLowercase(value, count: 64), let digest = try? Hex.decode(value) else { return nil }
-        self.init(digest: digest)
-    }
-
-    private init(digest: [UInt8]) {
-        func word(_ offset: Int) -> UInt64 { digest[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }
-        a = word(0)
-        b = word(8)
-        c = word(16)
-        d = word(24)
+        guard let digest = Digest256(lowercaseHex: value) else { return nil }
+        digestWords = digest
     }
 
     /// The 32 digest bytes.
-    public var digest: [UInt8] {
-        [a, b, c, d].flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) } }
-    }
+    public var digest: [UInt8] { digestWords.bytes }
 
     /// The 64 lowercase hex characters.
-    public var hex: String { Hex.encode(digest) }
+    public var hex: String { digestWords.hex() }
 
     /// The shard bucket: the last two digest bytes, big-endian (0…65535).
-    public var bucket: Int { Int(d & 0xFFFF) }
+    public var bucket: Int { Int(digestWords.d & 0xFFFF) }
 
     /// An opaque tag for logs: the first 4 bytes of SHA-256 of the ASCII name, in hex. It lets
     /// an operator follow one room through the log without the log revealing the name.
     public var logTag: String { Hex.encode(SHA256.hash(transcriptField).prefix(4)) }
 
     /// The transcript field: the 64 ASCII characters (not the 32 decoded bytes).
-    public var transcriptField: [UInt8] { Array(hex.utf8) }
+    public var transcriptField: [UInt8] { digestWords.hexUTF8() }
 
     /// Descriptions never expose the name.
     public var description: String { "room \(logTag)" }
