@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import TetherStore
 import TetherStoreContract
+import TetherCrypto
 import TetherWire
 import XCTest
 
@@ -54,6 +55,8 @@ final class SQLiteRoomStoreTests: XCTestCase {
             XCTAssertEqual(try store.idleRooms(lastActivityBefore: 2, limit: 1), [RoomKey(room)])
             XCTAssertEqual(RoomKey(room).bucket, 57888)
             XCTAssertEqual(RoomKey(room).logTag, room.logTag)
+            XCTAssertEqual(RoomKey(hex: RoomKey(room).hex, bucket: 57888), RoomKey(room), "read back from its stored form")
+            XCTAssertEqual(RoomKey(room).bytes, SHA256.hash(room.transcriptField))
         }
         let bytes = fileBytes()
         XCTAssertFalse(bytes.contains(Array(room.hex.utf8)), "the name is the rendezvous secret")

@@ -168,7 +168,8 @@ final class Digest256Tests: XCTestCase {
     func testHexInputIsExactly64LowercaseDigits() {
         let valid = String(repeating: "0123456789abcdef", count: 4)
         XCTAssertNotNil(Digest256(lowercaseHex: valid))
-        for invalid in [String(valid.dropLast()), valid + "0", valid.uppercased(), String(valid.dropLast()) + "g", String(valid.dropLast()) + "\u{FF10}", ""] {
+        for invalid in [String(valid.dropLast()), valid + "0", valid.uppercased(), String(valid.dropLast()) + "g", String(valid.dropLast()) + "\u{FF10}",
+                        String(valid.dropLast(2)) + "\u{e9}", valid + "\u{0}", ""] {
             XCTAssertNil(Digest256(lowercaseHex: invalid), invalid)
         }
     }
