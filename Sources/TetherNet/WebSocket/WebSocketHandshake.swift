@@ -64,7 +64,7 @@ public enum WebSocketHandshake {
         status == 101
             && headers.containsToken("websocket", in: "Upgrade")
             && headers.containsToken("upgrade", in: "Connection")
-            && headers.values("Sec-WebSocket-Accept") == [accept(forKey: key)]
+            && headers.only("Sec-WebSocket-Accept") == accept(forKey: key)
             && !headers.contains("Sec-WebSocket-Extensions")
             && !headers.contains("Sec-WebSocket-Protocol")
     }

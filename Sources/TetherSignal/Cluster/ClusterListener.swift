@@ -14,9 +14,10 @@ final class ClusterListener: HTTPServerDelegate {
 
     func upgrade(_ request: HTTPServerRequest, handshake: WebSocketHandshake.ServerDecision) -> WebSocketUpgradeDecision {
         guard request.head.path == "/cluster" else { return .refuse(.text(404, "not found")) }
-        let presented = request.head.headers.values("Authorization")
         let expected = Array("Bearer ".utf8) + cluster.secret
-        guard presented.count == 1, constantTimeEquals(Array(presented[0].utf8), expected) else { return .refuse(.text(401, "unauthorized")) }
+        guard let presented = request.head.headers.only("Authorization"), constantTimeEquals(Array(presented.utf8), expected) else {
+            return .refuse(.text(401, "unauthorized"))
+        }
         guard case .upgrade = handshake else {
             if case let .refuse(response) = handshake { return .refuse(response) }
             return .refuse(.text(400, "bad upgrade"))
